@@ -1,0 +1,183 @@
+//! The `fluxion` command (LANGUAGE.md §6): a thin shell over `fluxion-driver`.
+//! Exit status: 0 success, 1 a program error, 2 a usage error.
+
+mod repl;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "fluxion",
+    version,
+    about = "Fluxion: a differentiable functional array language"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate a program's `main` (or another entry) and print the result.
+    Run {
+        file: String,
+        /// The function to run.
+        #[arg(long, default_value = "main")]
+        entry: String,
+        /// Arguments as a JSON array, or @FILE to read them from a file.
+        #[arg(long)]
+        args: Option<String>,
+        /// Reverse-mode algorithm for grad, vjp, jacobian and hessian.
+        #[arg(long, value_parser = ["fwd", "chad", "delta"])]
+        ad: Option<String>,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parse and type-check a program.
+    Check { file: String },
+    /// Print the program after a pipeline stage, as Fluxion source.
+    Show {
+        file: String,
+        /// Print only what this function needs (default: every function in the file).
+        #[arg(long)]
+        entry: Option<String>,
+        /// The stage: core.
+        #[arg(long, default_value = "core")]
+        stage: String,
+    },
+    /// Interactive read-eval-print loop, optionally with a file's definitions loaded.
+    Repl { file: Option<String> },
+}
+
+/// What a command produced: text for stdout and stderr, and the exit status.
+struct Outcome {
+    stdout: String,
+    stderr: String,
+    status: u8,
+}
+
+impl Outcome {
+    fn ok(stdout: String) -> Outcome {
+        Outcome {
+            stdout,
+            stderr: String::new(),
+            status: 0,
+        }
+    }
+
+    fn program_error(stderr: String) -> Outcome {
+        Outcome {
+            stdout: String::new(),
+            stderr,
+            status: 1,
+        }
+    }
+
+    fn usage_error(stderr: String) -> Outcome {
+        Outcome {
+            stdout: String::new(),
+            stderr,
+            status: 2,
+        }
+    }
+}
+
+fn read_file(path: &str) -> Result<String, Outcome> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Outcome::usage_error(format!("error: cannot read `{path}`: {e}\n")))
+}
+
+fn run_command(command: Command) -> Outcome {
+    match command {
+        Command::Run {
+            file,
+            entry,
+            args,
+            ad: _,
+            json,
+        } => {
+            let text = match read_file(&file) {
+                Ok(t) => t,
+                Err(o) => return o,
+            };
+            let args = match args.as_deref() {
+                Some(a) if a.starts_with('@') => match read_file(&a[1..]) {
+                    Ok(t) => Some(t),
+                    Err(o) => return o,
+                },
+                other => other.map(str::to_string),
+            };
+            let program = match fluxion_driver::compile(&file, &text) {
+                Ok(p) => p,
+                Err(f) => return Outcome::program_error(f.render()),
+            };
+            match program.run(&entry, args.as_deref()) {
+                Ok(out) => Outcome::ok(format!(
+                    "{}\n",
+                    if json {
+                        out.to_json()
+                    } else {
+                        out.to_literal()
+                    }
+                )),
+                Err(f) => Outcome::program_error(f.render()),
+            }
+        }
+        Command::Check { file } => {
+            let text = match read_file(&file) {
+                Ok(t) => t,
+                Err(o) => return o,
+            };
+            match fluxion_driver::compile(&file, &text) {
+                Ok(_) => Outcome::ok(String::new()),
+                Err(f) => Outcome::program_error(f.render()),
+            }
+        }
+        Command::Show { file, entry, stage } => {
+            if !fluxion_driver::STAGES.contains(&stage.as_str()) {
+                return Outcome::usage_error(format!(
+                    "error: unknown stage `{stage}` (available: {})\n",
+                    fluxion_driver::STAGES.join(", ")
+                ));
+            }
+            let text = match read_file(&file) {
+                Ok(t) => t,
+                Err(o) => return o,
+            };
+            let program = match fluxion_driver::compile(&file, &text) {
+                Ok(p) => p,
+                Err(f) => return Outcome::program_error(f.render()),
+            };
+            match program.show(&stage, entry.as_deref()) {
+                Ok(s) => Outcome::ok(s),
+                Err(msg) => Outcome::program_error(format!("error: {msg}\n")),
+            }
+        }
+        Command::Repl { file } => {
+            let text = match file.as_deref().map(read_file) {
+                Some(Ok(t)) => Some((file.clone().unwrap_or_default(), t)),
+                Some(Err(o)) => return o,
+                None => None,
+            };
+            repl::run(text)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let outcome = fluxion_driver::with_big_stack(move || run_command(cli.command));
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(outcome.stdout.as_bytes());
+    let _ = std::io::stderr().write_all(outcome.stderr.as_bytes());
+    ExitCode::from(outcome.status)
+}

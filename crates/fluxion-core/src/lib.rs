@@ -1,0 +1,20 @@
+//! Fluxion Core: the typed, A-normal-form intermediate representation every pass
+//! reads and writes (see ARCHITECTURE.md).
+//!
+//! Invariant: this crate contains no transformations. It defines the IR
+//! ([`term`], [`module`]), types ([`ty`]), primitives ([`prim`]), the printer
+//! ([`print`], whose output is Fluxion source) and the verifier ([`verify`]).
+//! Closures survive lowering: a lambda is a [`Code`] plus captured values.
+
+pub mod module;
+pub mod prim;
+pub mod print;
+pub mod term;
+pub mod ty;
+pub mod verify;
+pub mod visit;
+
+pub use module::Module;
+pub use prim::Prim;
+pub use term::*;
+pub use ty::{EnumDef, EnumId, Type, VariantDef};

@@ -1,0 +1,251 @@
+//! Primitive operations: every built-in of LANGUAGE.md §4–§5 plus the internal ones
+//! that lowering emits. This is the list every later stage matches on.
+//!
+//! Each primitive has a surface name (or an internal name starting with `%`, which no
+//! surface program can spell) and a type [`Scheme`], used both by inference in
+//! `fluxion-typeck` and by the Core verifier. The differential operators have types
+//! that depend on `T(A)` and are typed specially (see [`Prim::is_differential`]).
+
+use crate::ty::Type;
+
+macro_rules! prims {
+    ($($variant:ident => $name:literal,)*) => {
+        /// A primitive operation.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Prim { $($variant,)* }
+
+        impl Prim {
+            /// Every primitive, in declaration order.
+            pub const ALL: &'static [Prim] = &[$(Prim::$variant,)*];
+
+            /// The name a program uses (internal primitives start with `%`).
+            pub fn name(self) -> &'static str {
+                match self { $(Prim::$variant => $name,)* }
+            }
+        }
+    };
+}
+
+prims! {
+    // Arithmetic and comparison: spelled as operators in source.
+    Add => "%add", Sub => "%sub", Mul => "%mul", Div => "%div", Rem => "%rem",
+    Neg => "%neg", Not => "%not",
+    Eq => "%eq", Ne => "%ne", Lt => "%lt", Le => "%le", Gt => "%gt", Ge => "%ge",
+    // Real functions.
+    Sin => "sin", Cos => "cos", Tan => "tan", Asin => "asin", Acos => "acos", Atan => "atan",
+    Tanh => "tanh", Sinh => "sinh", Cosh => "cosh", Exp => "exp", Log => "log",
+    Log1p => "log1p", Expm1 => "expm1", Sqrt => "sqrt", Abs => "abs", Sigmoid => "sigmoid",
+    Lgamma => "lgamma", Erf => "erf", Floor => "floor", Ceil => "ceil",
+    Pow => "pow", Atan2 => "atan2", Min => "min", Max => "max",
+    ToReal => "to_real", ToInt => "to_int",
+    // Arrays.
+    Build => "build", Length => "length", Index => "%index", Sum => "sum", Map => "map",
+    Map2 => "map2", Zip => "zip", Fold => "fold", Scan => "scan", Iterate => "iterate",
+    Replicate => "replicate", Range => "range", Reverse => "reverse", Concat => "concat",
+    Slice => "slice", Maximum => "maximum", Minimum => "minimum", Argmax => "argmax",
+    Sumbuild => "sumbuild",
+    // Differential operators (§5).
+    Grad => "grad", ValueAndGrad => "value_and_grad", Jvp => "jvp", Vjp => "vjp",
+    Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
+    // Internal: a `match` with no arm for the value (a runtime error).
+    MatchFail => "%match_fail",
+}
+
+/// A class of types a scheme variable may stand for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Constraint {
+    Any,
+    /// `Int` or `Real`.
+    Num,
+    /// Values that `==` compares: anything without functions.
+    Eq,
+    /// What `sum` adds: `Real`, `Int`, or tuples/arrays of them, elementwise.
+    Summable,
+}
+
+/// A type with numbered variables, as in a polymorphic signature.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchemeTy {
+    Var(usize),
+    Real,
+    Int,
+    Bool,
+    Unit,
+    Tuple(Vec<SchemeTy>),
+    Array(Box<SchemeTy>),
+    Fn(Vec<SchemeTy>, Box<SchemeTy>),
+}
+
+/// `∀ vars. (params) -> ret`, where `vars[i]` constrains `SchemeTy::Var(i)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheme {
+    pub vars: Vec<Constraint>,
+    pub params: Vec<SchemeTy>,
+    pub ret: SchemeTy,
+}
+
+impl SchemeTy {
+    /// Replaces variables by `args[i]`.
+    pub fn instantiate(&self, args: &[Type]) -> Type {
+        match self {
+            SchemeTy::Var(i) => args[*i].clone(),
+            SchemeTy::Real => Type::Real,
+            SchemeTy::Int => Type::Int,
+            SchemeTy::Bool => Type::Bool,
+            SchemeTy::Unit => Type::Unit,
+            SchemeTy::Tuple(ts) => Type::Tuple(ts.iter().map(|t| t.instantiate(args)).collect()),
+            SchemeTy::Array(t) => Type::array(t.instantiate(args)),
+            SchemeTy::Fn(ps, r) => Type::func(
+                ps.iter().map(|t| t.instantiate(args)).collect(),
+                r.instantiate(args),
+            ),
+        }
+    }
+}
+
+/// Whether a concrete type satisfies a constraint.
+pub fn satisfies(ty: &Type, c: Constraint, enums: &[crate::EnumDef]) -> bool {
+    match c {
+        Constraint::Any => true,
+        Constraint::Num => matches!(ty, Type::Int | Type::Real),
+        Constraint::Eq => ty.is_dtype(enums),
+        Constraint::Summable => match ty {
+            Type::Real | Type::Int => true,
+            Type::Tuple(ts) => ts.iter().all(|t| satisfies(t, c, enums)),
+            Type::Array(t) => satisfies(t, c, enums),
+            _ => false,
+        },
+    }
+}
+
+impl Prim {
+    /// Looks up a surface built-in by name (internal `%` names are not found).
+    pub fn from_surface_name(name: &str) -> Option<Prim> {
+        Prim::ALL
+            .iter()
+            .copied()
+            .find(|p| !p.is_internal() && p.name() == name)
+    }
+
+    /// Internal primitives cannot be named in source.
+    pub fn is_internal(self) -> bool {
+        self.name().starts_with('%')
+    }
+
+    /// The differential operators, whose types involve `T(A)`.
+    pub fn is_differential(self) -> bool {
+        use Prim::*;
+        matches!(
+            self,
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor
+        )
+    }
+
+    /// Operators that printing spells infix or prefix.
+    pub fn operator_symbol(self) -> Option<&'static str> {
+        use Prim::*;
+        Some(match self {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            Div => "/",
+            Rem => "%",
+            Neg => "-",
+            Not => "!",
+            Eq => "==",
+            Ne => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+            _ => return None,
+        })
+    }
+
+    /// The polymorphic signature; `None` for the differential operators and `MatchFail`.
+    pub fn scheme(self) -> Option<Scheme> {
+        use Prim::*;
+        use SchemeTy as S;
+        let v = S::Var;
+        let arr = |t: SchemeTy| S::Array(Box::new(t));
+        let func = |ps: Vec<SchemeTy>, r: SchemeTy| S::Fn(ps, Box::new(r));
+        let mono = |params: Vec<SchemeTy>, ret: SchemeTy| Scheme {
+            vars: vec![],
+            params,
+            ret,
+        };
+        let poly = |vars: Vec<Constraint>, params: Vec<SchemeTy>, ret: SchemeTy| Scheme {
+            vars,
+            params,
+            ret,
+        };
+        use Constraint as C;
+        Some(match self {
+            Add | Sub | Mul | Div | Rem => poly(vec![C::Num], vec![v(0), v(0)], v(0)),
+            Neg => poly(vec![C::Num], vec![v(0)], v(0)),
+            Not => mono(vec![S::Bool], S::Bool),
+            Eq | Ne => poly(vec![C::Eq], vec![v(0), v(0)], S::Bool),
+            Lt | Le | Gt | Ge => poly(vec![C::Num], vec![v(0), v(0)], S::Bool),
+            Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
+            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil => mono(vec![S::Real], S::Real),
+            Abs => poly(vec![C::Num], vec![v(0)], v(0)),
+            Pow | Atan2 => mono(vec![S::Real, S::Real], S::Real),
+            Min | Max => poly(vec![C::Num], vec![v(0), v(0)], v(0)),
+            ToReal => mono(vec![S::Int], S::Real),
+            ToInt => mono(vec![S::Real], S::Int),
+            Build => poly(
+                vec![C::Any],
+                vec![S::Int, func(vec![S::Int], v(0))],
+                arr(v(0)),
+            ),
+            Sumbuild => poly(
+                vec![C::Summable],
+                vec![S::Int, func(vec![S::Int], v(0))],
+                v(0),
+            ),
+            Length => poly(vec![C::Any], vec![arr(v(0))], S::Int),
+            Index => poly(vec![C::Any], vec![arr(v(0)), S::Int], v(0)),
+            Sum => poly(vec![C::Summable], vec![arr(v(0))], v(0)),
+            Map => poly(
+                vec![C::Any, C::Any],
+                vec![func(vec![v(0)], v(1)), arr(v(0))],
+                arr(v(1)),
+            ),
+            Map2 => poly(
+                vec![C::Any, C::Any, C::Any],
+                vec![func(vec![v(0), v(1)], v(2)), arr(v(0)), arr(v(1))],
+                arr(v(2)),
+            ),
+            Zip => poly(
+                vec![C::Any, C::Any],
+                vec![arr(v(0)), arr(v(1))],
+                arr(S::Tuple(vec![v(0), v(1)])),
+            ),
+            Fold => poly(
+                vec![C::Any, C::Any],
+                vec![func(vec![v(0), v(1)], v(0)), v(0), arr(v(1))],
+                v(0),
+            ),
+            Scan => poly(
+                vec![C::Any, C::Any],
+                vec![func(vec![v(0), v(1)], v(0)), v(0), arr(v(1))],
+                arr(v(0)),
+            ),
+            Iterate => poly(
+                vec![C::Any],
+                vec![S::Int, func(vec![v(0)], v(0)), v(0)],
+                v(0),
+            ),
+            Replicate => poly(vec![C::Any], vec![S::Int, v(0)], arr(v(0))),
+            Range => mono(vec![S::Int], arr(S::Int)),
+            Reverse => poly(vec![C::Any], vec![arr(v(0))], arr(v(0))),
+            Concat => poly(vec![C::Any], vec![arr(v(0)), arr(v(0))], arr(v(0))),
+            Slice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
+            Maximum | Minimum => poly(vec![C::Num], vec![arr(v(0))], v(0)),
+            Argmax => poly(vec![C::Num], vec![arr(v(0))], S::Int),
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
+                return None;
+            }
+        })
+    }
+}

@@ -1,0 +1,128 @@
+//! Core types (LANGUAGE.md §2) and the tangent type map `T(A)` (§5).
+
+use std::fmt;
+
+/// Index of an enum definition in [`crate::Module::enums`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EnumId(pub u32);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    Real,
+    Int,
+    Bool,
+    Unit,
+    /// Two or more components.
+    Tuple(Vec<Type>),
+    Array(Box<Type>),
+    Fn(Vec<Type>, Box<Type>),
+    Enum(EnumId),
+}
+
+/// One constructor of a user enum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariantDef {
+    pub name: String,
+    pub fields: Vec<Type>,
+}
+
+/// A user enum (sum type), possibly recursive through `Type::Enum`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnumDef {
+    pub name: String,
+    pub variants: Vec<VariantDef>,
+}
+
+impl Type {
+    pub fn array(elem: Type) -> Type {
+        Type::Array(Box::new(elem))
+    }
+
+    pub fn func(params: Vec<Type>, ret: Type) -> Type {
+        Type::Fn(params, Box::new(ret))
+    }
+
+    /// Whether values of this type are differentiable data (a D-type, §5): no functions.
+    pub fn is_dtype(&self, enums: &[EnumDef]) -> bool {
+        fn go(t: &Type, enums: &[EnumDef], seen: &mut Vec<EnumId>) -> bool {
+            match t {
+                Type::Real | Type::Int | Type::Bool | Type::Unit => true,
+                Type::Tuple(ts) => ts.iter().all(|t| go(t, enums, seen)),
+                Type::Array(t) => go(t, enums, seen),
+                Type::Fn(..) => false,
+                Type::Enum(id) => {
+                    if seen.contains(id) {
+                        return true;
+                    }
+                    seen.push(*id);
+                    enums[id.0 as usize]
+                        .variants
+                        .iter()
+                        .all(|v| v.fields.iter().all(|f| go(f, enums, seen)))
+                }
+            }
+        }
+        go(self, enums, &mut Vec::new())
+    }
+
+    /// The tangent type `T(A)` of a D-type (§5): `Int`, `Bool`, `()` leaves become `()`;
+    /// arrays, tuples and enums keep their shape (an enum's tangent is the enum itself,
+    /// whose non-real leaves are then ignored).
+    pub fn tangent(&self) -> Type {
+        match self {
+            Type::Real => Type::Real,
+            Type::Int | Type::Bool | Type::Unit => Type::Unit,
+            Type::Tuple(ts) => Type::Tuple(ts.iter().map(Type::tangent).collect()),
+            Type::Array(t) => Type::array(t.tangent()),
+            Type::Fn(ps, r) => Type::func(ps.iter().map(Type::tangent).collect(), r.tangent()),
+            Type::Enum(id) => Type::Enum(*id),
+        }
+    }
+
+    /// Displays the type with enum names resolved.
+    pub fn display<'a>(&'a self, enums: &'a [EnumDef]) -> TypeDisplay<'a> {
+        TypeDisplay { ty: self, enums }
+    }
+}
+
+pub struct TypeDisplay<'a> {
+    ty: &'a Type,
+    enums: &'a [EnumDef],
+}
+
+impl fmt::Display for TypeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let enums = self.enums;
+        match self.ty {
+            Type::Real => write!(f, "Real"),
+            Type::Int => write!(f, "Int"),
+            Type::Bool => write!(f, "Bool"),
+            Type::Unit => write!(f, "()"),
+            Type::Tuple(ts) => {
+                write!(f, "(")?;
+                for (i, t) in ts.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", t.display(enums))?;
+                }
+                write!(f, ")")
+            }
+            Type::Array(t) => write!(f, "[{}]", t.display(enums)),
+            Type::Fn(ps, r) => {
+                write!(f, "fn(")?;
+                for (i, t) in ps.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{}", t.display(enums))?;
+                }
+                write!(f, ") -> {}", r.display(enums))
+            }
+            Type::Enum(id) => match enums.get(id.0 as usize) {
+                Some(def) => write!(f, "{}", def.name),
+                None => write!(f, "Enum#{}", id.0),
+            },
+        }
+    }
+}

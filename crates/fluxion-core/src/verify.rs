@@ -1,0 +1,488 @@
+//! Core verifier: checks that a [`Module`] is well formed. Tests run it after every
+//! pass.
+//!
+//! Checked:
+//! - every variable is bound exactly once in the module (parameters, captures of
+//!   top-level codes, `let`s, match fields) and used only where in scope;
+//! - a lambda's captures are in scope where its closure is made, and its body uses
+//!   only its captures, parameters and its own bindings;
+//! - every binding's recorded type equals the type of its right-hand side, computed
+//!   from its operands (primitives by their [`crate::prim::Scheme`], differential
+//!   operators by `T(A)`);
+//! - call arities and argument types; constructor tags and field types; `if`
+//!   conditions are `Bool`; match arms name constructors of the scrutinee's enum once.
+
+use std::collections::HashSet;
+
+use crate::module::Module;
+use crate::prim::{Prim, Scheme, SchemeTy, satisfies};
+use crate::term::*;
+use crate::ty::Type;
+
+/// A verifier complaint: the code it is in and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError {
+    pub code: String,
+    pub message: String,
+}
+
+/// Verifies every code reachable from the module's tables.
+pub fn verify_module(module: &Module) -> Result<(), Vec<VerifyError>> {
+    let mut v = Verifier {
+        module,
+        bound: HashSet::new(),
+        errors: Vec::new(),
+        code_name: String::new(),
+    };
+    for (i, code) in module.codes.iter().enumerate() {
+        if code.kind == CodeKind::TopLevel {
+            v.code(CodeId(i as u32), &[]);
+        }
+    }
+    if v.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(v.errors)
+    }
+}
+
+struct Verifier<'a> {
+    module: &'a Module,
+    bound: HashSet<VarId>,
+    errors: Vec<VerifyError>,
+    code_name: String,
+}
+
+impl Verifier<'_> {
+    fn err(&mut self, message: String) {
+        self.errors.push(VerifyError {
+            code: self.code_name.clone(),
+            message,
+        });
+    }
+
+    fn show(&self, ty: &Type) -> String {
+        ty.display(&self.module.enums).to_string()
+    }
+
+    fn bind(&mut self, v: VarId, scope: &mut Vec<VarId>) {
+        if v.0 as usize >= self.module.vars.len() {
+            self.err(format!(
+                "variable {} has no entry in the variable table",
+                v.0
+            ));
+            return;
+        }
+        if !self.bound.insert(v) {
+            self.err(format!("variable {} is bound twice", v.0));
+        }
+        scope.push(v);
+    }
+
+    /// Checks one code; `outer` is the scope where its closure is made.
+    fn code(&mut self, id: CodeId, outer: &[VarId]) {
+        let code = self.module.code(id);
+        let saved = std::mem::replace(&mut self.code_name, code.name.clone());
+        let mut scope: Vec<VarId> = Vec::new();
+        for c in &code.captures {
+            if code.kind == CodeKind::TopLevel {
+                self.bind(*c, &mut scope);
+            } else if !outer.contains(c) {
+                self.err(format!("captured variable {} is not in scope", c.0));
+            } else {
+                scope.push(*c);
+            }
+        }
+        for p in &code.params {
+            self.bind(*p, &mut scope);
+        }
+        let ty = self.body(&code.body, &mut scope);
+        if let Some(ty) = ty
+            && ty != code.ret
+        {
+            let msg = format!(
+                "body has type {}, but the function returns {}",
+                self.show(&ty),
+                self.show(&code.ret)
+            );
+            self.err(msg);
+        }
+        self.code_name = saved;
+    }
+
+    fn atom(&mut self, a: &Atom, scope: &[VarId]) -> Option<Type> {
+        match a {
+            Atom::Lit(l) => Some(l.ty()),
+            Atom::Var(v) => {
+                if !scope.contains(v) {
+                    self.err(format!("variable {} used out of scope", v.0));
+                    return None;
+                }
+                Some(self.module.var_ty(*v).clone())
+            }
+        }
+    }
+
+    fn atoms(&mut self, atoms: &[Atom], scope: &[VarId]) -> Option<Vec<Type>> {
+        atoms.iter().map(|a| self.atom(a, scope)).collect()
+    }
+
+    fn body(&mut self, body: &Body, scope: &mut Vec<VarId>) -> Option<Type> {
+        let mark = scope.len();
+        for b in &body.bindings {
+            let ty = self.rhs(&b.rhs, scope);
+            let declared = self.module.var_ty(b.var).clone();
+            if let Some(ty) = ty
+                && ty != declared
+            {
+                let msg = format!(
+                    "binding {} declared {} but its value has type {}",
+                    b.var.0,
+                    self.show(&declared),
+                    self.show(&ty)
+                );
+                self.err(msg);
+            }
+            self.bind(b.var, scope);
+        }
+        let ty = self.atom(&body.result, scope);
+        scope.truncate(mark);
+        ty
+    }
+
+    fn rhs(&mut self, rhs: &Rhs, scope: &mut Vec<VarId>) -> Option<Type> {
+        match rhs {
+            Rhs::Atom(a) => self.atom(a, scope),
+            Rhs::Prim(p, args) => {
+                let tys = self.atoms(args, scope)?;
+                self.prim(*p, &tys)
+            }
+            Rhs::Call(f, args) => {
+                let fty = self.atom(f, scope)?;
+                let tys = self.atoms(args, scope)?;
+                match fty {
+                    Type::Fn(ps, r) if ps == tys => Some(*r),
+                    other => {
+                        let msg = format!(
+                            "call of {} with arguments ({})",
+                            self.show(&other),
+                            tys.iter()
+                                .map(|t| self.show(t))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                        self.err(msg);
+                        None
+                    }
+                }
+            }
+            Rhs::CallDirect(id, args) => {
+                let tys = self.atoms(args, scope)?;
+                match self.module.code_ty(*id) {
+                    Type::Fn(ps, r) if ps == tys && self.module.code(*id).captures.is_empty() => {
+                        Some(*r)
+                    }
+                    _ => {
+                        let msg = format!("bad direct call of {}", self.module.code(*id).name);
+                        self.err(msg);
+                        None
+                    }
+                }
+            }
+            Rhs::Closure(id, args) => {
+                let tys = self.atoms(args, scope)?;
+                let code = self.module.code(*id);
+                let want: Vec<Type> = code
+                    .captures
+                    .iter()
+                    .map(|c| self.module.var_ty(*c).clone())
+                    .collect();
+                if want != tys {
+                    self.err(format!("closure of {} captures the wrong types", code.name));
+                }
+                if code.kind == CodeKind::Lambda {
+                    let outer: Vec<VarId> = scope.clone();
+                    self.code(*id, &outer);
+                }
+                Some(self.module.code_ty(*id))
+            }
+            Rhs::Tuple(args) => {
+                let tys = self.atoms(args, scope)?;
+                if tys.len() < 2 {
+                    self.err("tuple with fewer than two components".into());
+                }
+                Some(Type::Tuple(tys))
+            }
+            Rhs::Proj(a, i) => match self.atom(a, scope)? {
+                Type::Tuple(ts) if *i < ts.len() => Some(ts[*i].clone()),
+                other => {
+                    let msg = format!("projection .{i} of {}", self.show(&other));
+                    self.err(msg);
+                    None
+                }
+            },
+            Rhs::Array(args) => {
+                let tys = self.atoms(args, scope)?;
+                // The element type of an empty literal is the binding's; checked by caller.
+                let first = tys.first().cloned()?;
+                if tys.iter().any(|t| *t != first) {
+                    self.err("array literal elements differ in type".into());
+                }
+                Some(Type::array(first))
+            }
+            Rhs::Ctor(e, tag, args) => {
+                let tys = self.atoms(args, scope)?;
+                let def = self.module.enums.get(e.0 as usize)?;
+                match def.variants.get(*tag as usize) {
+                    Some(v) if v.fields == tys => Some(Type::Enum(*e)),
+                    _ => {
+                        self.err(format!("bad constructor {tag} of {}", def.name));
+                        None
+                    }
+                }
+            }
+            Rhs::If(c, t, e) => {
+                if self.atom(c, scope)? != Type::Bool {
+                    self.err("`if` condition is not Bool".into());
+                }
+                let tt = self.body(t, scope);
+                let te = self.body(e, scope);
+                if tt.is_some() && te.is_some() && tt != te {
+                    self.err("`if` branches differ in type".into());
+                }
+                tt.or(te)
+            }
+            Rhs::Match(s, arms, default) => {
+                let Type::Enum(eid) = self.atom(s, scope)? else {
+                    self.err("match scrutinee is not an enum".into());
+                    return None;
+                };
+                let def = self.module.enum_def(eid).clone();
+                let mut ty: Option<Type> = None;
+                let mut seen = HashSet::new();
+                for arm in arms {
+                    let Some(variant) = def.variants.get(arm.tag as usize) else {
+                        self.err("match arm tag out of range".into());
+                        continue;
+                    };
+                    if !seen.insert(arm.tag) {
+                        self.err(format!("two arms for {}", variant.name));
+                    }
+                    let mark = scope.len();
+                    if arm.fields.len() != variant.fields.len() {
+                        self.err(format!(
+                            "arm for {} binds the wrong number of fields",
+                            variant.name
+                        ));
+                    }
+                    for (f, fty) in arm.fields.iter().zip(&variant.fields) {
+                        if self.module.var_ty(*f) != fty {
+                            self.err(format!("field of {} has the wrong type", variant.name));
+                        }
+                        self.bind(*f, scope);
+                    }
+                    let t = self.body(&arm.body, scope);
+                    scope.truncate(mark);
+                    self.join(&mut ty, t);
+                }
+                if let Some(d) = default {
+                    let t = self.body(d, scope);
+                    self.join(&mut ty, t);
+                }
+                ty
+            }
+        }
+    }
+
+    fn join(&mut self, acc: &mut Option<Type>, t: Option<Type>) {
+        match (acc.as_ref(), t) {
+            (None, t) => *acc = t,
+            (Some(a), Some(t)) if *a != t => self.err("match arms differ in type".into()),
+            _ => {}
+        }
+    }
+
+    fn prim(&mut self, p: Prim, args: &[Type]) -> Option<Type> {
+        if p == Prim::MatchFail {
+            return None;
+        }
+        if p.is_differential() {
+            return match differential_result_type(self.module, p, args) {
+                Ok(t) => Some(t),
+                Err(msg) => {
+                    self.err(msg);
+                    None
+                }
+            };
+        }
+        let scheme = p.scheme()?;
+        match match_scheme(&scheme, args, self.module) {
+            Some(t) => Some(t),
+            None => {
+                let msg = format!(
+                    "{} applied to ({})",
+                    p.name(),
+                    args.iter()
+                        .map(|t| self.show(t))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                self.err(msg);
+                None
+            }
+        }
+    }
+}
+
+/// Instantiates `scheme` to concrete argument types; the result type, if they fit.
+pub fn match_scheme(scheme: &Scheme, args: &[Type], module: &Module) -> Option<Type> {
+    fn go(s: &SchemeTy, t: &Type, subst: &mut Vec<Option<Type>>) -> bool {
+        match (s, t) {
+            (SchemeTy::Var(i), t) => match &subst[*i] {
+                Some(prev) => prev == t,
+                None => {
+                    subst[*i] = Some(t.clone());
+                    true
+                }
+            },
+            (SchemeTy::Real, Type::Real)
+            | (SchemeTy::Int, Type::Int)
+            | (SchemeTy::Bool, Type::Bool)
+            | (SchemeTy::Unit, Type::Unit) => true,
+            (SchemeTy::Tuple(ss), Type::Tuple(ts)) => {
+                ss.len() == ts.len() && ss.iter().zip(ts).all(|(s, t)| go(s, t, subst))
+            }
+            (SchemeTy::Array(s), Type::Array(t)) => go(s, t, subst),
+            (SchemeTy::Fn(sp, sr), Type::Fn(tp, tr)) => {
+                sp.len() == tp.len()
+                    && sp.iter().zip(tp).all(|(s, t)| go(s, t, subst))
+                    && go(sr, tr, subst)
+            }
+            _ => false,
+        }
+    }
+    if scheme.params.len() != args.len() {
+        return None;
+    }
+    let mut subst = vec![None; scheme.vars.len()];
+    for (s, t) in scheme.params.iter().zip(args) {
+        if !go(s, t, &mut subst) {
+            return None;
+        }
+    }
+    let subst: Vec<Type> = subst.into_iter().map(|t| t.unwrap_or(Type::Unit)).collect();
+    for (t, c) in subst.iter().zip(&scheme.vars) {
+        if !satisfies(t, *c, &module.enums) {
+            return None;
+        }
+    }
+    Some(scheme.ret.instantiate(&subst))
+}
+
+/// The argument type `A` of a function type as a differential operator sees it: the
+/// single parameter, or the tuple of several (§5).
+pub fn differentiated_argument(params: &[Type]) -> Type {
+    match params {
+        [one] => one.clone(),
+        [] => Type::Unit,
+        many => Type::Tuple(many.to_vec()),
+    }
+}
+
+/// The result type of a differential operator applied to arguments of these types.
+pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Result<Type, String> {
+    let show = |t: &Type| t.display(&module.enums).to_string();
+    let Some(Type::Fn(params, ret)) = args.first() else {
+        return Err(format!(
+            "{} needs a function as its first argument",
+            p.name()
+        ));
+    };
+    let a = differentiated_argument(params);
+    let b = (**ret).clone();
+    if !a.is_dtype(&module.enums) || !b.is_dtype(&module.enums) {
+        return Err(format!(
+            "{} needs a function between differentiable types, not {}",
+            p.name(),
+            show(&args[0])
+        ));
+    }
+    let expect = |want: Vec<Type>| -> Result<(), String> {
+        if args.len() == want.len() && args.iter().zip(&want).all(|(x, y)| x == y) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} expects arguments ({}), got ({})",
+                p.name(),
+                want.iter().map(show).collect::<Vec<_>>().join(", "),
+                args.iter().map(show).collect::<Vec<_>>().join(", ")
+            ))
+        }
+    };
+    let f = args[0].clone();
+    let real_vec = Type::array(Type::Real);
+    let matrix = Type::array(real_vec.clone());
+    match p {
+        Prim::Grad | Prim::ValueAndGrad => {
+            if b != Type::Real {
+                return Err(format!(
+                    "{} needs a function returning Real, not {}",
+                    p.name(),
+                    show(&b)
+                ));
+            }
+            expect(vec![f, a.clone()])?;
+            Ok(if p == Prim::Grad {
+                a.tangent()
+            } else {
+                Type::Tuple(vec![Type::Real, a.tangent()])
+            })
+        }
+        Prim::Jvp => {
+            expect(vec![f, a.clone(), a.tangent()])?;
+            Ok(Type::Tuple(vec![b.clone(), b.tangent()]))
+        }
+        Prim::Vjp => {
+            expect(vec![f, a.clone()])?;
+            Ok(Type::Tuple(vec![
+                b.clone(),
+                Type::func(vec![b.tangent()], a.tangent()),
+            ]))
+        }
+        Prim::Diff => {
+            if a != Type::Real {
+                return Err(format!(
+                    "diff needs a function of one Real, not {}",
+                    show(&a)
+                ));
+            }
+            expect(vec![f, a])?;
+            Ok(b.tangent())
+        }
+        Prim::Jacobian => {
+            if a != real_vec || b != real_vec {
+                return Err(format!(
+                    "jacobian needs a function [Real] -> [Real], not {}",
+                    show(&args[0])
+                ));
+            }
+            expect(vec![f, a])?;
+            Ok(matrix)
+        }
+        Prim::Hessian => {
+            if a != real_vec || b != Type::Real {
+                return Err(format!(
+                    "hessian needs a function [Real] -> Real, not {}",
+                    show(&args[0])
+                ));
+            }
+            expect(vec![f, a])?;
+            Ok(matrix)
+        }
+        Prim::Taylor => {
+            expect(vec![f, a.clone(), a.tangent(), Type::Int])?;
+            Ok(Type::Tuple(vec![b.clone(), Type::array(b.tangent())]))
+        }
+        _ => Err(format!("{} is not a differential operator", p.name())),
+    }
+}

@@ -1,0 +1,91 @@
+//! Diagnostics: every user-facing error of the pipeline, rendered with ariadne as
+//! `FILE:LINE:COL`, the source line and a caret under the span.
+
+use ariadne::{Config, IndexType, Label, Report, ReportKind};
+use fluxion_core::Span;
+
+/// A source text the diagnostics can point into.
+#[derive(Clone, Debug)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+}
+
+/// What kind of error a diagnostic reports (its heading).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Syntax,
+    Type,
+    Runtime,
+    /// `--args` that do not decode, an unknown entry.
+    Input,
+    /// A bug in Fluxion itself (a verifier failure).
+    Internal,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub phase: Phase,
+    pub span: Option<Span>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn new(phase: Phase, span: Option<Span>, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            phase,
+            span,
+            message: message.into(),
+        }
+    }
+
+    fn heading(&self) -> &'static str {
+        match self.phase {
+            Phase::Syntax => "syntax error",
+            Phase::Type => "type error",
+            Phase::Runtime => "runtime error",
+            Phase::Input => "error",
+            Phase::Internal => "internal compiler error",
+        }
+    }
+}
+
+/// Renders diagnostics as plain text (no colour), each starting with a
+/// `FILE:LINE:COL: heading: message` line followed by ariadne's snippet.
+pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
+    let mut out = String::new();
+    for d in diagnostics {
+        let located = d
+            .span
+            .and_then(|s| sources.get(s.source as usize).map(|f| (s, f)));
+        let Some((span, file)) = located else {
+            out.push_str(&format!("{}: {}\n", d.heading(), d.message));
+            continue;
+        };
+        let start = (span.start as usize).min(file.text.len());
+        let end = (span.end as usize).clamp(start, file.text.len());
+        let (line, col) = fluxion_syntax::line_col(&file.text, start);
+        out.push_str(&format!(
+            "{}:{line}:{col}: {}: {}\n",
+            file.name,
+            d.heading(),
+            d.message
+        ));
+        let name = file.name.clone();
+        let mut buf = Vec::new();
+        let report = Report::build(ReportKind::Error, (name.clone(), start..end))
+            .with_config(
+                Config::default()
+                    .with_color(false)
+                    .with_index_type(IndexType::Byte),
+            )
+            .with_message(format!("{}: {}", d.heading(), d.message))
+            .with_label(Label::new((name.clone(), start..end)).with_message(&d.message))
+            .finish();
+        let cache = ariadne::sources(sources.iter().map(|s| (s.name.clone(), s.text.clone())));
+        if report.write(cache, &mut buf).is_ok() {
+            out.push_str(&String::from_utf8_lossy(&buf));
+        }
+    }
+    out
+}

@@ -1,0 +1,290 @@
+//! The Fluxion pipeline as a library (the embedding API the CLI is a shell over):
+//! source text → [`compile`] → [`Program`] → [`Program::run`] → value, or
+//! [`Diagnostic`]s.
+//!
+//! The prelude (`prelude.flx`, Fluxion source) is parsed before every program; user
+//! functions shadow it. All evaluation should happen inside [`with_big_stack`], which
+//! gives deep (non-tail) recursion room and turns exhaustion into a clean error.
+
+mod diagnostic;
+pub mod json;
+
+pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
+pub use fluxion_core as core;
+pub use fluxion_interp as interp;
+
+use fluxion_core::{Module, Span, Type};
+use fluxion_interp::{Interp, Value};
+use fluxion_syntax::ast;
+
+/// The prelude's source text.
+pub const PRELUDE: &str = include_str!("prelude.flx");
+/// Source id of the prelude; the user's file is [`USER_SOURCE`].
+pub const PRELUDE_SOURCE: u32 = 0;
+pub const USER_SOURCE: u32 = 1;
+
+/// Stack given to the evaluation thread, and the part of it the interpreter may use.
+const STACK_SIZE: usize = 4 << 30;
+const STACK_BUDGET: usize = STACK_SIZE - (256 << 20);
+
+/// Runs `f` on a thread with a 4 GiB stack (reserved, not committed), so that deep
+/// recursion in the program, or deep nesting in its source, does not overflow.
+pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("fluxion-eval".into())
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(s, f)
+            .expect("spawning the evaluation thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// A type-checked program with the sources its spans point into.
+pub struct Program {
+    pub module: Module,
+    pub sources: Vec<SourceFile>,
+}
+
+/// Failure of a pipeline step: the diagnostics and the sources to render them with.
+pub struct Failure {
+    pub diagnostics: Vec<Diagnostic>,
+    pub sources: Vec<SourceFile>,
+}
+
+impl Failure {
+    pub fn render(&self) -> String {
+        render(&self.diagnostics, &self.sources)
+    }
+}
+
+fn core_span(s: fluxion_syntax::Span) -> Span {
+    Span {
+        source: s.source,
+        start: s.start,
+        end: s.end,
+    }
+}
+
+fn parse(source: &SourceFile, id: u32) -> (ast::Module, Vec<Diagnostic>) {
+    let parse = fluxion_syntax::parse_module(&source.text, id);
+    let diags = parse
+        .errors
+        .into_iter()
+        .map(|e| Diagnostic::new(Phase::Syntax, Some(core_span(e.span)), e.message))
+        .collect();
+    (parse.module, diags)
+}
+
+/// Parses and type-checks a program (with the prelude).
+pub fn compile(name: &str, text: &str) -> Result<Program, Failure> {
+    compile_with_expr(name, text, None)
+}
+
+/// Like [`compile`]; `expr` (source text) is also elaborated as the parameterless
+/// function [`fluxion_typeck::EXPR_ENTRY`] (used by the REPL).
+pub fn compile_with_expr(name: &str, text: &str, expr: Option<&str>) -> Result<Program, Failure> {
+    let mut sources = vec![
+        SourceFile {
+            name: "<prelude>".into(),
+            text: PRELUDE.into(),
+        },
+        SourceFile {
+            name: name.into(),
+            text: text.into(),
+        },
+    ];
+    let (prelude, mut diags) = parse(&sources[0], PRELUDE_SOURCE);
+    let (user, user_diags) = parse(&sources[1], USER_SOURCE);
+    diags.extend(user_diags);
+    let expr_ast = match expr {
+        Some(e) => {
+            sources.push(SourceFile {
+                name: "<input>".into(),
+                text: e.into(),
+            });
+            let (parsed, errors) = fluxion_syntax::parse_expr(e, 2);
+            diags.extend(
+                errors
+                    .into_iter()
+                    .map(|e| Diagnostic::new(Phase::Syntax, Some(core_span(e.span)), e.message)),
+            );
+            parsed
+        }
+        None => None,
+    };
+    if !diags.is_empty() {
+        return Err(Failure {
+            diagnostics: diags,
+            sources,
+        });
+    }
+    let module = match fluxion_typeck::elaborate_with_expr(&[&prelude, &user], expr_ast.as_ref()) {
+        Ok(m) => m,
+        Err(errors) => {
+            return Err(Failure {
+                diagnostics: errors
+                    .into_iter()
+                    .map(|e| Diagnostic::new(Phase::Type, Some(e.span), e.message))
+                    .collect(),
+                sources,
+            });
+        }
+    };
+    if cfg!(debug_assertions)
+        && let Err(errors) = fluxion_core::verify::verify_module(&module)
+    {
+        let text = errors
+            .iter()
+            .map(|e| format!("in {}: {}", e.code, e.message))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(Failure {
+            diagnostics: vec![Diagnostic::new(
+                Phase::Internal,
+                None,
+                format!("Core verification failed:\n{text}"),
+            )],
+            sources,
+        });
+    }
+    Ok(Program { module, sources })
+}
+
+/// The value an entry returned, with its type and the interpreter (for printing).
+pub struct Output {
+    pub value: Value,
+    pub ty: Type,
+    pub interp: Interp,
+}
+
+impl Output {
+    /// The value in Fluxion literal syntax.
+    pub fn to_literal(&self) -> String {
+        let mut s = String::new();
+        let module = self.interp.module();
+        let _ = fluxion_interp::write_value(&mut s, &self.value, &module, Some(&self.ty));
+        s
+    }
+
+    /// The value as JSON text.
+    pub fn to_json(&self) -> String {
+        json::encode(&self.value, &self.ty, &self.interp.module()).to_string()
+    }
+}
+
+impl Program {
+    /// Runs `entry` with arguments given as a JSON array (`None`: no arguments).
+    /// Call inside [`with_big_stack`].
+    pub fn run(self, entry: &str, args_json: Option<&str>) -> Result<Output, Failure> {
+        let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
+            diagnostics: vec![d],
+            sources,
+        };
+        let Some(&code) = self.module.functions.get(entry) else {
+            return Err(fail(
+                Diagnostic::new(
+                    Phase::Input,
+                    None,
+                    format!("no function named `{entry}` to run"),
+                ),
+                self.sources,
+            ));
+        };
+        let Type::Fn(params, ret) = self.module.code_ty(code) else {
+            unreachable!("code types are function types")
+        };
+        let args = match decode_args(args_json, &params, &self.module) {
+            Ok(a) => a,
+            Err(msg) => {
+                return Err(fail(
+                    Diagnostic::new(Phase::Input, None, format!("--args: {msg}")),
+                    self.sources,
+                ));
+            }
+        };
+        let span = self.module.code(code).span;
+        let mut interp = Interp::new(self.module);
+        interp.set_stack_limit(STACK_BUDGET);
+        match interp.call_code(code, &[], args, span) {
+            Ok(value) => Ok(Output {
+                value,
+                ty: *ret,
+                interp,
+            }),
+            Err(e) => Err(fail(
+                Diagnostic::new(Phase::Runtime, Some(e.span), e.message),
+                self.sources,
+            )),
+        }
+    }
+
+    /// The program after a pipeline stage, as Fluxion source.
+    pub fn show(&self, stage: &str, entry: Option<&str>) -> Result<String, String> {
+        match stage {
+            "core" => {
+                let roots: Vec<_> = match entry {
+                    Some(e) => match self.module.functions.get(e) {
+                        Some(c) => vec![*c],
+                        None => return Err(format!("no function named `{e}`")),
+                    },
+                    None => self.user_functions(),
+                };
+                Ok(fluxion_core::print::print_reachable(&self.module, &roots))
+            }
+            other => Err(format!(
+                "unknown stage `{other}` (available: {})",
+                STAGES.join(", ")
+            )),
+        }
+    }
+
+    /// The top-level functions defined in the user's file, in source order.
+    pub fn user_functions(&self) -> Vec<fluxion_core::CodeId> {
+        let mut ids: Vec<_> = self
+            .module
+            .functions
+            .values()
+            .copied()
+            .filter(|c| self.module.code(*c).span.source != PRELUDE_SOURCE)
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// The stages `show` can print.
+pub const STAGES: &[&str] = &["core"];
+
+fn decode_args(
+    args_json: Option<&str>,
+    params: &[Type],
+    module: &Module,
+) -> Result<Vec<Value>, String> {
+    let json: serde_json::Value = match args_json {
+        None => serde_json::Value::Array(vec![]),
+        Some(text) => serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?,
+    };
+    let serde_json::Value::Array(items) = json else {
+        return Err("expected a JSON array with one element per parameter".into());
+    };
+    if items.len() != params.len() {
+        return Err(format!(
+            "the entry takes {} argument(s), but {} were given",
+            params.len(),
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .zip(params)
+        .enumerate()
+        .map(|(i, (j, t))| json::decode(j, t, module, &format!("$[{i}]")))
+        .collect()
+}
+
+/// The entry name of an expression compiled by [`compile_with_expr`].
+pub fn core_entry_name() -> &'static str {
+    fluxion_typeck::EXPR_ENTRY
+}

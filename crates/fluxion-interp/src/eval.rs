@@ -1,0 +1,202 @@
+//! The evaluator: walks slot-resolved code ([`crate::compile`]) over frames of values.
+//!
+//! Deep recursion: the evaluator recurses on the Rust stack, so the driver runs it on a
+//! thread with a large stack and sets [`Interp::set_stack_limit`]; every call checks
+//! how much stack is used and stops with "stack depth exceeded" before it runs out.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fluxion_core::{CodeId, Module, Span};
+
+use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
+use crate::value::{Closure, Value};
+
+/// A runtime fault in the program: where and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeError {
+    pub span: Span,
+    pub message: String,
+}
+
+pub type EvalResult<T> = Result<T, RuntimeError>;
+
+pub(crate) fn fail<T>(span: Span, message: impl Into<String>) -> EvalResult<T> {
+    Err(RuntimeError {
+        span,
+        message: message.into(),
+    })
+}
+
+/// Evaluates Core code. Holds the module (which AD may grow at run time) and the
+/// slot-compiled form of each code, made on first call.
+pub struct Interp {
+    module: RefCell<Module>,
+    compiled: RefCell<Vec<Option<Rc<CCode>>>>,
+    stack_base: usize,
+    stack_budget: usize,
+}
+
+/// Address of a local: how deep the Rust stack currently is.
+#[inline(always)]
+fn stack_position() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl Interp {
+    pub fn new(module: Module) -> Interp {
+        Interp {
+            module: RefCell::new(module),
+            compiled: RefCell::new(Vec::new()),
+            stack_base: stack_position(),
+            stack_budget: 0,
+        }
+    }
+
+    /// Allows the evaluator to use `bytes` of stack below the current position; deeper
+    /// recursion is a clean runtime error. Without a limit, depth is unchecked.
+    pub fn set_stack_limit(&mut self, bytes: usize) {
+        self.stack_base = stack_position();
+        self.stack_budget = bytes;
+    }
+
+    pub fn module(&self) -> std::cell::Ref<'_, Module> {
+        self.module.borrow()
+    }
+
+    pub fn module_mut(&self) -> std::cell::RefMut<'_, Module> {
+        self.module.borrow_mut()
+    }
+
+    fn compiled(&self, id: CodeId) -> Rc<CCode> {
+        let i = id.0 as usize;
+        if let Some(Some(c)) = self.compiled.borrow().get(i) {
+            return c.clone();
+        }
+        let c = Rc::new(compile_code(&self.module.borrow(), id));
+        let mut table = self.compiled.borrow_mut();
+        if table.len() <= i {
+            table.resize(i + 1, None);
+        }
+        table[i] = Some(c.clone());
+        c
+    }
+
+    pub(crate) fn check_stack(&self, span: Span) -> EvalResult<()> {
+        if self.stack_budget > 0
+            && self.stack_base.saturating_sub(stack_position()) > self.stack_budget
+        {
+            return fail(span, "stack depth exceeded (recursion too deep)");
+        }
+        Ok(())
+    }
+
+    /// Calls a top-level function or lambda code with captured values and arguments.
+    pub fn call_code(
+        &self,
+        id: CodeId,
+        env: &[Value],
+        args: Vec<Value>,
+        span: Span,
+    ) -> EvalResult<Value> {
+        self.check_stack(span)?;
+        let code = self.compiled(id);
+        if env.len() != code.n_captures || args.len() != code.n_params {
+            return fail(
+                span,
+                "internal error: call with the wrong number of arguments",
+            );
+        }
+        let mut frame: Vec<Value> = Vec::with_capacity(code.n_slots);
+        frame.extend_from_slice(env);
+        frame.extend(args);
+        frame.resize(code.n_slots, Value::Unit);
+        self.body(&mut frame, &code.body)
+    }
+
+    /// Applies a function value.
+    pub fn apply(&self, f: &Value, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+        match f {
+            Value::Closure(c) => self.call_code(c.code, &c.env, args, span),
+            _ => fail(span, "internal error: call of a non-function"),
+        }
+    }
+
+    fn atom(frame: &[Value], a: &CAtom) -> Value {
+        match a {
+            CAtom::Slot(s) => frame[*s as usize].clone(),
+            CAtom::Const(v) => v.clone(),
+        }
+    }
+
+    fn atoms(frame: &[Value], atoms: &[CAtom]) -> Vec<Value> {
+        atoms.iter().map(|a| Self::atom(frame, a)).collect()
+    }
+
+    fn body(&self, frame: &mut Vec<Value>, body: &CBody) -> EvalResult<Value> {
+        for b in &body.binds {
+            let v = self.rhs(frame, &b.rhs, b.span)?;
+            frame[b.slot as usize] = v;
+        }
+        Ok(Self::atom(frame, &body.result))
+    }
+
+    fn rhs(&self, frame: &mut Vec<Value>, rhs: &CRhs, span: Span) -> EvalResult<Value> {
+        Ok(match rhs {
+            CRhs::Atom(a) => Self::atom(frame, a),
+            CRhs::Prim(p, args, ty) => {
+                let args = Self::atoms(frame, args);
+                return self.prim(*p, args, ty, span);
+            }
+            CRhs::Call(f, args) => {
+                let f = Self::atom(frame, f);
+                let args = Self::atoms(frame, args);
+                return self.apply(&f, args, span);
+            }
+            CRhs::CallDirect(c, args) => {
+                let args = Self::atoms(frame, args);
+                return self.call_code(*c, &[], args, span);
+            }
+            CRhs::Closure(c, args) => Value::Closure(Rc::new(Closure {
+                code: *c,
+                env: Self::atoms(frame, args),
+            })),
+            CRhs::Tuple(args) => Value::Tuple(Self::atoms(frame, args).into()),
+            CRhs::Proj(a, i) => match Self::atom(frame, a) {
+                Value::Tuple(vs) if *i < vs.len() => vs[*i].clone(),
+                _ => return fail(span, "internal error: projection of a non-tuple"),
+            },
+            CRhs::Array(args) => Value::array(Self::atoms(frame, args)),
+            CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
+            CRhs::If(c, t, e) => match Self::atom(frame, c) {
+                Value::Bool(true) => return self.body(frame, t),
+                Value::Bool(false) => return self.body(frame, e),
+                _ => return fail(span, "internal error: `if` on a non-boolean"),
+            },
+            CRhs::Match(s, arms, default, names) => {
+                let Value::Enum(tag, fields) = Self::atom(frame, s) else {
+                    return fail(span, "internal error: `match` on a non-enum");
+                };
+                match arms.get(tag as usize) {
+                    Some(Some((slots, body))) => {
+                        for (slot, v) in slots.iter().zip(fields.iter()) {
+                            frame[*slot as usize] = v.clone();
+                        }
+                        return self.body(frame, body);
+                    }
+                    _ => match default {
+                        Some(d) => return self.body(frame, d),
+                        None => {
+                            let name = names.get(tag as usize).map_or("?", |n| n.as_str());
+                            return fail(
+                                span,
+                                format!("non-exhaustive match: no arm matches `{name}`"),
+                            );
+                        }
+                    },
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,15 @@
+//! The reference interpreter over Fluxion Core: the semantics every transformation
+//! and backend is tested against.
+//!
+//! Values are `Rc`-shared; arrays of reals are unboxed. Runtime faults (index out of
+//! range, `Int` overflow, division by zero, non-exhaustive match, oversized arrays,
+//! too-deep recursion) are [`RuntimeError`]s with the source span, never panics.
+
+mod compile;
+mod eval;
+mod prims;
+pub mod value;
+
+pub use eval::{EvalResult, Interp, RuntimeError};
+pub use prims::{MAX_ARRAY_LEN, real_fn};
+pub use value::{Closure, Value, write_value};

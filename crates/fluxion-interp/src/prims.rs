@@ -1,0 +1,423 @@
+//! Evaluation of primitives (LANGUAGE.md §4): arithmetic with checked `Int`s, the
+//! real functions, and the array built-ins (which call closures back).
+
+use std::rc::Rc;
+
+use fluxion_core::{Prim, Span, Type};
+
+use crate::eval::{EvalResult, Interp, fail};
+use crate::value::Value;
+
+/// Largest array a program may allocate (elements); larger requests are a clean
+/// runtime error rather than an allocation failure.
+pub const MAX_ARRAY_LEN: i64 = 1 << 28;
+
+fn int_overflow<T>(span: Span, op: &str) -> EvalResult<T> {
+    fail(span, format!("Int overflow in `{op}`"))
+}
+
+/// `n` as an array length, checked.
+fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
+    match n {
+        Value::Int(n) if *n < 0 => fail(span, format!("{what}: negative length {n}")),
+        Value::Int(n) if *n > MAX_ARRAY_LEN => fail(
+            span,
+            format!("{what}: length {n} is too large (the limit is {MAX_ARRAY_LEN} elements)"),
+        ),
+        Value::Int(n) => Ok(*n as usize),
+        _ => fail(span, "internal error: length is not an Int"),
+    }
+}
+
+/// Adds two values of the same type (elementwise for tuples and arrays; an empty
+/// array is the zero of any array).
+pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
+    Ok(match (a, b) {
+        (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
+        (Value::Int(x), Value::Int(y)) => match x.checked_add(*y) {
+            Some(z) => Value::Int(z),
+            None => return int_overflow(span, "+"),
+        },
+        (Value::Unit, Value::Unit) => Value::Unit,
+        (Value::Tuple(xs), Value::Tuple(ys)) => Value::Tuple(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| add_values(x, y, span))
+                .collect::<EvalResult<Vec<_>>>()?
+                .into(),
+        ),
+        (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
+            Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
+        }
+        (x, y) => match (x.array_len(), y.array_len()) {
+            (Some(0), Some(_)) => y.clone(),
+            (Some(_), Some(0)) => x.clone(),
+            (Some(n), Some(m)) if n == m => Value::array(
+                (0..n)
+                    .map(|i| {
+                        add_values(
+                            &x.array_get(i).expect("in range"),
+                            &y.array_get(i).expect("in range"),
+                            span,
+                        )
+                    })
+                    .collect::<EvalResult<Vec<_>>>()?,
+            ),
+            (Some(n), Some(m)) => {
+                return fail(
+                    span,
+                    format!("sum: arrays of different lengths ({n} and {m})"),
+                );
+            }
+            _ => return fail(span, "internal error: sum of non-summable values"),
+        },
+    })
+}
+
+/// The zero of a summable type.
+pub(crate) fn zero_of(ty: &Type) -> Value {
+    match ty {
+        Type::Int => Value::Int(0),
+        Type::Tuple(ts) => Value::Tuple(ts.iter().map(zero_of).collect::<Vec<_>>().into()),
+        Type::Array(_) => Value::Array(Rc::new([])),
+        Type::Unit => Value::Unit,
+        _ => Value::Real(0.0),
+    }
+}
+
+fn real(v: &Value) -> f64 {
+    match v {
+        Value::Real(x) => *x,
+        _ => f64::NAN,
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    }
+}
+
+/// Compares two numbers (both Int or both Real).
+fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (Value::Real(x), Value::Real(y)) => x.partial_cmp(y),
+        _ => None,
+    }
+}
+
+impl Interp {
+    pub(crate) fn prim(
+        &self,
+        p: Prim,
+        args: Vec<Value>,
+        ty: &Type,
+        span: Span,
+    ) -> EvalResult<Value> {
+        use Prim::*;
+        let a = |i: usize| &args[i];
+        Ok(match p {
+            Add | Sub | Mul | Div | Rem => return arith(p, a(0), a(1), span),
+            Neg => match a(0) {
+                Value::Int(i) => match i.checked_neg() {
+                    Some(n) => Value::Int(n),
+                    None => return int_overflow(span, "-"),
+                },
+                v => Value::Real(-real(v)),
+            },
+            Not => Value::Bool(!matches!(a(0), Value::Bool(true))),
+            Eq => Value::Bool(a(0).equals(a(1))),
+            Ne => Value::Bool(!a(0).equals(a(1))),
+            Lt | Le | Gt | Ge => {
+                use std::cmp::Ordering::*;
+                let ord = compare(a(0), a(1));
+                Value::Bool(match p {
+                    Lt => ord == Some(Less),
+                    Le => matches!(ord, Some(Less | Equal)),
+                    Gt => ord == Some(Greater),
+                    _ => matches!(ord, Some(Greater | Equal)),
+                })
+            }
+            Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
+            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil => {
+                Value::Real(real_fn(p, real(a(0))))
+            }
+            Abs => match a(0) {
+                Value::Int(i) => match i.checked_abs() {
+                    Some(n) => Value::Int(n),
+                    None => return int_overflow(span, "abs"),
+                },
+                v => Value::Real(real(v).abs()),
+            },
+            Pow => Value::Real(real(a(0)).powf(real(a(1)))),
+            Atan2 => Value::Real(real(a(0)).atan2(real(a(1)))),
+            // Ties follow the first argument (LANGUAGE.md §5).
+            Min => {
+                if compare(a(0), a(1)).is_some_and(|o| o.is_le()) {
+                    a(0).clone()
+                } else {
+                    a(1).clone()
+                }
+            }
+            Max => {
+                if compare(a(0), a(1)).is_some_and(|o| o.is_ge()) {
+                    a(0).clone()
+                } else {
+                    a(1).clone()
+                }
+            }
+            ToReal => Value::Real(int(a(0)) as f64),
+            ToInt => {
+                let x = real(a(0));
+                // i64 range is [-2^63, 2^63).
+                if !(x.is_finite() && x > -9.223_372_036_854_777e18 && x < 9.223_372_036_854_775e18)
+                {
+                    return fail(
+                        span,
+                        format!(
+                            "to_int: {} is out of Int range",
+                            fluxion_core::print::format_real(x)
+                        ),
+                    );
+                }
+                Value::Int(x.trunc() as i64)
+            }
+            Length => Value::Int(a(0).array_len().unwrap_or(0) as i64),
+            Index => {
+                let i = int(a(1));
+                let n = a(0).array_len().unwrap_or(0);
+                match usize::try_from(i).ok().and_then(|i| a(0).array_get(i)) {
+                    Some(v) => v,
+                    None => {
+                        return fail(
+                            span,
+                            format!("index {i} out of range for an array of length {n}"),
+                        );
+                    }
+                }
+            }
+            Build => {
+                let n = length_arg(a(0), "build", span)?;
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    out.push(self.apply(a(1), vec![Value::Int(i as i64)], span)?);
+                }
+                Value::array(out)
+            }
+            Sumbuild => {
+                let n = length_arg(a(0), "sumbuild", span)?;
+                let mut acc = zero_of(ty);
+                for i in 0..n {
+                    let x = self.apply(a(1), vec![Value::Int(i as i64)], span)?;
+                    acc = add_values(&acc, &x, span)?;
+                }
+                acc
+            }
+            Sum => match a(0) {
+                Value::RealArray(xs) => Value::Real(xs.iter().fold(0.0, |acc, x| acc + x)),
+                arr => {
+                    let mut acc = zero_of(ty);
+                    for x in arr.array_elems() {
+                        acc = add_values(&acc, &x, span)?;
+                    }
+                    acc
+                }
+            },
+            Map => {
+                let xs = a(1).array_elems();
+                let mut out = Vec::with_capacity(xs.len());
+                for x in xs {
+                    out.push(self.apply(a(0), vec![x], span)?);
+                }
+                Value::array(out)
+            }
+            Map2 => {
+                let (xs, ys) = (a(1).array_elems(), a(2).array_elems());
+                same_length("map2", xs.len(), ys.len(), span)?;
+                let mut out = Vec::with_capacity(xs.len());
+                for (x, y) in xs.into_iter().zip(ys) {
+                    out.push(self.apply(a(0), vec![x, y], span)?);
+                }
+                Value::array(out)
+            }
+            Zip => {
+                let (xs, ys) = (a(0).array_elems(), a(1).array_elems());
+                same_length("zip", xs.len(), ys.len(), span)?;
+                Value::Array(
+                    xs.into_iter()
+                        .zip(ys)
+                        .map(|(x, y)| Value::Tuple(Rc::new([x, y])))
+                        .collect(),
+                )
+            }
+            Fold => {
+                let mut acc = a(1).clone();
+                for x in a(2).array_elems() {
+                    acc = self.apply(a(0), vec![acc, x], span)?;
+                }
+                acc
+            }
+            Scan => {
+                let mut acc = a(1).clone();
+                let xs = a(2).array_elems();
+                let mut out = Vec::with_capacity(xs.len());
+                for x in xs {
+                    acc = self.apply(a(0), vec![acc, x], span)?;
+                    out.push(acc.clone());
+                }
+                Value::array(out)
+            }
+            Iterate => {
+                let n = int(a(0));
+                if n < 0 {
+                    return fail(span, format!("iterate: negative count {n}"));
+                }
+                let mut x = a(2).clone();
+                for _ in 0..n {
+                    x = self.apply(a(1), vec![x], span)?;
+                }
+                x
+            }
+            Replicate => {
+                let n = length_arg(a(0), "replicate", span)?;
+                match a(1) {
+                    Value::Real(x) => Value::RealArray(vec![*x; n].into()),
+                    v => Value::Array(vec![v.clone(); n].into()),
+                }
+            }
+            Range => {
+                let n = length_arg(a(0), "range", span)?;
+                Value::Array((0..n as i64).map(Value::Int).collect())
+            }
+            Reverse => match a(0) {
+                Value::RealArray(xs) => Value::RealArray(xs.iter().rev().copied().collect()),
+                v => Value::Array(v.array_elems().into_iter().rev().collect()),
+            },
+            Concat => {
+                let (n, m) = (a(0).array_len().unwrap_or(0), a(1).array_len().unwrap_or(0));
+                if (n + m) as i64 > MAX_ARRAY_LEN {
+                    return fail(span, "concat: result too large");
+                }
+                let mut xs = a(0).array_elems();
+                xs.extend(a(1).array_elems());
+                Value::array(xs)
+            }
+            Slice => {
+                let n = a(0).array_len().unwrap_or(0) as i64;
+                let (start, len) = (int(a(1)), int(a(2)));
+                if start < 0 || len < 0 || start.checked_add(len).is_none_or(|end| end > n) {
+                    return fail(
+                        span,
+                        format!("slice({start}, {len}) out of range for an array of length {n}"),
+                    );
+                }
+                let (start, len) = (start as usize, len as usize);
+                match a(0) {
+                    Value::RealArray(xs) => Value::RealArray(xs[start..start + len].into()),
+                    v => Value::Array(v.array_elems()[start..start + len].into()),
+                }
+            }
+            Maximum | Minimum | Argmax => {
+                let xs = a(0).array_elems();
+                if xs.is_empty() {
+                    return fail(span, format!("{} of an empty array", p.name()));
+                }
+                // The first index that attains the extreme value.
+                let mut best = 0;
+                for i in 1..xs.len() {
+                    let better = match p {
+                        Minimum => compare(&xs[i], &xs[best]).is_some_and(|o| o.is_lt()),
+                        _ => compare(&xs[i], &xs[best]).is_some_and(|o| o.is_gt()),
+                    };
+                    if better {
+                        best = i;
+                    }
+                }
+                if p == Argmax {
+                    Value::Int(best as i64)
+                } else {
+                    xs[best].clone()
+                }
+            }
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor => {
+                return self.differential(p, args, span);
+            }
+            MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
+        })
+    }
+
+    /// Differential operators; implemented by the AD issues.
+    fn differential(&self, p: Prim, _args: Vec<Value>, span: Span) -> EvalResult<Value> {
+        fail(span, format!("`{}` is not yet implemented", p.name()))
+    }
+}
+
+fn same_length(what: &str, n: usize, m: usize, span: Span) -> EvalResult<()> {
+    if n != m {
+        return fail(
+            span,
+            format!("{what}: arrays of different lengths ({n} and {m})"),
+        );
+    }
+    Ok(())
+}
+
+fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
+    use Prim::*;
+    match (x, y) {
+        (Value::Int(a), Value::Int(b)) => {
+            let (a, b) = (*a, *b);
+            if matches!(p, Div | Rem) && b == 0 {
+                return fail(span, "integer division by zero");
+            }
+            let r = match p {
+                Add => a.checked_add(b),
+                Sub => a.checked_sub(b),
+                Mul => a.checked_mul(b),
+                Div => a.checked_div(b),
+                _ => a.checked_rem(b),
+            };
+            match r {
+                Some(r) => Ok(Value::Int(r)),
+                None => int_overflow(span, p.operator_symbol().unwrap_or("?")),
+            }
+        }
+        (Value::Real(a), Value::Real(b)) => Ok(Value::Real(match p {
+            Add => a + b,
+            Sub => a - b,
+            Mul => a * b,
+            Div => a / b,
+            _ => a % b,
+        })),
+        _ => fail(span, "internal error: arithmetic on mismatched values"),
+    }
+}
+
+/// The real functions of LANGUAGE.md §4.
+pub fn real_fn(p: Prim, x: f64) -> f64 {
+    use Prim::*;
+    match p {
+        Sin => x.sin(),
+        Cos => x.cos(),
+        Tan => x.tan(),
+        Asin => x.asin(),
+        Acos => x.acos(),
+        Atan => x.atan(),
+        Tanh => x.tanh(),
+        Sinh => x.sinh(),
+        Cosh => x.cosh(),
+        Exp => x.exp(),
+        Log => x.ln(),
+        Log1p => x.ln_1p(),
+        Expm1 => x.exp_m1(),
+        Sqrt => x.sqrt(),
+        Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        Lgamma => libm::lgamma(x),
+        Erf => libm::erf(x),
+        Floor => x.floor(),
+        Ceil => x.ceil(),
+        _ => f64::NAN,
+    }
+}

@@ -1,0 +1,12 @@
+//! Fluxion's front end: source text to surface AST (LANGUAGE.md §1–§3).
+//!
+//! Invariant: this crate knows nothing about types or Core. Parsing never fails; it
+//! returns the tree it could build plus every [`SyntaxError`] found.
+
+pub mod ast;
+pub mod lexer;
+pub mod parser;
+pub mod span;
+
+pub use parser::{Parse, SyntaxError, parse_expr, parse_module};
+pub use span::{SourceId, Span, line_col};
