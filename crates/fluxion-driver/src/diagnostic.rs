@@ -79,7 +79,7 @@ pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
                     .with_color(false)
                     .with_index_type(IndexType::Byte),
             )
-            .with_message(format!("{}: {}", d.heading(), d.message))
+            .with_message(d.heading())
             .with_label(Label::new((name.clone(), start..end)).with_message(&d.message))
             .finish();
         let cache = ariadne::sources(sources.iter().map(|s| (s.name.clone(), s.text.clone())));

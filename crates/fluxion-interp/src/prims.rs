@@ -109,6 +109,7 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 }
 
 impl Interp {
+    #[inline(never)]
     pub(crate) fn prim(
         &self,
         p: Prim,

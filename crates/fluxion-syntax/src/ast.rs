@@ -77,6 +77,7 @@ pub enum PatKind {
     Tuple(Vec<Pat>),
     Ctor(Ident, Vec<Pat>),
     Int(i64),
+    Real(f64),
     Bool(bool),
 }
 

@@ -398,18 +398,30 @@ impl<'a> Parser<'a> {
                 }
                 PatKind::Ctor(name, fields)
             }
-            Token::IntLit | Token::Minus if refutable => {
+            Token::IntLit | Token::RealLit | Token::Minus if refutable => {
                 let negative = self.eat(Token::Minus);
-                let span = self.expect(Token::IntLit)?;
-                let text = if negative {
-                    format!("-{}", self.slice(span))
-                } else {
-                    self.slice(span).to_string()
-                };
-                match text.parse::<i64>() {
-                    Ok(n) => PatKind::Int(n),
-                    Err(_) => {
-                        self.error(start.to(span), "integer literal out of range for Int");
+                let (tok, span) = self.bump();
+                let text = format!("{}{}", if negative { "-" } else { "" }, self.slice(span));
+                match tok {
+                    Token::IntLit => match text.parse::<i64>() {
+                        Ok(n) => PatKind::Int(n),
+                        Err(_) => {
+                            self.error(start.to(span), "integer literal out of range for Int");
+                            return Err(Recover);
+                        }
+                    },
+                    Token::RealLit => match text.parse::<f64>() {
+                        Ok(x) => PatKind::Real(x),
+                        Err(_) => {
+                            self.error(span, "malformed real literal");
+                            return Err(Recover);
+                        }
+                    },
+                    _ => {
+                        self.error(
+                            span,
+                            format!("expected a number after `-`, found {}", tok.describe()),
+                        );
                         return Err(Recover);
                     }
                 }
@@ -747,6 +759,7 @@ impl<'a> Parser<'a> {
         self.expect(Token::LBrace)?;
         let mut arms = Vec::new();
         while self.peek() != Token::RBrace && self.peek() != Token::Eof {
+            let arm_start = self.pos;
             let arm = (|| {
                 let pat = self.pattern(true)?;
                 self.expect(Token::FatArrow)?;
@@ -769,6 +782,9 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
+            if self.pos == arm_start {
+                self.bump();
+            }
         }
         let end = self.expect(Token::RBrace)?;
         if arms.is_empty() {
@@ -781,17 +797,17 @@ impl<'a> Parser<'a> {
     }
 
     /// Skips tokens until `stop` or a `}` at the current brace depth (not consumed).
+    /// Callers that loop on errors must check they made progress.
     fn sync_in_braces(&mut self, stop: Token) {
         let mut depth = 0usize;
         loop {
             match self.peek() {
                 Token::Eof => return,
                 Token::LBrace | Token::LParen | Token::LBracket => depth += 1,
+                Token::RBrace if depth == 0 => return,
                 Token::RBrace | Token::RParen | Token::RBracket => {
-                    if depth == 0 {
-                        return;
-                    }
-                    depth -= 1;
+                    // A stray `)` or `]` at depth 0 is skipped like any other token.
+                    depth = depth.saturating_sub(1);
                 }
                 t if t == stop && depth == 0 => return,
                 _ => {}
@@ -814,6 +830,7 @@ impl<'a> Parser<'a> {
         let mut result: Option<Expr> = None;
         let mut failed = false;
         while self.peek() != Token::RBrace && self.peek() != Token::Eof {
+            let stmt_start = self.pos;
             if let Some(r) = &result {
                 let span = r.span;
                 self.error(span, "expected `;` or `}` after this expression");
@@ -832,7 +849,9 @@ impl<'a> Parser<'a> {
             if stmt.is_err() {
                 failed = true;
                 self.sync_in_braces(Token::Semi);
-                self.eat(Token::Semi);
+                if !self.eat(Token::Semi) && self.pos == stmt_start {
+                    self.bump();
+                }
                 continue;
             }
             if result.is_some() && self.peek() == Token::Semi {

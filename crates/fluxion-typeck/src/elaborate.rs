@@ -35,6 +35,14 @@ pub(crate) fn span(s: fluxion_syntax::Span) -> Span {
     }
 }
 
+/// The expression whose value a block (or nested blocks) returns, for error spans.
+pub(crate) fn result_expr(e: &ast::Expr) -> &ast::Expr {
+    match &e.kind {
+        ExprKind::Block(_, r) => result_expr(r),
+        _ => e,
+    }
+}
+
 struct ScopeEntry {
     name: String,
     var: VarId,
@@ -349,7 +357,12 @@ impl Elab {
                 params.push(v);
             }
             let (atom, ty) = el.expr(&f.body, Some(&ret));
-            el.expect(&ty, &ret, span(f.body.span), "function result");
+            el.expect(
+                &ty,
+                &ret,
+                span(result_expr(&f.body).span),
+                "function result",
+            );
             atom
         });
         self.scope.truncate(mark);
@@ -436,7 +449,7 @@ impl Elab {
                     self.bind_irrefutable(p, a, t);
                 }
             }
-            PatKind::Ctor(..) | PatKind::Int(_) | PatKind::Bool(_) => {
+            PatKind::Ctor(..) | PatKind::Int(_) | PatKind::Real(_) | PatKind::Bool(_) => {
                 self.error(
                     span(pat.span),
                     "refutable pattern where only a name, `_` or a tuple pattern is allowed",
@@ -634,7 +647,8 @@ impl Elab {
         }
         let (la, lty) = self.expr(l, None);
         let (ra, rty) = self.expr(r, None);
-        if self.u.unify(&lty, &rty).is_err() {
+        let mismatch = self.u.unify(&lty, &rty).is_err();
+        if mismatch {
             let msg = format!(
                 "`{}` needs operands of the same type, found {} and {}{}",
                 op.symbol(),
@@ -651,6 +665,9 @@ impl Elab {
             );
             self.error(sp, msg);
         }
+        // After a mismatch, the result's type is unknown (not the left operand's), so
+        // that one mistake gives one error.
+        let lty = if mismatch { self.u.fresh() } else { lty };
         let (prim, hint) = match op {
             BinOp::Add => (Prim::Add, "add"),
             BinOp::Sub => (Prim::Sub, "sub"),
@@ -890,7 +907,7 @@ impl Elab {
                 param_vars.push(v);
             }
             let (a, bty) = el.expr(body, Some(&ret));
-            el.expect(&bty, &ret, span(body.span), "lambda body");
+            el.expect(&bty, &ret, span(result_expr(body).span), "lambda body");
             a
         });
         let ctx = self.lambdas.pop().expect("lambda stack");

@@ -93,6 +93,9 @@ impl Elab {
             PatKind::Int(n) => {
                 self.compile_literal_test(var, Lit::Int(*n), rows, ty, sp, projections)
             }
+            PatKind::Real(x) => {
+                self.compile_literal_test(var, Lit::Real(*x), rows, ty, sp, projections)
+            }
             PatKind::Bool(b) => {
                 self.compile_literal_test(var, Lit::Bool(*b), rows, ty, sp, projections)
             }
@@ -140,7 +143,9 @@ impl Elab {
                         work.push((pv, sub));
                     }
                 }
-                PatKind::Ctor(..) | PatKind::Int(_) | PatKind::Bool(_) => out.push((v, p)),
+                PatKind::Ctor(..) | PatKind::Int(_) | PatKind::Real(_) | PatKind::Bool(_) => {
+                    out.push((v, p))
+                }
             }
         }
         row.tests = out;
@@ -282,6 +287,8 @@ impl Elab {
         self.expect(&vty, &lit_ty, span(rows[0].tests[0].1.span), "pattern");
         let is_same = |p: &ast::Pat| match (&p.kind, lit) {
             (PatKind::Int(n), Lit::Int(m)) => *n == m,
+            // Real patterns compare like `==` (so `0.0` also matches `-0.0`).
+            (PatKind::Real(x), Lit::Real(y)) => *x == y,
             (PatKind::Bool(b), Lit::Bool(c)) => *b == c,
             _ => false,
         };
