@@ -95,6 +95,18 @@ impl Printer<'_> {
             .chars()
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
+        // A hint that already ends in `_<digits>` (from printed Core read back) loses
+        // that suffix, so printing is stable up to renumbering.
+        let hint = match hint.rsplit_once('_') {
+            Some((stem, digits))
+                if !stem.is_empty()
+                    && !digits.is_empty()
+                    && digits.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                stem.to_string()
+            }
+            _ => hint,
+        };
         let hint = match hint.chars().next() {
             Some(c) if c.is_ascii_lowercase() || c == '_' => hint,
             _ => format!("v{}", hint.to_ascii_lowercase()),

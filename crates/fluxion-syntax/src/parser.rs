@@ -518,7 +518,7 @@ impl<'a> Parser<'a> {
                 }
                 ExprKind::Int(i) => {
                     return Ok(Expr {
-                        kind: ExprKind::Int(-i),
+                        kind: ExprKind::Int(i.wrapping_neg()),
                         span: start.to(inner.span),
                     });
                 }

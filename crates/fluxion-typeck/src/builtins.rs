@@ -143,7 +143,12 @@ impl Elab {
             }
         }
         if last {
+            // After other errors, an unknown type is usually their consequence.
+            let quiet = !self.errors.is_empty();
             for d in std::mem::take(&mut self.deferred) {
+                if quiet {
+                    continue;
+                }
                 match d {
                     Deferred::Proj { span, .. } => self.error(
                         span,

@@ -1,0 +1,301 @@
+//! End-to-end tests of the `fluxion` binary: every example with its expected output,
+//! the failing examples with their locations, exit statuses, `--args`, `--json`,
+//! `show` round trips and the REPL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fluxion() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fluxion"))
+}
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn run(args: &[&str]) -> Output {
+    fluxion().args(args).output().expect("fluxion runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fluxion-cli-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn example_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "flx"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_example_prints_its_expected_output() {
+    let files = example_files(&examples_dir());
+    assert!(
+        files.len() >= 8,
+        "expected at least 8 examples, found {}",
+        files.len()
+    );
+    for file in files {
+        let expected = std::fs::read_to_string(file.with_extension("expected"))
+            .unwrap_or_else(|_| panic!("{} has no .expected file", file.display()));
+        let out = run(&["run", file.to_str().unwrap()]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            file.display(),
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), expected, "{}", file.display());
+    }
+}
+
+#[test]
+fn failing_examples_exit_1_and_name_their_line() {
+    let dir = examples_dir().join("errors");
+    for file in example_files(&dir) {
+        let line: usize = std::fs::read_to_string(file.with_extension("expected_line"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let path = file.to_str().unwrap();
+        let out = run(&["run", path]);
+        assert_eq!(out.status.code(), Some(1), "{path}");
+        let err = stderr(&out);
+        let first = err.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with(&format!("{path}:{line}:")),
+            "{path}: first line is {first:?}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn show_core_round_trips_every_example() {
+    for file in example_files(&examples_dir()) {
+        let path = file.to_str().unwrap();
+        let shown = run(&["show", path, "--stage", "core"]);
+        assert_eq!(shown.status.code(), Some(0), "{path}: {}", stderr(&shown));
+        let core_file = write_temp(
+            &format!("{}_core.flx", file.file_stem().unwrap().to_str().unwrap()),
+            &stdout(&shown),
+        );
+        let original = run(&["run", path]);
+        let reparsed = run(&["run", core_file.to_str().unwrap()]);
+        assert_eq!(
+            reparsed.status.code(),
+            Some(0),
+            "{path}: printed Core fails: {}",
+            stderr(&reparsed)
+        );
+        assert_eq!(stdout(&original), stdout(&reparsed), "{path}");
+        // Printing is stable: the printed program prints the same way again, up to
+        // variable numbering, so compare the shape only.
+        let again = run(&["show", core_file.to_str().unwrap()]);
+        assert_eq!(again.status.code(), Some(0));
+    }
+}
+
+#[test]
+fn args_are_decoded_against_parameter_types() {
+    let src = write_temp(
+        "args.flx",
+        "enum Shape { Circle(Real), Rect(Real, Real), Dot }\n\
+         fn main(s: Shape, xs: [Real], p: (Int, Bool), u: ()) -> (Shape, Real) { (s, sum(xs) + to_real(p.0)) }\n",
+    );
+    let path = src.to_str().unwrap();
+    let out = run(&[
+        "run",
+        path,
+        "--args",
+        r#"[{"Rect": [1.0, 2]}, [1, 2.5], [3, true], null]"#,
+    ]);
+    assert_eq!(stdout(&out), "(Rect(1.0, 2.0), 6.5)\n", "{}", stderr(&out));
+    let out = run(&[
+        "run",
+        path,
+        "--json",
+        "--args",
+        r#"[{"Dot": []}, [], [0, false], null]"#,
+    ]);
+    assert_eq!(stdout(&out), "[{\"Dot\":[]},0.0]\n", "{}", stderr(&out));
+    let args_file = write_temp("args.json", r#"["Dot", [0.5], [1, true], null]"#);
+    let out = run(&["run", path, "--args", &format!("@{}", args_file.display())]);
+    assert_eq!(stdout(&out), "(Dot, 1.5)\n", "{}", stderr(&out));
+    for bad in [
+        r#"[{"Dot": []}, [1, "x"], [3, true], null]"#,
+        r#"[1]"#,
+        r#"not json"#,
+        r#"[{"Square": [1.0]}, [], [0, false], null]"#,
+        r#"[{"Dot": []}, [], [0.5, false], null]"#,
+    ] {
+        let out = run(&["run", path, "--args", bad]);
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        assert!(stderr(&out).contains("--args"), "{bad}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn json_output_spells_non_finite_reals_as_strings() {
+    let src = write_temp(
+        "nonfinite.flx",
+        "fn main() -> [Real] { [0.0 / 0.0, 1.0 / 0.0, -1.0 / 0.0, 1e-7] }\n",
+    );
+    let out = run(&["run", src.to_str().unwrap(), "--json"]);
+    assert_eq!(stdout(&out), "[\"NaN\",\"inf\",\"-inf\",1e-7]\n");
+    let out = run(&["run", src.to_str().unwrap()]);
+    assert_eq!(stdout(&out), "[NaN, inf, -inf, 1e-7]\n");
+}
+
+#[test]
+fn exit_statuses_follow_the_contract() {
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(run(&["run"]).status.code(), Some(2));
+    assert_eq!(run(&["run", "/no/such/file.flx"]).status.code(), Some(2));
+    assert_eq!(run(&["run", "x.flx", "--bogus"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["show", "x.flx", "--stage", "nonsense"]).status.code(),
+        Some(2)
+    );
+    let src = write_temp(
+        "entry.flx",
+        "fn main() -> Int { 1 }\nfn other(x: Int) -> Int { x * 2 }\n",
+    );
+    let path = src.to_str().unwrap();
+    assert_eq!(run(&["check", path]).status.code(), Some(0));
+    let out = run(&["run", path, "--entry", "other", "--args", "[21]"]);
+    assert_eq!(stdout(&out), "42\n");
+    assert_eq!(
+        run(&["run", path, "--entry", "missing"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn runtime_faults_are_located_errors() {
+    for (src, needle) in [
+        ("fn main() -> Int { 1 / 0 }", "division by zero"),
+        ("fn main() -> Int { 9223372036854775807 + 1 }", "overflow"),
+        ("fn main() -> Int { -9223372036854775808 / -1 }", "overflow"),
+        (
+            "fn main() -> [Real] { build(100000000000000, |i| to_real(i)) }",
+            "too large",
+        ),
+        ("fn main() -> [Int] { range(-1) }", "negative"),
+        ("fn main() -> Real { maximum([]) }", "empty"),
+        ("fn main() -> [Real] { slice([1.0], 1, 5) }", "out of range"),
+        (
+            "fn main() -> [Real] { map2(|a, b| a + b, [1.0], [1.0, 2.0]) }",
+            "different lengths",
+        ),
+        ("fn main() -> Int { to_int(0.0 / 0.0) }", "to_int"),
+    ] {
+        let file = write_temp("fault.flx", src);
+        let out = run(&["run", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{src}");
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{src}: {err}");
+        assert!(err.contains("fault.flx:1:"), "{src}: {err}");
+    }
+}
+
+#[test]
+fn deep_recursion_runs_or_stops_cleanly() {
+    let src = write_temp(
+        "deep.flx",
+        "fn count(n: Int) -> Int { if n == 0 { 0 } else { 1 + count(n - 1) } }\n\
+         fn main() -> Int { count(100000) }\n",
+    );
+    let out = run(&["run", src.to_str().unwrap()]);
+    assert_eq!(stdout(&out), "100000\n", "{}", stderr(&out));
+    let src = write_temp(
+        "deeper.flx",
+        "fn count(n: Int) -> Int { if n == 0 { 0 } else { 1 + count(n - 1) } }\n\
+         fn main() -> Int { count(1000000000000) }\n",
+    );
+    let out = run(&["run", src.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("stack depth exceeded"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn deeply_nested_source_is_a_syntax_error_not_a_crash() {
+    let src = write_temp(
+        "nested.flx",
+        &format!(
+            "fn main() -> Int {{ {}1{} }}",
+            "(".repeat(100_000),
+            ")".repeat(100_000)
+        ),
+    );
+    let out = run(&["check", src.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("nesting too deep"));
+}
+
+#[test]
+fn repl_evaluates_definitions_lets_and_multiline_input() {
+    let mut child = fluxion()
+        .arg("repl")
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = "1 + 2\nfn sq(x: Real) -> Real {\n  x * x\n}\nlet y = sq(3.0)\ny + 1.0\nnope\ndot([1.0, 2.0], [3.0, 4.0])\n";
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "3\n10.0\n11.0\n");
+    assert!(stderr(&out).contains("unknown variable `nope`"));
+}
+
+#[test]
+fn repl_loads_a_file() {
+    let src = write_temp("lib.flx", "fn twice(x: Int) -> Int { 2 * x }\n");
+    let mut child = fluxion()
+        .args(["repl", src.to_str().unwrap()])
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"twice(21)\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "42\n");
+}
