@@ -463,10 +463,7 @@ impl<'a> Parser<'a> {
     fn binary(&mut self, min_level: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
         let mut chain = 0;
-        loop {
-            let Some((op, level)) = binop_of(self.peek()) else {
-                break;
-            };
+        while let Some((op, level)) = binop_of(self.peek()) {
             if level < min_level {
                 break;
             }
