@@ -44,7 +44,7 @@ enum Command {
         /// Print only what this function needs (default: every function in the file).
         #[arg(long)]
         entry: Option<String>,
-        /// The stage: core.
+        /// The stage: core (typed ANF after desugaring) or fwd (forward mode).
         #[arg(long, default_value = "core")]
         stage: String,
     },
@@ -96,7 +96,7 @@ fn run_command(command: Command) -> Outcome {
             file,
             entry,
             args,
-            ad: _,
+            ad,
             json,
         } => {
             let text = match read_file(&file) {
@@ -114,7 +114,11 @@ fn run_command(command: Command) -> Outcome {
                 Ok(p) => p,
                 Err(f) => return Outcome::program_error(f.render()),
             };
-            match program.run(&entry, args.as_deref()) {
+            let mode = ad
+                .as_deref()
+                .and_then(fluxion_driver::AdMode::parse)
+                .unwrap_or_default();
+            match program.run_with(&entry, args.as_deref(), mode) {
                 Ok(out) => Outcome::ok(format!(
                     "{}\n",
                     if json {

@@ -17,4 +17,4 @@ pub mod visit;
 pub use module::Module;
 pub use prim::Prim;
 pub use term::*;
-pub use ty::{EnumDef, EnumId, Type, VariantDef};
+pub use ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef};

@@ -3,15 +3,20 @@
 use std::collections::HashMap;
 
 use crate::term::*;
-use crate::ty::{EnumDef, Type};
+use crate::ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef, map_type};
 
 #[derive(Clone, Debug, Default)]
 pub struct Module {
     pub enums: Vec<EnumDef>,
+    /// Derived enums by origin (see [`EnumOrigin`]).
+    pub derived_enums: HashMap<EnumOrigin, EnumId>,
     pub codes: Vec<Code>,
     pub vars: Vec<VarInfo>,
     /// Top-level functions by name (user functions and the prelude).
     pub functions: HashMap<String, CodeId>,
+    /// Codes derived by transformations and generated helpers, memoised by a key
+    /// naming the transformation and its input (e.g. `fwd#12`, `tdim#[Real]`).
+    pub derived_codes: HashMap<String, CodeId>,
 }
 
 impl Module {
@@ -74,5 +79,131 @@ impl Module {
 
     pub fn enum_def(&self, id: crate::EnumId) -> &EnumDef {
         &self.enums[id.0 as usize]
+    }
+
+    /// `T(A)` (LANGUAGE.md §5), creating derived enums as needed.
+    pub fn tangent_type(&mut self, ty: &Type) -> Type {
+        map_type(ty, TypeMap::Tangent, &mut |e, m| self.derived_enum(e, m))
+    }
+
+    /// The forward-mode type `Tf(A)`, creating derived enums as needed.
+    pub fn fwd_type(&mut self, ty: &Type) -> Type {
+        map_type(ty, TypeMap::Fwd, &mut |e, m| self.derived_enum(e, m))
+    }
+
+    /// `T(A)` using only enums derived already; `None` if one is missing.
+    pub fn lookup_tangent_type(&self, ty: &Type) -> Option<Type> {
+        let mut missing = false;
+        let t = map_type(ty, TypeMap::Tangent, &mut |e, m| {
+            self.lookup_derived_enum(e, m).unwrap_or_else(|| {
+                missing = true;
+                e
+            })
+        });
+        (!missing).then_some(t)
+    }
+
+    fn origin(&self, e: EnumId) -> EnumOrigin {
+        self.enum_def(e).origin.unwrap_or(EnumOrigin {
+            base: e,
+            fwd: 0,
+            tangent: false,
+        })
+    }
+
+    /// The normalised key of `map` applied to enum `e` (identity maps dropped).
+    fn derived_key(&self, e: EnumId, map: TypeMap) -> EnumOrigin {
+        let mut key = self.origin(e);
+        match map {
+            TypeMap::Tangent => key.tangent = true,
+            TypeMap::Fwd => key.fwd += 1,
+        }
+        if key.tangent && self.enum_is_fixed(key.base, TypeMap::Tangent) {
+            key.tangent = false;
+        }
+        if key.fwd > 0 && self.enum_is_fixed(key.base, TypeMap::Fwd) {
+            key.fwd = 0;
+        }
+        key
+    }
+
+    /// Whether `map` leaves enum `e` (and every enum it contains) unchanged.
+    fn enum_is_fixed(&self, e: EnumId, map: TypeMap) -> bool {
+        fn fixed(m: &Module, t: &Type, map: TypeMap, seen: &mut Vec<EnumId>) -> bool {
+            match t {
+                Type::Real => map == TypeMap::Tangent,
+                Type::Int | Type::Bool | Type::Unit => map == TypeMap::Fwd,
+                Type::Tuple(ts) => ts.iter().all(|t| fixed(m, t, map, seen)),
+                Type::Array(t) => fixed(m, t, map, seen),
+                Type::Fn(..) => false,
+                Type::Enum(e) => {
+                    if seen.contains(e) {
+                        return true;
+                    }
+                    seen.push(*e);
+                    m.enum_def(*e)
+                        .variants
+                        .iter()
+                        .all(|v| v.fields.iter().all(|f| fixed(m, f, map, seen)))
+                }
+            }
+        }
+        fixed(self, &Type::Enum(e), map, &mut Vec::new())
+    }
+
+    fn lookup_derived_enum(&self, e: EnumId, map: TypeMap) -> Option<EnumId> {
+        let key = self.derived_key(e, map);
+        if key.fwd == 0 && !key.tangent {
+            return Some(key.base);
+        }
+        self.derived_enums.get(&key).copied()
+    }
+
+    /// The enum `map(e)`, created on first request.
+    pub fn derived_enum(&mut self, e: EnumId, map: TypeMap) -> EnumId {
+        if let Some(id) = self.lookup_derived_enum(e, map) {
+            return id;
+        }
+        let key = self.derived_key(e, map);
+        let base = self.enum_def(key.base).clone();
+        let id = EnumId(self.enums.len() as u32);
+        let suffix = format!(
+            "{}{}",
+            if key.fwd > 0 {
+                format!("Fwd{}", key.fwd)
+            } else {
+                String::new()
+            },
+            if key.tangent { "Tan" } else { "" }
+        );
+        self.enums.push(EnumDef {
+            name: format!("{}{suffix}", base.name),
+            variants: Vec::new(),
+            origin: Some(key),
+        });
+        self.derived_enums.insert(key, id);
+        let variants = base
+            .variants
+            .iter()
+            .map(|v| VariantDef {
+                name: v.name.clone(),
+                fields: v
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let mut t = f.clone();
+                        for _ in 0..key.fwd {
+                            t = self.fwd_type(&t);
+                        }
+                        if key.tangent {
+                            t = self.tangent_type(&t);
+                        }
+                        t
+                    })
+                    .collect(),
+            })
+            .collect();
+        self.enums[id.0 as usize].variants = variants;
+        id
     }
 }

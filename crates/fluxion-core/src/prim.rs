@@ -49,6 +49,8 @@ prims! {
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
+    // Internal: derivatives of `lgamma` (emitted by differentiation only).
+    Digamma => "%digamma", Trigamma => "%trigamma",
 }
 
 /// A class of types a scheme variable may stand for.
@@ -187,7 +189,9 @@ impl Prim {
             Eq | Ne => poly(vec![C::Eq], vec![v(0), v(0)], S::Bool),
             Lt | Le | Gt | Ge => poly(vec![C::Num], vec![v(0), v(0)], S::Bool),
             Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
-            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil => mono(vec![S::Real], S::Real),
+            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil | Digamma | Trigamma => {
+                mono(vec![S::Real], S::Real)
+            }
             Abs => poly(vec![C::Num], vec![v(0)], v(0)),
             Pow | Atan2 => mono(vec![S::Real, S::Real], S::Real),
             Min | Max => poly(vec![C::Num], vec![v(0), v(0)], v(0)),

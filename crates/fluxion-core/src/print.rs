@@ -61,7 +61,7 @@ impl Printer<'_> {
     fn enums(&mut self) {
         let module = self.module;
         let p = self;
-        for def in &module.enums {
+        for (e, def) in module.enums.iter().enumerate() {
             p.out.push_str("enum ");
             p.out.push_str(&def.name);
             p.out.push_str(" { ");
@@ -69,7 +69,8 @@ impl Printer<'_> {
                 if i > 0 {
                     p.out.push_str(", ");
                 }
-                p.out.push_str(&v.name);
+                let name = p.ctor_name(crate::EnumId(e as u32), i as u32);
+                p.out.push_str(&name);
                 if !v.fields.is_empty() {
                     p.out.push('(');
                     for (j, f) in v.fields.iter().enumerate() {
@@ -87,6 +88,23 @@ impl Printer<'_> {
 
     fn ty(&self, ty: &Type) -> String {
         ty.display(&self.module.enums).to_string()
+    }
+
+    /// A constructor's name in source: a derived enum's constructors carry the enum's
+    /// suffix (`CircleFwd1`), so that printed programs declare each name once.
+    fn ctor_name(&self, e: crate::EnumId, tag: u32) -> String {
+        let def = self.module.enum_def(e);
+        let name = &def.variants[tag as usize].name;
+        match def.origin {
+            Some(origin) => {
+                let base = &self.module.enum_def(origin.base).name;
+                format!(
+                    "{name}{}",
+                    def.name.strip_prefix(base.as_str()).unwrap_or("")
+                )
+            }
+            None => name.clone(),
+        }
     }
 
     fn var(&self, v: VarId) -> String {
@@ -215,7 +233,7 @@ impl Printer<'_> {
                 let _ = write!(self.out, "[{}]", self.atoms(args));
             }
             Rhs::Ctor(e, tag, args) => {
-                let name = &self.module.enum_def(*e).variants[*tag as usize].name;
+                let name = &self.ctor_name(*e, *tag);
                 if args.is_empty() {
                     self.out.push_str(name);
                 } else {
@@ -236,7 +254,7 @@ impl Printer<'_> {
                 };
                 for arm in arms {
                     self.indent(depth + 1);
-                    let name = &self.module.enum_def(eid).variants[arm.tag as usize].name;
+                    let name = &self.ctor_name(eid, arm.tag);
                     self.out.push_str(name);
                     if !arm.fields.is_empty() {
                         let fields: Vec<String> = arm.fields.iter().map(|f| self.var(*f)).collect();

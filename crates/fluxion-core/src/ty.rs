@@ -31,6 +31,54 @@ pub struct VariantDef {
 pub struct EnumDef {
     pub name: String,
     pub variants: Vec<VariantDef>,
+    /// For an enum the compiler derived (a tangent or forward type), where it comes
+    /// from; its constructors keep the base enum's names and tags.
+    pub origin: Option<EnumOrigin>,
+}
+
+/// A derived enum is `T(Tf^fwd(base))` (with `T` only if `tangent`): the forward type
+/// map applied `fwd` times, then the tangent map. The two maps commute and `T` is
+/// idempotent, so this key names every derivation once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EnumOrigin {
+    pub base: EnumId,
+    pub fwd: u32,
+    pub tangent: bool,
+}
+
+/// A type map with a derived-enum case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeMap {
+    /// `T(A)` of LANGUAGE.md §5: `Int`, `Bool`, `()` leaves become `()`.
+    Tangent,
+    /// The forward-mode translation `Tf`: `Real` becomes `(Real, Real)` (primal,
+    /// tangent); every other constructor maps to itself (seed 004 §4, seed 001 §3).
+    Fwd,
+}
+
+/// Applies `map` to `ty`; `derive` gives the image of an enum.
+pub fn map_type(
+    ty: &Type,
+    map: TypeMap,
+    derive: &mut dyn FnMut(EnumId, TypeMap) -> EnumId,
+) -> Type {
+    match ty {
+        Type::Real => match map {
+            TypeMap::Tangent => Type::Real,
+            TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
+        },
+        Type::Int | Type::Bool | Type::Unit => match map {
+            TypeMap::Tangent => Type::Unit,
+            TypeMap::Fwd => ty.clone(),
+        },
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| map_type(t, map, derive)).collect()),
+        Type::Array(t) => Type::array(map_type(t, map, derive)),
+        Type::Fn(ps, r) => Type::func(
+            ps.iter().map(|t| map_type(t, map, derive)).collect(),
+            map_type(r, map, derive),
+        ),
+        Type::Enum(e) => Type::Enum(derive(*e, map)),
+    }
 }
 
 impl Type {
@@ -63,20 +111,6 @@ impl Type {
             }
         }
         go(self, enums, &mut Vec::new())
-    }
-
-    /// The tangent type `T(A)` of a D-type (§5): `Int`, `Bool`, `()` leaves become `()`;
-    /// arrays, tuples and enums keep their shape (an enum's tangent is the enum itself,
-    /// whose non-real leaves are then ignored).
-    pub fn tangent(&self) -> Type {
-        match self {
-            Type::Real => Type::Real,
-            Type::Int | Type::Bool | Type::Unit => Type::Unit,
-            Type::Tuple(ts) => Type::Tuple(ts.iter().map(Type::tangent).collect()),
-            Type::Array(t) => Type::array(t.tangent()),
-            Type::Fn(ps, r) => Type::func(ps.iter().map(Type::tangent).collect(), r.tangent()),
-            Type::Enum(id) => Type::Enum(*id),
-        }
     }
 
     /// Displays the type with enum names resolved.

@@ -420,6 +420,12 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
         }
     };
     let f = args[0].clone();
+    let tan = |t: &Type| -> Result<Type, String> {
+        module
+            .lookup_tangent_type(t)
+            .ok_or_else(|| format!("the tangent type of {} was never derived", show(t)))
+    };
+    let (ta, tb) = (tan(&a)?, tan(&b)?);
     let real_vec = Type::array(Type::Real);
     let matrix = Type::array(real_vec.clone());
     match p {
@@ -433,21 +439,18 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             }
             expect(vec![f, a.clone()])?;
             Ok(if p == Prim::Grad {
-                a.tangent()
+                ta
             } else {
-                Type::Tuple(vec![Type::Real, a.tangent()])
+                Type::Tuple(vec![Type::Real, ta])
             })
         }
         Prim::Jvp => {
-            expect(vec![f, a.clone(), a.tangent()])?;
-            Ok(Type::Tuple(vec![b.clone(), b.tangent()]))
+            expect(vec![f, a.clone(), ta])?;
+            Ok(Type::Tuple(vec![b.clone(), tb]))
         }
         Prim::Vjp => {
             expect(vec![f, a.clone()])?;
-            Ok(Type::Tuple(vec![
-                b.clone(),
-                Type::func(vec![b.tangent()], a.tangent()),
-            ]))
+            Ok(Type::Tuple(vec![b.clone(), Type::func(vec![tb], ta)]))
         }
         Prim::Diff => {
             if a != Type::Real {
@@ -457,7 +460,7 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
                 ));
             }
             expect(vec![f, a])?;
-            Ok(b.tangent())
+            Ok(tb)
         }
         Prim::Jacobian => {
             if a != real_vec || b != real_vec {
@@ -480,8 +483,8 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             Ok(matrix)
         }
         Prim::Taylor => {
-            expect(vec![f, a.clone(), a.tangent(), Type::Int])?;
-            Ok(Type::Tuple(vec![b.clone(), Type::array(b.tangent())]))
+            expect(vec![f, a.clone(), ta, Type::Int])?;
+            Ok(Type::Tuple(vec![b.clone(), Type::array(tb)]))
         }
         _ => Err(format!("{} is not a differential operator", p.name())),
     }

@@ -152,6 +152,46 @@ pub fn compile_with_expr(name: &str, text: &str, expr: Option<&str>) -> Result<P
     Ok(Program { module, sources })
 }
 
+/// Runs the Core verifier after `pass` (in debug builds, so in every test).
+fn check_core(module: &Module, pass: &str) -> Result<(), Diagnostic> {
+    if !cfg!(debug_assertions) {
+        return Ok(());
+    }
+    fluxion_core::verify::verify_module(module).map_err(|errors| {
+        let text = errors
+            .iter()
+            .map(|e| format!("in {}: {}", e.code, e.message))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Diagnostic::new(
+            Phase::Internal,
+            None,
+            format!("Core verification failed after {pass}:\n{text}"),
+        )
+    })
+}
+
+/// The reverse-mode algorithm chosen with `--ad` (LANGUAGE.md §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AdMode {
+    /// Forward mode, one pass per input direction (the reference).
+    #[default]
+    Fwd,
+    Chad,
+    Delta,
+}
+
+impl AdMode {
+    pub fn parse(name: &str) -> Option<AdMode> {
+        match name {
+            "fwd" => Some(AdMode::Fwd),
+            "chad" => Some(AdMode::Chad),
+            "delta" => Some(AdMode::Delta),
+            _ => None,
+        }
+    }
+}
+
 /// The value an entry returned, with its type and the interpreter (for printing).
 pub struct Output {
     pub value: Value,
@@ -178,10 +218,34 @@ impl Program {
     /// Runs `entry` with arguments given as a JSON array (`None`: no arguments).
     /// Call inside [`with_big_stack`].
     pub fn run(self, entry: &str, args_json: Option<&str>) -> Result<Output, Failure> {
+        self.run_with(entry, args_json, AdMode::default())
+    }
+
+    /// Runs `entry` with the given AD mode.
+    pub fn run_with(
+        mut self,
+        entry: &str,
+        args_json: Option<&str>,
+        mode: AdMode,
+    ) -> Result<Output, Failure> {
         let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
             diagnostics: vec![d],
             sources,
         };
+        if mode != AdMode::Fwd {
+            return Err(fail(
+                Diagnostic::new(
+                    Phase::Input,
+                    None,
+                    format!("--ad {mode:?} is not implemented yet; use --ad fwd").to_lowercase(),
+                ),
+                self.sources,
+            ));
+        }
+        fluxion_ad::expand_module(&mut self.module);
+        if let Err(d) = check_core(&self.module, "expanding differential operators") {
+            return Err(fail(d, self.sources));
+        }
         let Some(&code) = self.module.functions.get(entry) else {
             return Err(fail(
                 Diagnostic::new(
@@ -233,6 +297,23 @@ impl Program {
                 };
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
+            "fwd" => {
+                let mut module = self.module.clone();
+                fluxion_ad::expand_module(&mut module);
+                let roots = match entry {
+                    Some(e) => match module.functions.get(e) {
+                        Some(c) => vec![*c],
+                        None => return Err(format!("no function named `{e}`")),
+                    },
+                    None => self.user_functions(),
+                };
+                let mut derived = Vec::new();
+                for root in roots {
+                    derived.push(fluxion_ad::forward_code(&mut module, root).map_err(|e| e.0)?);
+                }
+                check_core(&module, "forward mode").map_err(|d| d.message)?;
+                Ok(fluxion_core::print::print_reachable(&module, &derived))
+            }
             other => Err(format!(
                 "unknown stage `{other}` (available: {})",
                 STAGES.join(", ")
@@ -255,7 +336,7 @@ impl Program {
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core"];
+pub const STAGES: &[&str] = &["core", "fwd"];
 
 fn decode_args(
     args_json: Option<&str>,

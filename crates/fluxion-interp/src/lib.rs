@@ -5,6 +5,7 @@
 //! range, `Int` overflow, division by zero, non-exhaustive match, oversized arrays,
 //! too-deep recursion) are [`RuntimeError`]s with the source span, never panics.
 
+mod ad;
 mod compile;
 mod eval;
 mod prims;

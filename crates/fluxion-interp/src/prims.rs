@@ -142,7 +142,7 @@ impl Interp {
                 })
             }
             Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
-            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil => {
+            | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil | Digamma | Trigamma => {
                 Value::Real(real_fn(p, real(a(0))))
             }
             Abs => match a(0) {
@@ -348,11 +348,6 @@ impl Interp {
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
         })
     }
-
-    /// Differential operators; implemented by the AD issues.
-    fn differential(&self, p: Prim, _args: Vec<Value>, span: Span) -> EvalResult<Value> {
-        fail(span, format!("`{}` is not yet implemented", p.name()))
-    }
 }
 
 fn same_length(what: &str, n: usize, m: usize, span: Span) -> EvalResult<()> {
@@ -419,6 +414,57 @@ pub fn real_fn(p: Prim, x: f64) -> f64 {
         Erf => libm::erf(x),
         Floor => x.floor(),
         Ceil => x.ceil(),
+        Digamma => digamma(x),
+        Trigamma => trigamma(x),
         _ => f64::NAN,
     }
+}
+
+/// ψ(x) = d/dx lgamma(x): recurrence ψ(x) = ψ(x+1) - 1/x up to x ≥ 6, then the
+/// asymptotic series; reflection for negative x.
+fn digamma(mut x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return f64::NAN;
+    }
+    if x <= 0.0 && x == x.floor() {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        // ψ(1 - x) - ψ(x) = π cot(πx)
+        return digamma(1.0 - x) - std::f64::consts::PI / (std::f64::consts::PI * x).tan();
+    }
+    let mut acc = 0.0;
+    while x < 6.0 {
+        acc -= 1.0 / x;
+        x += 1.0;
+    }
+    let inv = 1.0 / x;
+    let inv2 = inv * inv;
+    acc + x.ln()
+        - 0.5 * inv
+        - inv2
+            * (1.0 / 12.0
+                - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 / 132.0))))
+}
+
+/// ψ'(x): recurrence ψ'(x) = ψ'(x+1) + 1/x² up to x ≥ 6, then the asymptotic series.
+fn trigamma(mut x: f64) -> f64 {
+    if x <= 0.0 && x == x.floor() {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        // ψ'(1 - x) + ψ'(x) = π² / sin²(πx)
+        let s = (std::f64::consts::PI * x).sin();
+        return -trigamma(1.0 - x) + std::f64::consts::PI * std::f64::consts::PI / (s * s);
+    }
+    let mut acc = 0.0;
+    while x < 6.0 {
+        acc += 1.0 / (x * x);
+        x += 1.0;
+    }
+    let inv = 1.0 / x;
+    let inv2 = inv * inv;
+    acc + inv
+        + 0.5 * inv2
+        + inv * inv2 * (1.0 / 6.0 - inv2 * (1.0 / 30.0 - inv2 * (1.0 / 42.0 - inv2 / 30.0)))
 }

@@ -2,7 +2,7 @@
 //! whose result types `T(A)` are computed once `A` is known (deferred).
 
 use fluxion_core::verify::differential_result_type;
-use fluxion_core::{Atom, Lit, Prim, Rhs, Span};
+use fluxion_core::{Atom, Lit, Prim, Rhs, Span, Type};
 use fluxion_syntax::ast::{self, ExprKind};
 
 use crate::elaborate::{Deferred, Elab, span};
@@ -235,6 +235,14 @@ impl Elab {
                         None => return false,
                     }
                 };
+                // Derive the tangent types first; the result type reads them.
+                if let Some(Type::Fn(params, ret)) = concrete.first() {
+                    let a = fluxion_core::verify::differentiated_argument(params);
+                    if a.is_dtype(&self.module.enums) && ret.is_dtype(&self.module.enums) {
+                        self.module.tangent_type(&a);
+                        self.module.tangent_type(ret);
+                    }
+                }
                 match differential_result_type(&self.module, *prim, &concrete) {
                     Ok(t) => {
                         let t = Ty::from_type(&t);

@@ -216,6 +216,7 @@ impl Elab {
             self.module.enums.push(EnumDef {
                 name: def.name.name.clone(),
                 variants: Vec::new(),
+                origin: None,
             });
         }
         for def in &defs {

@@ -1,0 +1,195 @@
+//! Emits Core: fresh variables, `let` bindings into a stack of open blocks, and small
+//! conveniences (projections, pairs, arithmetic) used by every transformation.
+
+use fluxion_core::{
+    Atom, Binding, Body, Code, CodeId, CodeKind, Lit, Module, Prim, Rhs, Span, Type, VarId,
+};
+
+pub(crate) struct Builder<'m> {
+    pub(crate) m: &'m mut Module,
+    blocks: Vec<Vec<Binding>>,
+    pub(crate) span: Span,
+}
+
+pub(crate) fn real(x: f64) -> Atom {
+    Atom::Lit(Lit::Real(x))
+}
+
+pub(crate) fn int(i: i64) -> Atom {
+    Atom::Lit(Lit::Int(i))
+}
+
+impl<'m> Builder<'m> {
+    pub(crate) fn new(m: &'m mut Module, span: Span) -> Builder<'m> {
+        Builder {
+            m,
+            blocks: Vec::new(),
+            span,
+        }
+    }
+
+    pub(crate) fn ty(&self, a: &Atom) -> Type {
+        self.m.atom_ty(a)
+    }
+
+    pub(crate) fn fresh(&mut self, hint: &str, ty: Type) -> VarId {
+        self.m.fresh_var(hint, ty)
+    }
+
+    /// Emits `let v: ty = rhs;` and returns `v`.
+    pub(crate) fn emit(&mut self, hint: &str, rhs: Rhs, ty: Type) -> Atom {
+        let var = self.m.fresh_var(hint, ty);
+        self.bind(var, rhs);
+        Atom::Var(var)
+    }
+
+    /// Emits `let var = rhs;` for an existing variable.
+    pub(crate) fn bind(&mut self, var: VarId, rhs: Rhs) {
+        let span = self.span;
+        self.blocks
+            .last_mut()
+            .expect("emit inside a block")
+            .push(Binding { var, rhs, span });
+    }
+
+    /// Runs `f` in a new block; the block's bindings end in `f`'s atom.
+    pub(crate) fn block(&mut self, f: impl FnOnce(&mut Self) -> Atom) -> Body {
+        self.blocks.push(Vec::new());
+        let result = f(self);
+        let bindings = self.blocks.pop().expect("block stack");
+        Body { bindings, result }
+    }
+
+    pub(crate) fn proj(&mut self, a: &Atom, i: usize) -> Atom {
+        let Type::Tuple(ts) = self.ty(a) else {
+            panic!("projection of a non-tuple in generated code")
+        };
+        let hint = if ts.len() == 2 && ts[0] == Type::Real {
+            ["pri", "tan"][i.min(1)]
+        } else {
+            "proj"
+        };
+        self.emit(hint, Rhs::Proj(*a, i), ts[i].clone())
+    }
+
+    pub(crate) fn tuple(&mut self, hint: &str, parts: Vec<Atom>) -> Atom {
+        let ty = Type::Tuple(parts.iter().map(|a| self.ty(a)).collect());
+        self.emit(hint, Rhs::Tuple(parts), ty)
+    }
+
+    /// A primitive whose result has the type of its first argument (arithmetic).
+    pub(crate) fn arith(&mut self, p: Prim, args: &[Atom]) -> Atom {
+        let ty = self.ty(&args[0]);
+        self.emit(
+            p.name().trim_start_matches('%'),
+            Rhs::Prim(p, args.to_vec()),
+            ty,
+        )
+    }
+
+    pub(crate) fn prim(&mut self, p: Prim, args: &[Atom], ty: Type) -> Atom {
+        self.emit(
+            p.name().trim_start_matches('%'),
+            Rhs::Prim(p, args.to_vec()),
+            ty,
+        )
+    }
+
+    pub(crate) fn add(&mut self, a: Atom, b: Atom) -> Atom {
+        self.arith(Prim::Add, &[a, b])
+    }
+
+    pub(crate) fn sub(&mut self, a: Atom, b: Atom) -> Atom {
+        self.arith(Prim::Sub, &[a, b])
+    }
+
+    pub(crate) fn mul(&mut self, a: Atom, b: Atom) -> Atom {
+        self.arith(Prim::Mul, &[a, b])
+    }
+
+    pub(crate) fn div(&mut self, a: Atom, b: Atom) -> Atom {
+        self.arith(Prim::Div, &[a, b])
+    }
+
+    pub(crate) fn neg(&mut self, a: Atom) -> Atom {
+        self.arith(Prim::Neg, &[a])
+    }
+
+    pub(crate) fn unary(&mut self, p: Prim, a: Atom) -> Atom {
+        self.prim(p, &[a], Type::Real)
+    }
+
+    pub(crate) fn cmp(&mut self, p: Prim, a: Atom, b: Atom) -> Atom {
+        self.prim(p, &[a, b], Type::Bool)
+    }
+
+    /// `if c { then } else { els }` with result type `ty`.
+    pub(crate) fn if_(
+        &mut self,
+        c: Atom,
+        ty: Type,
+        then: impl FnOnce(&mut Self) -> Atom,
+        els: impl FnOnce(&mut Self) -> Atom,
+    ) -> Atom {
+        let t = self.block(then);
+        let e = self.block(els);
+        self.emit("if", Rhs::If(c, Box::new(t), Box::new(e)), ty)
+    }
+
+    /// Reserves a code (filled in later by [`Builder::finish_code`]).
+    pub(crate) fn reserve_code(&mut self, name: &str, kind: CodeKind) -> CodeId {
+        self.m.add_code(Code {
+            name: name.to_string(),
+            kind,
+            captures: vec![],
+            params: vec![],
+            ret: Type::Unit,
+            body: Body {
+                bindings: vec![],
+                result: Atom::Lit(Lit::Unit),
+            },
+            span: self.span,
+        })
+    }
+
+    pub(crate) fn finish_code(
+        &mut self,
+        id: CodeId,
+        captures: Vec<VarId>,
+        params: Vec<VarId>,
+        ret: Type,
+        body: Body,
+    ) {
+        let c = &mut self.m.codes[id.0 as usize];
+        c.captures = captures;
+        c.params = params;
+        c.ret = ret;
+        c.body = body;
+    }
+
+    /// Makes a lambda with parameters of `param_tys` capturing `captures` (variables in
+    /// scope here, used under the same ids inside), whose body `f` builds.
+    pub(crate) fn lambda(
+        &mut self,
+        name: &str,
+        captures: &[VarId],
+        param_tys: Vec<Type>,
+        f: impl FnOnce(&mut Self, &[Atom]) -> Atom,
+    ) -> Atom {
+        let id = self.reserve_code(name, CodeKind::Lambda);
+        let params: Vec<VarId> = param_tys
+            .iter()
+            .map(|t| self.fresh("p", t.clone()))
+            .collect();
+        let args: Vec<Atom> = params.iter().map(|p| Atom::Var(*p)).collect();
+        let body = self.block(|b| f(b, &args));
+        let ret = self.ty(&body.result);
+        self.finish_code(id, captures.to_vec(), params, ret.clone(), body);
+        let ty = Type::func(param_tys, ret);
+        self.emit(
+            "lam",
+            Rhs::Closure(id, captures.iter().map(|c| Atom::Var(*c)).collect()),
+            ty,
+        )
+    }
+}

@@ -1,0 +1,158 @@
+//! The one table of primitive derivatives, shared by every mode: for each real
+//! primitive, its partial derivatives in terms of the primal arguments and result.
+//!
+//! Non-differentiable points follow LANGUAGE.md §5: `abs'(0) = 0`; `min`/`max` follow
+//! their first argument on ties; `∂pow(x, y)/∂y = pow(x, y)·log(x)` is 0 where
+//! `x = 0`; `floor`, `ceil` have zero derivative.
+
+use fluxion_core::{Atom, Prim, Type};
+
+use crate::builder::{Builder, real};
+
+/// Emits the tangent of `y = p(xs)` given the argument tangents `dxs` (all reals).
+/// Returns `None` for primitives that are not real functions.
+pub(crate) fn real_tangent(
+    b: &mut Builder,
+    p: Prim,
+    xs: &[Atom],
+    y: Atom,
+    dxs: &[Atom],
+) -> Option<Atom> {
+    use Prim::*;
+    if xs.len() == 1 {
+        let (x, dx) = (xs[0], dxs[0]);
+        // d = dy/dx
+        let d = match p {
+            Neg => return Some(b.neg(dx)),
+            Sin => b.unary(Cos, x),
+            Cos => {
+                let s = b.unary(Sin, x);
+                b.neg(s)
+            }
+            Tan => {
+                // 1 + tan²
+                let y2 = b.mul(y, y);
+                b.add(real(1.0), y2)
+            }
+            Asin | Acos => {
+                // ±1 / sqrt(1 - x²)
+                let x2 = b.mul(x, x);
+                let one_minus = b.sub(real(1.0), x2);
+                let r = b.unary(Sqrt, one_minus);
+                let inv = b.div(real(1.0), r);
+                if p == Acos { b.neg(inv) } else { inv }
+            }
+            Atan => {
+                let x2 = b.mul(x, x);
+                let den = b.add(real(1.0), x2);
+                b.div(real(1.0), den)
+            }
+            Tanh => {
+                let y2 = b.mul(y, y);
+                b.sub(real(1.0), y2)
+            }
+            Sinh => b.unary(Cosh, x),
+            Cosh => b.unary(Sinh, x),
+            Exp => y,
+            Expm1 => b.add(y, real(1.0)),
+            Log => b.div(real(1.0), x),
+            Log1p => {
+                let den = b.add(real(1.0), x);
+                b.div(real(1.0), den)
+            }
+            Sqrt => {
+                let twice = b.mul(real(2.0), y);
+                b.div(real(1.0), twice)
+            }
+            Abs => {
+                // sign(x), with abs'(0) = 0
+                let pos = b.cmp(Gt, x, real(0.0));
+                b.if_(
+                    pos,
+                    Type::Real,
+                    |_| real(1.0),
+                    |b| {
+                        let negative = b.cmp(Lt, x, real(0.0));
+                        b.if_(negative, Type::Real, |_| real(-1.0), |_| real(0.0))
+                    },
+                )
+            }
+            Sigmoid => {
+                let one_minus = b.sub(real(1.0), y);
+                b.mul(y, one_minus)
+            }
+            Erf => {
+                // 2/sqrt(pi) · exp(-x²)
+                let x2 = b.mul(x, x);
+                let nx2 = b.neg(x2);
+                let e = b.unary(Exp, nx2);
+                b.mul(real(std::f64::consts::FRAC_2_SQRT_PI), e)
+            }
+            Lgamma => b.unary(Digamma, x),
+            Digamma => b.unary(Trigamma, x),
+            Floor | Ceil | Trigamma => return Some(real(0.0)),
+            _ => return None,
+        };
+        return Some(b.mul(d, dx));
+    }
+    let (x, y0, dx, dy) = (xs[0], xs[1], dxs[0], dxs[1]);
+    Some(match p {
+        Add => b.add(dx, dy),
+        Sub => b.sub(dx, dy),
+        Mul => {
+            let a = b.mul(dx, y0);
+            let c = b.mul(x, dy);
+            b.add(a, c)
+        }
+        Div => {
+            // (dx - (x/y)·dy) / y
+            let q = b.mul(y, dy);
+            let num = b.sub(dx, q);
+            b.div(num, y0)
+        }
+        Rem => {
+            // x % y = x - y·trunc(x/y): d = dx - trunc(x/y)·dy
+            let q = b.div(x, y0);
+            let pos = b.cmp(Ge, q, real(0.0));
+            let t = b.if_(pos, Type::Real, |b| b.unary(Floor, q), |b| b.unary(Ceil, q));
+            let td = b.mul(t, dy);
+            b.sub(dx, td)
+        }
+        Pow => {
+            // y·x^(y-1)·dx + [x ≠ 0]·x^y·log(x)·dy
+            let ym1 = b.sub(y0, real(1.0));
+            let pw = b.prim(Pow, &[x, ym1], Type::Real);
+            let dfdx = b.mul(y0, pw);
+            let a = b.mul(dfdx, dx);
+            let zero = b.cmp(Eq, x, real(0.0));
+            let dfdy = b.if_(
+                zero,
+                Type::Real,
+                |_| real(0.0),
+                |b| {
+                    let l = b.unary(Log, x);
+                    b.mul(y, l)
+                },
+            );
+            let c = b.mul(dfdy, dy);
+            b.add(a, c)
+        }
+        Atan2 => {
+            // atan2(u, v): (v·du - u·dv) / (u² + v²)
+            let (u, v, du, dv) = (x, y0, dx, dy);
+            let a = b.mul(v, du);
+            let c = b.mul(u, dv);
+            let num = b.sub(a, c);
+            let u2 = b.mul(u, u);
+            let v2 = b.mul(v, v);
+            let den = b.add(u2, v2);
+            b.div(num, den)
+        }
+        Min | Max => {
+            // The tangent of the argument chosen; ties choose the first.
+            let first = b.cmp(if p == Min { Le } else { Ge }, x, y0);
+            b.if_(first, Type::Real, |_| dx, |_| dy)
+        }
+        _ => return None,
+    })
+}
