@@ -59,40 +59,90 @@ fn rust_fib(n: i64) -> i64 {
     }
 }
 
+/// One interpreter-vs-native case.
+struct NativeCase {
+    name: &'static str,
+    src: &'static str,
+    native: fn(),
+}
+
+/// One derivative-vs-primal case: `prog(s: Real) -> Real`.
+struct AdCase {
+    name: &'static str,
+    src: &'static str,
+}
+
+const AD_MAP_SUM: &str = "fn prog(s: Real) -> Real { sum(map(|x| x * x + s * x, build(1000000, |i| to_real(i) * 0.000001))) }";
+const AD_FOLD: &str = "fn prog(a: Real) -> Real { fold(|acc, x| acc * a + x, 0.0, build(1000000, |i| to_real(i) * 0.000001)) }";
+const AD_RECURSIVE: &str = "fn r(x: Real, n: Int) -> Real { if n < 2 { x } else { sin(r(x, n - 1)) + 0.5 * r(x, n - 2) } }\nfn prog(x: Real) -> Real { r(x, 22) }";
+
 fn main() {
     let reps = 5;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
     println!("| program | interpreter / Rust |");
     println!("|---|---|");
-    let cases: [(&str, &str, Box<dyn Fn()>); 3] = [
-        (
-            "map/sum over 10^6 reals",
-            MAP_SUM,
-            Box::new(|| {
+    let cases = [
+        NativeCase {
+            name: "map/sum over 10^6 reals",
+            src: MAP_SUM,
+            native: || {
                 black_box(rust_map_sum());
-            }),
-        ),
-        (
-            "fold with a closure over 10^6",
-            FOLD_CLOSURE,
-            Box::new(|| {
+            },
+        },
+        NativeCase {
+            name: "fold with a closure over 10^6",
+            src: FOLD_CLOSURE,
+            native: || {
                 black_box(rust_fold_closure());
-            }),
-        ),
-        (
-            "recursive fib(25)",
-            FIB,
-            Box::new(|| {
+            },
+        },
+        NativeCase {
+            name: "recursive fib(25)",
+            src: FIB,
+            native: || {
                 black_box(rust_fib(black_box(25)));
-            }),
-        ),
+            },
+        },
     ];
-    for (name, src, native) in cases {
-        let interp = time_fluxion(src, "main", reps);
-        let rust = median_time(reps * 4, &*native);
+    for case in cases {
+        let interp = time_fluxion(case.src, "main", reps);
+        let rust = median_time(reps * 4, case.native);
         println!(
-            "| {name} | {:.0}x |",
+            "| {} | {:.0}x |",
+            case.name,
             interp.as_secs_f64() / rust.as_secs_f64()
+        );
+    }
+
+    println!("\n## Forward mode: JVP / primal (interpreter, --ad fwd), median of {reps}\n");
+    println!("| program | jvp / primal |");
+    println!("|---|---|");
+    let ad_cases = [
+        AdCase {
+            name: "map/sum over 10^6 reals",
+            src: AD_MAP_SUM,
+        },
+        AdCase {
+            name: "fold with a closure over 10^6",
+            src: AD_FOLD,
+        },
+        AdCase {
+            name: "recursive, 28657 calls",
+            src: AD_RECURSIVE,
+        },
+    ];
+    for case in ad_cases {
+        let primal_src = format!("{}\nfn main() -> Real {{ prog(1.1) }}", case.src);
+        let jvp_src = format!(
+            "{}\nfn main() -> Real {{ jvp(prog, 1.1, 1.0).1 }}",
+            case.src
+        );
+        let primal = time_fluxion(&primal_src, "main", reps);
+        let jvp = time_fluxion(&jvp_src, "main", reps);
+        println!(
+            "| {} | {:.2} |",
+            case.name,
+            jvp.as_secs_f64() / primal.as_secs_f64()
         );
     }
 }

@@ -7,6 +7,7 @@
 //! gives deep (non-tail) recursion room and turns exhaustion into a clean error.
 
 mod diagnostic;
+pub mod gradcheck;
 pub mod json;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};

@@ -98,3 +98,52 @@ fn core_snapshots() {
         insta::assert_snapshot!(*name, core_of(src));
     }
 }
+
+fn fwd_of(src: &str) -> String {
+    with_big_stack(|| {
+        let program = compile("test.flx", src).unwrap_or_else(|f| panic!("{}", f.render()));
+        program.show("fwd", None).unwrap()
+    })
+}
+
+const AD_PROGRAMS: &[(&str, &str)] = &[
+    (
+        "fwd_scalar",
+        "fn f(x: Real) -> Real { sin(x) * x + exp(x) / 2.0 }",
+    ),
+    (
+        "fwd_closure_and_fold",
+        "fn f(x: [Real]) -> Real { let k = x[0]; fold(|acc, y| acc + k * y, 0.0, x) }",
+    ),
+    (
+        "fwd_enum",
+        "enum Shape { Circle(Real), Tagged(Int, Real) }\n\
+         fn area(s: Shape) -> Real { match s { Circle(r) => r * r, Tagged(n, x) => to_real(n) * x } }",
+    ),
+    (
+        "fwd_nested_operator",
+        "fn main() -> Real { grad(|x| diff(|y| x * y * y, x), 2.0) }",
+    ),
+];
+
+#[test]
+fn forward_mode_snapshots() {
+    for (name, src) in AD_PROGRAMS {
+        insta::assert_snapshot!(*name, fwd_of(src));
+    }
+}
+
+#[test]
+fn forward_mode_output_reparses_and_type_checks() {
+    for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
+        let printed = fwd_of(src);
+        with_big_stack(|| {
+            if let Err(f) = compile("fwd.flx", &printed) {
+                panic!(
+                    "{name}: printed forward mode does not check:\n{}\n{printed}",
+                    f.render()
+                );
+            }
+        });
+    }
+}

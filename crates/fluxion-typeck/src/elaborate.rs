@@ -267,6 +267,14 @@ impl Elab {
             ),
             K::Named(name) => match self.enum_names.get(name) {
                 Some(id) => Type::Enum(*id),
+                // `ETan` names T(E), the tangent type of enum `E` (LANGUAGE.md §5).
+                None if name
+                    .strip_suffix("Tan")
+                    .is_some_and(|base| self.enum_names.contains_key(base)) =>
+                {
+                    let base = self.enum_names[&name[..name.len() - 3]];
+                    self.module.tangent_type(&Type::Enum(base))
+                }
                 None => {
                     self.error(span(t.span), format!("unknown type `{name}`"));
                     Type::Unit

@@ -1,0 +1,145 @@
+//! Derivative checking, for every AD mode: central finite differences and the
+//! transpose identity ⟨J·u, w⟩ = ⟨u, Jᵀ·w⟩.
+//!
+//! The functions under test are Fluxion functions of `[Real]` (any structured function
+//! can be wrapped to one); derivatives are computed by Fluxion's own operators in the
+//! chosen [`AdMode`] and compared with differences of the function's values, also
+//! computed by Fluxion.
+//!
+//! Step and tolerance: the central difference (f(x+h) − f(x−h)) / 2h has truncation
+//! error h²/6·|f'''| and rounding error about ε·|f|/h (ε = 2.2e-16). With
+//! h = 6e-6·max(1, |xᵢ|) (≈ ε^(1/3), which balances the two) both are about 4e-11 times
+//! the size of f and its third derivative, so for the smooth, moderately scaled test
+//! functions here a tolerance of 1e-6·(1 + |expected|) leaves four orders of magnitude
+//! of margin while still catching any wrong rule (errors of order 1).
+
+use crate::{AdMode, with_big_stack};
+
+/// Relative step of the central differences (see the module doc).
+pub const FD_STEP: f64 = 6e-6;
+/// Tolerance: |ad − fd| ≤ FD_TOLERANCE · (1 + |fd|).
+pub const FD_TOLERANCE: f64 = 1e-6;
+
+fn literal(xs: &[f64]) -> String {
+    let parts: Vec<String> = xs
+        .iter()
+        .map(|x| crate::core::print::format_real(*x))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Evaluates `expr` (which may use the functions of `src`) and parses the printed
+/// result as a flat list of reals (nested arrays and tuples are flattened).
+pub fn eval_reals(src: &str, expr: &str, mode: AdMode) -> Result<Vec<f64>, String> {
+    let src = src.to_string();
+    let expr = expr.to_string();
+    with_big_stack(move || {
+        let program =
+            crate::compile_with_expr("check.flx", &src, Some(&expr)).map_err(|f| f.render())?;
+        let out = program
+            .run_with(crate::core_entry_name(), None, mode)
+            .map_err(|f| f.render())?;
+        Ok(parse_reals(&out.to_literal()))
+    })
+}
+
+/// Every real number in a printed value, in order.
+pub fn parse_reals(text: &str) -> Vec<f64> {
+    text.split(['[', ']', '(', ')', ',', ' '])
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| match t {
+            "NaN" => Some(f64::NAN),
+            "inf" => Some(f64::INFINITY),
+            "-inf" => Some(f64::NEG_INFINITY),
+            t if t.contains('.') || t.contains('e') => t.parse().ok(),
+            _ => None,
+        })
+        .collect()
+}
+
+fn close(ad: f64, fd: f64) -> bool {
+    (ad - fd).abs() <= FD_TOLERANCE * (1.0 + fd.abs())
+}
+
+/// Central differences of `f: [Real] -> [Real]` (or `-> Real`) at `x`: column j is
+/// the derivative along coordinate j.
+pub fn fd_jacobian(src: &str, f: &str, x: &[f64]) -> Result<Vec<Vec<f64>>, String> {
+    let mut cols = Vec::new();
+    for j in 0..x.len() {
+        let h = FD_STEP * x[j].abs().max(1.0);
+        let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
+        plus[j] += h;
+        minus[j] -= h;
+        let fp = eval_reals(src, &format!("{f}({})", literal(&plus)), AdMode::Fwd)?;
+        let fm = eval_reals(src, &format!("{f}({})", literal(&minus)), AdMode::Fwd)?;
+        cols.push(
+            fp.iter()
+                .zip(&fm)
+                .map(|(a, b)| (a - b) / (2.0 * h))
+                .collect(),
+        );
+    }
+    Ok(cols)
+}
+
+/// Checks `grad(f, x)` (f: [Real] -> Real) in `mode` against central differences.
+pub fn check_gradient(src: &str, f: &str, x: &[f64], mode: AdMode) -> Result<(), String> {
+    let ad = eval_reals(src, &format!("grad({f}, {})", literal(x)), mode)?;
+    let fd: Vec<f64> = fd_jacobian(src, f, x)?.into_iter().map(|c| c[0]).collect();
+    if ad.len() != fd.len() || !ad.iter().zip(&fd).all(|(a, b)| close(*a, *b)) {
+        return Err(format!(
+            "grad of {f} at {x:?}: AD {ad:?}, finite differences {fd:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `jacobian(f, x)` (f: [Real] -> [Real]) in `mode` against central differences.
+pub fn check_jacobian(src: &str, f: &str, x: &[f64], mode: AdMode) -> Result<(), String> {
+    let ad = eval_reals(src, &format!("jacobian({f}, {})", literal(x)), mode)?;
+    let cols = fd_jacobian(src, f, x)?;
+    let m = cols.first().map_or(0, |c| c.len());
+    // AD rows are output-major: entry (i, j) at i·n + j.
+    let fd: Vec<f64> = (0..m)
+        .flat_map(|i| cols.iter().map(move |c| c[i]))
+        .collect();
+    if ad.len() != fd.len() || !ad.iter().zip(&fd).all(|(a, b)| close(*a, *b)) {
+        return Err(format!(
+            "jacobian of {f} at {x:?}: AD {ad:?}, finite differences {fd:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks ⟨J·u, w⟩ = ⟨u, Jᵀ·w⟩ for f: [Real] -> [Real] at `x`, with J·u from `jvp`
+/// and Jᵀ·w from `vjp` (both in `mode`).
+pub fn check_transpose(
+    src: &str,
+    f: &str,
+    x: &[f64],
+    u: &[f64],
+    w: &[f64],
+    mode: AdMode,
+) -> Result<(), String> {
+    let ju = eval_reals(
+        src,
+        &format!("jvp({f}, {}, {}).1", literal(x), literal(u)),
+        mode,
+    )?;
+    let jtw = eval_reals(
+        src,
+        &format!("vjp({f}, {}).1({})", literal(x), literal(w)),
+        mode,
+    )?;
+    let lhs: f64 = ju.iter().zip(w).map(|(a, b)| a * b).sum();
+    let rhs: f64 = u.iter().zip(&jtw).map(|(a, b)| a * b).sum();
+    // Both sides sum the same products J_ij·u_j·w_i in different orders, so they
+    // differ by rounding only: a few ulps of the terms' total magnitude.
+    let scale: f64 = ju.iter().zip(w).map(|(a, b)| (a * b).abs()).sum::<f64>() + 1.0;
+    if ju.len() != w.len() || jtw.len() != u.len() || (lhs - rhs).abs() > 1e-12 * scale {
+        return Err(format!(
+            "transpose identity for {f} at {x:?}: <Ju, w> = {lhs}, <u, J^T w> = {rhs}"
+        ));
+    }
+    Ok(())
+}
