@@ -18,3 +18,6 @@ pub use module::Module;
 pub use prim::Prim;
 pub use term::*;
 pub use ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef};
+
+#[cfg(test)]
+mod tests;

@@ -65,6 +65,11 @@ impl Verifier<'_> {
         ty.display(&self.module.enums).to_string()
     }
 
+    /// The type recorded for `v`, if the variable table has it.
+    fn declared_ty(&self, v: VarId) -> Option<&Type> {
+        self.module.vars.get(v.0 as usize).map(|info| &info.ty)
+    }
+
     fn bind(&mut self, v: VarId, scope: &mut Vec<VarId>) {
         if v.0 as usize >= self.module.vars.len() {
             self.err(format!(
@@ -131,8 +136,9 @@ impl Verifier<'_> {
         let mark = scope.len();
         for b in &body.bindings {
             let ty = self.rhs(&b.rhs, scope);
-            let declared = self.module.var_ty(b.var).clone();
-            if let Some(ty) = ty
+            // A variable missing from the table is reported by `bind`.
+            let declared = self.declared_ty(b.var).cloned();
+            if let (Some(ty), Some(declared)) = (ty, declared)
                 && ty != declared
             {
                 let msg = format!(
@@ -195,7 +201,7 @@ impl Verifier<'_> {
                 let want: Vec<Type> = code
                     .captures
                     .iter()
-                    .map(|c| self.module.var_ty(*c).clone())
+                    .filter_map(|c| self.declared_ty(*c).cloned())
                     .collect();
                 if want != tys {
                     self.err(format!("closure of {} captures the wrong types", code.name));
@@ -276,7 +282,7 @@ impl Verifier<'_> {
                         ));
                     }
                     for (f, fty) in arm.fields.iter().zip(&variant.fields) {
-                        if self.module.var_ty(*f) != fty {
+                        if self.declared_ty(*f).is_some_and(|t| t != fty) {
                             self.err(format!("field of {} has the wrong type", variant.name));
                         }
                         self.bind(*f, scope);

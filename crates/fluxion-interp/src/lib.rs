@@ -14,3 +14,6 @@ pub mod value;
 pub use eval::{EvalResult, Interp, RuntimeError};
 pub use prims::{MAX_ARRAY_LEN, real_fn};
 pub use value::{Closure, Value, write_value};
+
+#[cfg(test)]
+mod tests;

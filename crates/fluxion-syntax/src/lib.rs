@@ -10,3 +10,6 @@ pub mod span;
 
 pub use parser::{Parse, SyntaxError, parse_expr, parse_module};
 pub use span::{SourceId, Span, line_col};
+
+#[cfg(test)]
+mod tests;

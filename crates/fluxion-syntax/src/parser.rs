@@ -60,6 +60,9 @@ struct Parser<'a> {
     pos: usize,
     errors: Vec<SyntaxError>,
     depth: usize,
+    /// Position of the token right after the last prefix `-`: only an Int literal
+    /// there may be `9223372036854775808` (the magnitude of `i64::MIN`).
+    after_prefix_minus: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -70,6 +73,7 @@ impl<'a> Parser<'a> {
             pos: 0,
             errors: Vec::new(),
             depth: 0,
+            after_prefix_minus: usize::MAX,
         }
     }
 
@@ -500,26 +504,32 @@ impl<'a> Parser<'a> {
             _ => return self.postfix(),
         };
         self.bump();
+        let operand_span = self.span();
+        if op == UnOp::Neg {
+            self.after_prefix_minus = self.pos;
+        }
         self.enter()?;
         let inner = self.unary();
         self.leave();
         let inner = inner?;
         // `-3` and `-2.5` are literals, so that `-9223372036854775808` is an Int.
         if op == UnOp::Neg {
-            match inner.kind {
-                ExprKind::Real(r) => {
-                    return Ok(Expr {
-                        kind: ExprKind::Real(-r),
-                        span: start.to(inner.span),
-                    });
+            let folded = match inner.kind {
+                ExprKind::Real(r) => Some(ExprKind::Real(-r)),
+                // The literal right after this `-` stands for its own magnitude, so
+                // i64::MIN there is `-9223372036854775808` itself.
+                ExprKind::Int(i64::MIN) if inner.span == operand_span => {
+                    Some(ExprKind::Int(i64::MIN))
                 }
-                ExprKind::Int(i) => {
-                    return Ok(Expr {
-                        kind: ExprKind::Int(i.wrapping_neg()),
-                        span: start.to(inner.span),
-                    });
-                }
-                _ => {}
+                // Negating i64::MIN overflows: leave it to run time.
+                ExprKind::Int(i) => i.checked_neg().map(ExprKind::Int),
+                _ => None,
+            };
+            if let Some(kind) = folded {
+                return Ok(Expr {
+                    kind,
+                    span: start.to(inner.span),
+                });
             }
         }
         Ok(Expr {
@@ -615,7 +625,10 @@ impl<'a> Parser<'a> {
                 match self.slice(span).parse::<i64>() {
                     Ok(n) => ExprKind::Int(n),
                     // Allow the magnitude of i64::MIN so that `-9223372036854775808` works.
-                    Err(_) if self.slice(span) == "9223372036854775808" && self.prev_is_minus() => {
+                    Err(_)
+                        if self.slice(span) == "9223372036854775808"
+                            && self.after_prefix_minus == self.pos - 1 =>
+                    {
                         ExprKind::Int(i64::MIN)
                     }
                     Err(_) => {
@@ -695,10 +708,6 @@ impl<'a> Parser<'a> {
             kind,
             span: span.to(self.prev_span()),
         })
-    }
-
-    fn prev_is_minus(&self) -> bool {
-        self.pos >= 2 && self.tokens[self.pos - 2].0 == Token::Minus
     }
 
     fn lambda(&mut self) -> PResult<Expr> {

@@ -63,3 +63,6 @@ pub fn elaborate_with_expr(
     }
     Ok(module)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,672 @@
+//! Unit tests of Core on hand-built modules: the type maps `T` and `Tf` with their
+//! derived enums, and the verifier.
+//!
+//! Modules made by elaborating source are tested in `tests/verify_elaborated.rs`: in
+//! this crate's own test build, `fluxion_typeck` returns the library's `Module`, a
+//! different type from `crate::Module`.
+
+use crate::module::Module;
+use crate::prim::Prim;
+use crate::term::*;
+use crate::ty::{EnumDef, EnumId, EnumOrigin, Type, VariantDef};
+use crate::verify::verify_module;
+
+// ---------------------------------------------------------------- helpers
+
+fn tuple(ts: Vec<Type>) -> Type {
+    Type::Tuple(ts)
+}
+
+fn arr(t: Type) -> Type {
+    Type::array(t)
+}
+
+/// Adds enum `name` with `variants` (name, fields); fields may refer to enums by id.
+fn add_enum(m: &mut Module, name: &str, variants: Vec<(&str, Vec<Type>)>) -> EnumId {
+    let id = EnumId(m.enums.len() as u32);
+    m.enums.push(EnumDef {
+        name: name.into(),
+        variants: variants
+            .into_iter()
+            .map(|(n, fields)| VariantDef {
+                name: n.into(),
+                fields,
+            })
+            .collect(),
+        origin: None,
+    });
+    id
+}
+
+fn show(m: &Module, t: &Type) -> String {
+    t.display(&m.enums).to_string()
+}
+
+fn enum_id(t: &Type) -> EnumId {
+    match t {
+        Type::Enum(e) => *e,
+        other => panic!("not an enum: {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------- T and Tf on structural types
+
+#[test]
+fn tangent_of_scalars() {
+    let mut m = Module::default();
+    assert_eq!(m.tangent_type(&Type::Real), Type::Real);
+    assert_eq!(m.tangent_type(&Type::Int), Type::Unit);
+    assert_eq!(m.tangent_type(&Type::Bool), Type::Unit);
+    assert_eq!(m.tangent_type(&Type::Unit), Type::Unit);
+}
+
+#[test]
+fn tangent_of_tuples_and_arrays() {
+    let mut m = Module::default();
+    // The contract's example: T((Int, [Real])) = ((), [Real]).
+    let t = tuple(vec![Type::Int, arr(Type::Real)]);
+    assert_eq!(m.tangent_type(&t), tuple(vec![Type::Unit, arr(Type::Real)]));
+    let t = arr(tuple(vec![Type::Real, Type::Bool]));
+    assert_eq!(m.tangent_type(&t), arr(tuple(vec![Type::Real, Type::Unit])));
+    assert_eq!(m.tangent_type(&arr(arr(Type::Int))), arr(arr(Type::Unit)));
+    assert!(
+        m.enums.is_empty(),
+        "no enum is derived for structural types"
+    );
+}
+
+#[test]
+fn fwd_pairs_every_real_and_keeps_the_rest() {
+    let mut m = Module::default();
+    let dual = tuple(vec![Type::Real, Type::Real]);
+    assert_eq!(m.fwd_type(&Type::Real), dual);
+    assert_eq!(m.fwd_type(&Type::Int), Type::Int);
+    assert_eq!(m.fwd_type(&Type::Bool), Type::Bool);
+    assert_eq!(
+        m.fwd_type(&tuple(vec![Type::Real, Type::Int])),
+        tuple(vec![dual.clone(), Type::Int])
+    );
+    assert_eq!(m.fwd_type(&arr(Type::Real)), arr(dual.clone()));
+    assert_eq!(
+        m.fwd_type(&Type::func(vec![Type::Real], Type::Int)),
+        Type::func(vec![dual], Type::Int)
+    );
+}
+
+#[test]
+fn tangent_is_idempotent_on_structural_types() {
+    let mut m = Module::default();
+    let t = tuple(vec![Type::Int, arr(tuple(vec![Type::Real, Type::Bool]))]);
+    let once = m.tangent_type(&t);
+    assert_eq!(m.tangent_type(&once), once);
+}
+
+// ---------------------------------------------------------------- derived enums
+
+#[test]
+fn tangent_of_enum_with_int_field_is_a_derived_enum() {
+    let mut m = Module::default();
+    let e = add_enum(
+        &mut m,
+        "E",
+        vec![("A", vec![Type::Real, Type::Int]), ("B", vec![])],
+    );
+    let t = m.tangent_type(&Type::Enum(e));
+    let te = enum_id(&t);
+    assert_ne!(te, e);
+    let def = m.enum_def(te).clone();
+    assert_eq!(def.name, "ETan");
+    assert_eq!(
+        def.origin,
+        Some(EnumOrigin {
+            base: e,
+            fwd: 0,
+            tangent: true
+        })
+    );
+    // Same constructors and tags; the Int field becomes ().
+    assert_eq!(def.variants.len(), 2);
+    assert_eq!(def.variants[0].name, "A");
+    assert_eq!(def.variants[0].fields, vec![Type::Real, Type::Unit]);
+    assert_eq!(def.variants[1].name, "B");
+    assert!(def.variants[1].fields.is_empty());
+    assert_eq!(show(&m, &t), "ETan");
+}
+
+#[test]
+fn derived_enum_is_created_once() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Int])]);
+    let first = m.tangent_type(&Type::Enum(e));
+    let n = m.enums.len();
+    let again = m.tangent_type(&tuple(vec![Type::Enum(e), Type::Enum(e)]));
+    assert_eq!(again, tuple(vec![first.clone(), first.clone()]));
+    assert_eq!(m.enums.len(), n, "no second copy of ETan");
+    // T(T(E)) = T(E).
+    assert_eq!(m.tangent_type(&first), first);
+    assert_eq!(m.enums.len(), n);
+}
+
+#[test]
+fn tangent_of_enum_with_only_real_fields_is_the_enum_itself() {
+    let mut m = Module::default();
+    let e = add_enum(
+        &mut m,
+        "P",
+        vec![
+            ("Pt", vec![Type::Real, Type::Real]),
+            ("Ps", vec![arr(Type::Real)]),
+        ],
+    );
+    assert_eq!(m.tangent_type(&Type::Enum(e)), Type::Enum(e));
+    assert_eq!(m.enums.len(), 1, "nothing derived");
+    assert_eq!(m.lookup_tangent_type(&Type::Enum(e)), Some(Type::Enum(e)));
+}
+
+#[test]
+fn fwd_of_enum_without_reals_is_the_enum_itself() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "Tag", vec![("T", vec![Type::Int, Type::Bool])]);
+    assert_eq!(m.fwd_type(&Type::Enum(e)), Type::Enum(e));
+    assert_eq!(m.enums.len(), 1);
+}
+
+#[test]
+fn fwd_of_enum_with_a_real_field_pairs_it() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Real, Type::Int])]);
+    let f = enum_id(&m.fwd_type(&Type::Enum(e)));
+    let def = m.enum_def(f);
+    assert_eq!(def.name, "EFwd1");
+    assert_eq!(
+        def.variants[0].fields,
+        vec![tuple(vec![Type::Real, Type::Real]), Type::Int]
+    );
+}
+
+#[test]
+fn tangent_of_fwd_and_fwd_of_tangent_are_the_same_enum() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Real, Type::Int])]);
+    let te = m.tangent_type(&Type::Enum(e));
+    let fwd_of_t = m.fwd_type(&te);
+    let fe = m.fwd_type(&Type::Enum(e));
+    let t_of_fwd = m.tangent_type(&fe);
+    assert_eq!(fwd_of_t, t_of_fwd);
+    let id = enum_id(&t_of_fwd);
+    assert_eq!(
+        m.enum_def(id).origin,
+        Some(EnumOrigin {
+            base: e,
+            fwd: 1,
+            tangent: true
+        })
+    );
+    // Tf(T(A)) for A = (Real, Int): Tf(Real) = (Real, Real), Tf(()) = ().
+    assert_eq!(
+        m.enum_def(id).variants[0].fields,
+        vec![tuple(vec![Type::Real, Type::Real]), Type::Unit]
+    );
+    // E, ETan, EFwd1 and EFwd1Tan: four enums, no duplicates.
+    assert_eq!(m.enums.len(), 4, "{:?}", m.enums);
+}
+
+#[test]
+fn tangent_of_fwd_and_fwd_of_tangent_agree_in_either_order_of_creation() {
+    // Derive T(Tf(E)) first in one module, Tf(T(E)) first in another: each module
+    // then finds the other composite as the enum it already made.
+    for tangent_first in [true, false] {
+        let mut m = Module::default();
+        let e = add_enum(&mut m, "E", vec![("A", vec![Type::Real, Type::Int])]);
+        let (a, b) = if tangent_first {
+            let te = m.tangent_type(&Type::Enum(e));
+            let x = m.fwd_type(&te);
+            let fe = m.fwd_type(&Type::Enum(e));
+            (x, m.tangent_type(&fe))
+        } else {
+            let fe = m.fwd_type(&Type::Enum(e));
+            let x = m.tangent_type(&fe);
+            let te = m.tangent_type(&Type::Enum(e));
+            (x, m.fwd_type(&te))
+        };
+        assert_eq!(a, b, "tangent_first = {tangent_first}");
+    }
+}
+
+#[test]
+fn tangent_of_a_recursive_enum_refers_to_itself() {
+    let mut m = Module::default();
+    let l = EnumId(0);
+    add_enum(
+        &mut m,
+        "L",
+        vec![("Nil", vec![]), ("Cons", vec![Type::Int, Type::Enum(l)])],
+    );
+    let lt = enum_id(&m.tangent_type(&Type::Enum(l)));
+    assert_eq!(m.enum_def(lt).name, "LTan");
+    assert_eq!(
+        m.enum_def(lt).variants[1].fields,
+        vec![Type::Unit, Type::Enum(lt)]
+    );
+}
+
+#[test]
+fn recursive_enum_of_reals_is_its_own_tangent() {
+    let mut m = Module::default();
+    let l = EnumId(0);
+    add_enum(
+        &mut m,
+        "RL",
+        vec![("Nil", vec![]), ("Cons", vec![Type::Real, Type::Enum(l)])],
+    );
+    assert_eq!(m.tangent_type(&Type::Enum(l)), Type::Enum(l));
+    assert_eq!(m.enums.len(), 1);
+}
+
+#[test]
+fn tangent_of_an_enum_holding_another_enum() {
+    let mut m = Module::default();
+    let inner = add_enum(&mut m, "Inner", vec![("I", vec![Type::Int])]);
+    let outer = add_enum(
+        &mut m,
+        "Outer",
+        vec![("O", vec![Type::Enum(inner), Type::Real])],
+    );
+    let ot = enum_id(&m.tangent_type(&Type::Enum(outer)));
+    let it = enum_id(&m.tangent_type(&Type::Enum(inner)));
+    assert_eq!(m.enum_def(ot).name, "OuterTan");
+    assert_eq!(
+        m.enum_def(ot).variants[0].fields,
+        vec![Type::Enum(it), Type::Real]
+    );
+    assert_eq!(m.enum_def(it).variants[0].fields, vec![Type::Unit]);
+}
+
+#[test]
+fn lookup_tangent_type_needs_the_enum_derived_first() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Int])]);
+    assert_eq!(m.lookup_tangent_type(&Type::Enum(e)), None);
+    assert_eq!(
+        m.lookup_tangent_type(&tuple(vec![Type::Int, Type::Real])),
+        Some(tuple(vec![Type::Unit, Type::Real]))
+    );
+    let t = m.tangent_type(&Type::Enum(e));
+    assert_eq!(m.lookup_tangent_type(&Type::Enum(e)), Some(t));
+}
+
+#[test]
+fn dtypes_exclude_functions_anywhere_inside() {
+    let mut m = Module::default();
+    let plain = add_enum(&mut m, "Plain", vec![("P", vec![Type::Real, Type::Int])]);
+    let holds_fn = add_enum(
+        &mut m,
+        "HoldsFn",
+        vec![("H", vec![Type::func(vec![Type::Real], Type::Real)])],
+    );
+    assert!(tuple(vec![Type::Int, arr(Type::Enum(plain))]).is_dtype(&m.enums));
+    assert!(!Type::func(vec![], Type::Real).is_dtype(&m.enums));
+    assert!(!arr(Type::Enum(holds_fn)).is_dtype(&m.enums));
+}
+
+// ---------------------------------------------------------------- verifier
+
+/// A module with one top-level function `main(x: Int) -> ret` whose body `make`
+/// builds from the module and the parameter.
+fn one_function(ret: Type, make: impl FnOnce(&mut Module, VarId) -> Body) -> Module {
+    let mut m = Module::default();
+    let x = m.fresh_var("x", Type::Int);
+    let body = make(&mut m, x);
+    let id = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![x],
+        ret,
+        body,
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), id);
+    m
+}
+
+fn bind(var: VarId, rhs: Rhs) -> Binding {
+    Binding {
+        var,
+        rhs,
+        span: Span::default(),
+    }
+}
+
+fn int(i: i64) -> Atom {
+    Atom::Lit(Lit::Int(i))
+}
+
+fn messages(m: &Module) -> Vec<String> {
+    match verify_module(m) {
+        Ok(()) => vec![],
+        Err(errors) => errors.into_iter().map(|e| e.message).collect(),
+    }
+}
+
+fn assert_rejected(m: &Module, needle: &str) {
+    let msgs = messages(m);
+    assert!(
+        msgs.iter().any(|msg| msg.contains(needle)),
+        "expected a complaint containing {needle:?}, got {msgs:?}"
+    );
+}
+
+/// `main(x) = { let s = x + 1; s }`, well formed.
+fn add_one(sum_ty: Type) -> Module {
+    one_function(Type::Int, |m, x| {
+        let s = m.fresh_var("s", sum_ty);
+        Body {
+            bindings: vec![bind(s, Rhs::Prim(Prim::Add, vec![Atom::Var(x), int(1)]))],
+            result: Atom::Var(s),
+        }
+    })
+}
+
+#[test]
+fn verifier_accepts_a_well_formed_module() {
+    assert_eq!(messages(&add_one(Type::Int)), Vec::<String>::new());
+}
+
+#[test]
+fn verifier_rejects_a_binding_whose_type_differs_from_its_value() {
+    let m = add_one(Type::Real);
+    assert_rejected(&m, "declared Real but its value has type Int");
+}
+
+#[test]
+fn verifier_rejects_a_body_of_the_wrong_type() {
+    let m = one_function(Type::Real, |_, x| Body {
+        bindings: vec![],
+        result: Atom::Var(x),
+    });
+    assert_rejected(&m, "body has type Int, but the function returns Real");
+}
+
+#[test]
+fn verifier_rejects_a_variable_used_outside_its_branch() {
+    // let r = if true { let y = 1 + 1; y } else { 0 }; y   -- y is out of scope.
+    let m = one_function(Type::Int, |m, _| {
+        let y = m.fresh_var("y", Type::Int);
+        let r = m.fresh_var("r", Type::Int);
+        let then = Body {
+            bindings: vec![bind(y, Rhs::Prim(Prim::Add, vec![int(1), int(1)]))],
+            result: Atom::Var(y),
+        };
+        let els = Body {
+            bindings: vec![],
+            result: int(0),
+        };
+        Body {
+            bindings: vec![bind(
+                r,
+                Rhs::If(Atom::Lit(Lit::Bool(true)), Box::new(then), Box::new(els)),
+            )],
+            result: Atom::Var(y),
+        }
+    });
+    assert_rejected(&m, "used out of scope");
+}
+
+#[test]
+fn verifier_rejects_a_variable_bound_twice() {
+    let m = one_function(Type::Int, |m, _| {
+        let a = m.fresh_var("a", Type::Int);
+        Body {
+            bindings: vec![bind(a, Rhs::Atom(int(1))), bind(a, Rhs::Atom(int(2)))],
+            result: Atom::Var(a),
+        }
+    });
+    assert_rejected(&m, "bound twice");
+}
+
+#[test]
+fn verifier_rejects_a_variable_missing_from_the_table() {
+    let m = one_function(Type::Int, |_, _| Body {
+        bindings: vec![bind(VarId(99), Rhs::Atom(int(1)))],
+        result: int(1),
+    });
+    assert_rejected(&m, "no entry in the variable table");
+}
+
+#[test]
+fn verifier_rejects_a_match_field_missing_from_the_table() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Int])]);
+    let s = m.fresh_var("s", Type::Enum(e));
+    let r = m.fresh_var("r", Type::Int);
+    let arm = Arm {
+        tag: 0,
+        fields: vec![VarId(99)],
+        body: Body {
+            bindings: vec![],
+            result: int(0),
+        },
+    };
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![s],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![bind(r, Rhs::Match(Atom::Var(s), vec![arm], None))],
+            result: Atom::Var(r),
+        },
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), main);
+    assert_rejected(&m, "no entry in the variable table");
+}
+
+#[test]
+fn verifier_rejects_a_non_bool_condition() {
+    let m = one_function(Type::Int, |m, x| {
+        let r = m.fresh_var("r", Type::Int);
+        let branch = |a: Atom| Body {
+            bindings: vec![],
+            result: a,
+        };
+        Body {
+            bindings: vec![bind(
+                r,
+                Rhs::If(
+                    Atom::Var(x),
+                    Box::new(branch(int(1))),
+                    Box::new(branch(int(2))),
+                ),
+            )],
+            result: Atom::Var(r),
+        }
+    });
+    assert_rejected(&m, "condition is not Bool");
+}
+
+#[test]
+fn verifier_rejects_a_primitive_on_the_wrong_types() {
+    let m = one_function(Type::Int, |m, x| {
+        let r = m.fresh_var("r", Type::Int);
+        Body {
+            bindings: vec![bind(
+                r,
+                Rhs::Prim(Prim::Add, vec![Atom::Var(x), Atom::Lit(Lit::Real(1.0))]),
+            )],
+            result: Atom::Var(r),
+        }
+    });
+    assert_rejected(&m, "%add applied to (Int, Real)");
+}
+
+#[test]
+fn verifier_rejects_a_projection_past_the_tuple() {
+    let m = one_function(Type::Int, |m, x| {
+        let t = m.fresh_var("t", tuple(vec![Type::Int, Type::Int]));
+        let p = m.fresh_var("p", Type::Int);
+        Body {
+            bindings: vec![
+                bind(t, Rhs::Tuple(vec![Atom::Var(x), Atom::Var(x)])),
+                bind(p, Rhs::Proj(Atom::Var(t), 2)),
+            ],
+            result: Atom::Var(p),
+        }
+    });
+    assert_rejected(&m, "projection .2 of (Int, Int)");
+}
+
+#[test]
+fn verifier_rejects_a_direct_call_with_wrong_arguments() {
+    // main(x) calls itself with a Real.
+    let m = one_function(Type::Int, |m, _| {
+        let r = m.fresh_var("r", Type::Int);
+        Body {
+            bindings: vec![bind(
+                r,
+                Rhs::CallDirect(CodeId(0), vec![Atom::Lit(Lit::Real(1.0))]),
+            )],
+            result: Atom::Var(r),
+        }
+    });
+    assert_rejected(&m, "bad direct call of main");
+}
+
+#[test]
+fn verifier_rejects_a_lambda_using_an_uncaptured_variable() {
+    // main(x) = { let f = closure(lambda, []); let r = f(); r } where the lambda's
+    // body returns x without capturing it.
+    let mut m = Module::default();
+    let x = m.fresh_var("x", Type::Int);
+    let lam = m.add_code(Code {
+        name: "main_lambda1".into(),
+        kind: CodeKind::Lambda,
+        captures: vec![],
+        params: vec![],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![],
+            result: Atom::Var(x),
+        },
+        span: Span::default(),
+    });
+    let f = m.fresh_var("f", Type::func(vec![], Type::Int));
+    let r = m.fresh_var("r", Type::Int);
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![x],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![
+                bind(f, Rhs::Closure(lam, vec![])),
+                bind(r, Rhs::Call(Atom::Var(f), vec![])),
+            ],
+            result: Atom::Var(r),
+        },
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), main);
+    assert_rejected(&m, "used out of scope");
+    // Capturing x makes it well formed.
+    m.codes[lam.0 as usize].captures = vec![x];
+    let Rhs::Closure(_, args) = &mut m.codes[main.0 as usize].body.bindings[0].rhs else {
+        unreachable!()
+    };
+    args.push(Atom::Var(x));
+    assert_eq!(messages(&m), Vec::<String>::new());
+}
+
+#[test]
+fn verifier_rejects_duplicate_match_arms_and_wrong_field_types() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Int]), ("B", vec![])]);
+    let s = m.fresh_var("s", Type::Enum(e));
+    let f1 = m.fresh_var("f1", Type::Int);
+    let f2 = m.fresh_var("f2", Type::Real);
+    let r = m.fresh_var("r", Type::Int);
+    let arm = |fields: Vec<VarId>| Arm {
+        tag: 0,
+        fields,
+        body: Body {
+            bindings: vec![],
+            result: int(0),
+        },
+    };
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![s],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![bind(
+                r,
+                Rhs::Match(Atom::Var(s), vec![arm(vec![f1]), arm(vec![f2])], None),
+            )],
+            result: Atom::Var(r),
+        },
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), main);
+    let msgs = messages(&m);
+    assert!(
+        msgs.iter().any(|x| x.contains("two arms for A")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|x| x.contains("field of A has the wrong type")),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn verifier_types_differential_operators_by_the_tangent_type() {
+    // main(p: (Real, Int)) = grad(f, p) : T((Real, Int)) = (Real, ()), with f a
+    // top-level function fn((Real, Int)) -> Real given as a closure.
+    let mut m = Module::default();
+    let q = m.fresh_var("q", tuple(vec![Type::Real, Type::Int]));
+    let q0 = m.fresh_var("q0", Type::Real);
+    let f = m.add_code(Code {
+        name: "f".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![q],
+        ret: Type::Real,
+        body: Body {
+            bindings: vec![bind(q0, Rhs::Proj(Atom::Var(q), 0))],
+            result: Atom::Var(q0),
+        },
+        span: Span::default(),
+    });
+    let p = m.fresh_var("p", tuple(vec![Type::Real, Type::Int]));
+    let fv = m.fresh_var("fv", m.code_ty(f));
+    let g = m.fresh_var("g", tuple(vec![Type::Real, Type::Unit]));
+    m.tangent_type(&tuple(vec![Type::Real, Type::Int]));
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![p],
+        ret: tuple(vec![Type::Real, Type::Unit]),
+        body: Body {
+            bindings: vec![
+                bind(fv, Rhs::Closure(f, vec![])),
+                bind(g, Rhs::Prim(Prim::Grad, vec![Atom::Var(fv), Atom::Var(p)])),
+            ],
+            result: Atom::Var(g),
+        },
+        span: Span::default(),
+    });
+    m.functions.insert("f".into(), f);
+    m.functions.insert("main".into(), main);
+    assert_eq!(messages(&m), Vec::<String>::new());
+    // Recording the gradient as (Real, Int) is wrong.
+    m.vars[g.0 as usize].ty = tuple(vec![Type::Real, Type::Int]);
+    m.codes[main.0 as usize].ret = tuple(vec![Type::Real, Type::Int]);
+    assert_rejected(&m, "declared (Real, Int) but its value has type (Real, ())");
+}
