@@ -34,6 +34,8 @@ fn helper(
     let n = b.m.derived_codes.len();
     let id = b.reserve_code(&format!("{name}_{n}"), CodeKind::TopLevel);
     b.m.derived_codes.insert(k, id);
+    // Known before the body exists: recursive calls (recursive enums) read it.
+    b.m.codes[id.0 as usize].ret = ret.clone();
     let vars: Vec<VarId> = params.iter().map(|t| b.fresh("x", t.clone())).collect();
     let args: Vec<Atom> = vars.iter().map(|v| Atom::Var(*v)).collect();
     let result = b.block(|b| body(b, &args));
