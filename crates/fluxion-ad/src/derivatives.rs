@@ -9,6 +9,47 @@ use fluxion_core::{Atom, Prim, Type};
 
 use crate::builder::{Builder, real};
 
+/// The primitives that are functions of reals to a real (when applied to reals):
+/// exactly those with a rule here and in `jets.rs`.
+pub(crate) fn is_real_function(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        Add | Sub
+            | Mul
+            | Div
+            | Rem
+            | Neg
+            | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Tanh
+            | Sinh
+            | Cosh
+            | Exp
+            | Log
+            | Log1p
+            | Expm1
+            | Sqrt
+            | Abs
+            | Sigmoid
+            | Lgamma
+            | Erf
+            | Floor
+            | Ceil
+            | Pow
+            | Atan2
+            | Min
+            | Max
+            | Digamma
+            | Trigamma
+            | Polygamma
+    )
+}
+
 /// Emits the tangent of `y = p(xs)` given the argument tangents `dxs` (all reals).
 /// Returns `None` for primitives that are not real functions.
 pub(crate) fn real_tangent(
@@ -19,6 +60,12 @@ pub(crate) fn real_tangent(
     dxs: &[Atom],
 ) -> Option<Atom> {
     use Prim::*;
+    if p == Polygamma {
+        // ∂/∂x ψ⁽ⁿ⁾(x) = ψ⁽ⁿ⁺¹⁾(x); the order n is an Int.
+        let n1 = b.add(xs[0], crate::builder::int(1));
+        let d = b.prim(Polygamma, &[n1, xs[1]], Type::Real);
+        return Some(b.mul(d, dxs[1]));
+    }
     if xs.len() == 1 {
         let (x, dx) = (xs[0], dxs[0]);
         // d = dy/dx
@@ -90,7 +137,8 @@ pub(crate) fn real_tangent(
             }
             Lgamma => b.unary(Digamma, x),
             Digamma => b.unary(Trigamma, x),
-            Floor | Ceil | Trigamma => return Some(real(0.0)),
+            Trigamma => b.prim(Polygamma, &[crate::builder::int(2), x], Type::Real),
+            Floor | Ceil => return Some(real(0.0)),
             _ => return None,
         };
         return Some(b.mul(d, dx));

@@ -10,7 +10,7 @@
 //! - `tcoords(v)`: the coordinates of a tangent `v: T(A)`;
 //! - `primal(v)`: the primal part of a forward-mode value `v: Tf(A)`.
 
-use fluxion_core::{Arm, Atom, CodeId, CodeKind, Lit, Prim, Rhs, Type, VarId};
+use fluxion_core::{Arm, Atom, CodeId, CodeKind, Lit, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::builder::{Builder, int, real};
 
@@ -19,7 +19,7 @@ fn key(b: &Builder, name: &str, ty: &Type) -> String {
 }
 
 /// A top-level helper code `name` for type `ty`, built by `body` on first request.
-fn helper(
+pub(crate) fn helper(
     b: &mut Builder,
     name: &str,
     ty: &Type,
@@ -43,7 +43,7 @@ fn helper(
     id
 }
 
-fn call(b: &mut Builder, code: CodeId, args: Vec<Atom>) -> Atom {
+pub(crate) fn call(b: &mut Builder, code: CodeId, args: Vec<Atom>) -> Atom {
     let ret = b.m.code(code).ret.clone();
     let name = b.m.code(code).name.clone();
     b.emit(&name, Rhs::CallDirect(code, args), ret)
@@ -397,15 +397,22 @@ pub(crate) fn coords_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
     call(b, code, vec![v])
 }
 
-/// `primal(v)`: the primal part of a forward-mode value `v: Tf(A)`.
-pub(crate) fn primal_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
+/// `primal(v)`: the primal part of a translated value `v: L(A)` (the first component
+/// of each real's pair or series).
+pub(crate) fn primal_of(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom) -> Atom {
     match ty {
-        Type::Real => return b.proj(&v, 0),
+        Type::Real => {
+            return match layer {
+                TypeMap::Taylor(_) => b.prim(Prim::Index, &[v, int(0)], Type::Real),
+                _ => b.proj(&v, 0),
+            };
+        }
         _ if b.m.has_no_reals(ty) => return v,
         _ => {}
     }
-    let fty = b.m.fwd_type(ty);
-    let code = helper(b, "primal", ty, vec![fty.clone()], ty.clone(), |b, args| {
+    let lty = b.m.map_type(ty, layer);
+    let name = format!("primal_{}", crate::translate::layer_name(layer));
+    let code = helper(b, &name, ty, vec![lty.clone()], ty.clone(), |b, args| {
         let v = args[0];
         match ty {
             Type::Tuple(ts) => {
@@ -414,22 +421,22 @@ pub(crate) fn primal_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
                     .enumerate()
                     .map(|(k, t)| {
                         let c = b.proj(&v, k);
-                        primal_of(b, t, c)
+                        primal_of(b, layer, t, c)
                     })
                     .collect();
                 b.tuple("primal", parts)
             }
             Type::Array(elem) => {
                 let elem = (**elem).clone();
-                let felem = b.m.fwd_type(&elem);
-                let f = b.lambda("primal_elem", &[], vec![felem], |b, ps| {
-                    primal_of(b, &elem, ps[0])
+                let lelem = b.m.map_type(&elem, layer);
+                let f = b.lambda("primal_elem", &[], vec![lelem], |b, ps| {
+                    primal_of(b, layer, &elem, ps[0])
                 });
                 b.prim(Prim::Map, &[f, v], ty.clone())
             }
             Type::Enum(e) => {
-                let Type::Enum(fe) = fty.clone() else {
-                    unreachable!("forward type of an enum")
+                let Type::Enum(le) = lty.clone() else {
+                    unreachable!("translation of an enum")
                 };
                 let base_fields: Vec<Vec<Type>> =
                     b.m.enum_def(*e)
@@ -438,11 +445,11 @@ pub(crate) fn primal_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
                         .map(|v| v.fields.clone())
                         .collect();
                 let e = *e;
-                enum_match(b, fe, v, ty.clone(), |b, fields, _, tag| {
+                enum_match(b, le, v, ty.clone(), |b, fields, _, tag| {
                     let parts: Vec<Atom> = base_fields[tag as usize]
                         .iter()
                         .zip(fields)
-                        .map(|(t, f)| primal_of(b, t, *f))
+                        .map(|(t, f)| primal_of(b, layer, t, *f))
                         .collect();
                     b.emit("primal", Rhs::Ctor(e, tag, parts), Type::Enum(e))
                 })

@@ -12,11 +12,12 @@
 mod builder;
 mod derivatives;
 pub mod expand;
-pub mod forward;
 mod helpers;
+mod jets;
+pub mod translate;
 
 pub use expand::expand_module;
-pub use forward::forward_code;
+pub use translate::{forward_code, taylor_code};
 
 /// A program the transformation cannot handle (reported as a runtime error where the
 /// operator was applied).

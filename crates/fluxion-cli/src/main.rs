@@ -44,7 +44,8 @@ enum Command {
         /// Print only what this function needs (default: every function in the file).
         #[arg(long)]
         entry: Option<String>,
-        /// The stage: core (typed ANF after desugaring) or fwd (forward mode).
+        /// The stage: core (typed ANF after desugaring), fwd (forward mode), taylor
+        /// (Taylor mode of order 2; taylorK for order K).
         #[arg(long, default_value = "core")]
         stage: String,
     },
@@ -141,7 +142,7 @@ fn run_command(command: Command) -> Outcome {
             }
         }
         Command::Show { file, entry, stage } => {
-            if !fluxion_driver::STAGES.contains(&stage.as_str()) {
+            if !fluxion_driver::is_stage(&stage) {
                 return Outcome::usage_error(format!(
                     "error: unknown stage `{stage}` (available: {})\n",
                     fluxion_driver::STAGES.join(", ")

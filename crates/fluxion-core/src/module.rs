@@ -91,6 +91,16 @@ impl Module {
         map_type(ty, TypeMap::Fwd, &mut |e, m| self.derived_enum(e, m))
     }
 
+    /// The Taylor-mode type `T_k(A)` of order `k`, creating derived enums as needed.
+    pub fn taylor_type(&mut self, ty: &Type, k: u32) -> Type {
+        map_type(ty, TypeMap::Taylor(k), &mut |e, m| self.derived_enum(e, m))
+    }
+
+    /// The image of `ty` under `map`, creating derived enums as needed.
+    pub fn map_type(&mut self, ty: &Type, map: TypeMap) -> Type {
+        map_type(ty, map, &mut |e, m| self.derived_enum(e, m))
+    }
+
     /// `T(A)` using only enums derived already; `None` if one is missing.
     pub fn lookup_tangent_type(&self, ty: &Type) -> Option<Type> {
         let mut missing = false;
@@ -104,9 +114,9 @@ impl Module {
     }
 
     fn origin(&self, e: EnumId) -> EnumOrigin {
-        self.enum_def(e).origin.unwrap_or(EnumOrigin {
+        self.enum_def(e).origin.clone().unwrap_or(EnumOrigin {
             base: e,
-            fwd: 0,
+            layers: Vec::new(),
             tangent: false,
         })
     }
@@ -116,13 +126,14 @@ impl Module {
         let mut key = self.origin(e);
         match map {
             TypeMap::Tangent => key.tangent = true,
-            TypeMap::Fwd => key.fwd += 1,
+            layer => key.layers.push(layer),
         }
         if key.tangent && self.enum_is_fixed(key.base, TypeMap::Tangent) {
             key.tangent = false;
         }
-        if key.fwd > 0 && self.enum_is_fixed(key.base, TypeMap::Fwd) {
-            key.fwd = 0;
+        // Layers change only reals (and functions): an enum without them is fixed.
+        if self.enum_is_fixed(key.base, TypeMap::Fwd) {
+            key.layers.clear();
         }
         key
     }
@@ -132,7 +143,7 @@ impl Module {
         fn fixed(m: &Module, t: &Type, map: TypeMap, seen: &mut Vec<EnumId>) -> bool {
             match t {
                 Type::Real => map == TypeMap::Tangent,
-                Type::Int | Type::Bool | Type::Unit => map == TypeMap::Fwd,
+                Type::Int | Type::Bool | Type::Unit => map != TypeMap::Tangent,
                 Type::Tuple(ts) => ts.iter().all(|t| fixed(m, t, map, seen)),
                 Type::Array(t) => fixed(m, t, map, seen),
                 Type::Fn(..) => false,
@@ -153,7 +164,7 @@ impl Module {
 
     fn lookup_derived_enum(&self, e: EnumId, map: TypeMap) -> Option<EnumId> {
         let key = self.derived_key(e, map);
-        if key.fwd == 0 && !key.tangent {
+        if key.layers.is_empty() && !key.tangent {
             return Some(key.base);
         }
         self.derived_enums.get(&key).copied()
@@ -167,21 +178,31 @@ impl Module {
         let key = self.derived_key(e, map);
         let base = self.enum_def(key.base).clone();
         let id = EnumId(self.enums.len() as u32);
-        let suffix = format!(
-            "{}{}",
-            if key.fwd > 0 {
-                format!("Fwd{}", key.fwd)
-            } else {
-                String::new()
-            },
-            if key.tangent { "Tan" } else { "" }
-        );
+        // Consecutive forward layers count up (`Fwd2`); Taylor layers name their order.
+        let mut suffix = String::new();
+        let mut fwd_run = 0;
+        for layer in key.layers.iter().chain([&TypeMap::Tangent]) {
+            if *layer == TypeMap::Fwd {
+                fwd_run += 1;
+                continue;
+            }
+            if fwd_run > 0 {
+                suffix.push_str(&format!("Fwd{fwd_run}"));
+                fwd_run = 0;
+            }
+            if let TypeMap::Taylor(k) = layer {
+                suffix.push_str(&format!("Taylor{k}"));
+            }
+        }
+        if key.tangent {
+            suffix.push_str("Tan");
+        }
         self.enums.push(EnumDef {
             name: format!("{}{suffix}", base.name),
             variants: Vec::new(),
-            origin: Some(key),
+            origin: Some(key.clone()),
         });
-        self.derived_enums.insert(key, id);
+        self.derived_enums.insert(key.clone(), id);
         let variants = base
             .variants
             .iter()
@@ -192,8 +213,8 @@ impl Module {
                     .iter()
                     .map(|f| {
                         let mut t = f.clone();
-                        for _ in 0..key.fwd {
-                            t = self.fwd_type(&t);
+                        for layer in &key.layers {
+                            t = self.map_type(&t, *layer);
                         }
                         if key.tangent {
                             t = self.tangent_type(&t);

@@ -51,6 +51,8 @@ prims! {
     MatchFail => "%match_fail",
     // Internal: derivatives of `lgamma` (emitted by differentiation only).
     Digamma => "%digamma", Trigamma => "%trigamma",
+    // Internal: ψ⁽ⁿ⁾(x), the n-th derivative of digamma (Taylor mode of `lgamma`).
+    Polygamma => "%polygamma",
 }
 
 /// A class of types a scheme variable may stand for.
@@ -194,6 +196,7 @@ impl Prim {
             }
             Abs => poly(vec![C::Num], vec![v(0)], v(0)),
             Pow | Atan2 => mono(vec![S::Real, S::Real], S::Real),
+            Polygamma => mono(vec![S::Int, S::Real], S::Real),
             Min | Max => poly(vec![C::Num], vec![v(0), v(0)], v(0)),
             ToReal => mono(vec![S::Int], S::Real),
             ToInt => mono(vec![S::Real], S::Int),

@@ -95,7 +95,7 @@ impl Printer<'_> {
     fn ctor_name(&self, e: crate::EnumId, tag: u32) -> String {
         let def = self.module.enum_def(e);
         let name = &def.variants[tag as usize].name;
-        match def.origin {
+        match &def.origin {
             Some(origin) => {
                 let base = &self.module.enum_def(origin.base).name;
                 format!(

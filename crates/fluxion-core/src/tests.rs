@@ -8,7 +8,7 @@
 use crate::module::Module;
 use crate::prim::Prim;
 use crate::term::*;
-use crate::ty::{EnumDef, EnumId, EnumOrigin, Type, VariantDef};
+use crate::ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef};
 use crate::verify::verify_module;
 
 // ---------------------------------------------------------------- helpers
@@ -120,7 +120,7 @@ fn tangent_of_enum_with_int_field_is_a_derived_enum() {
         def.origin,
         Some(EnumOrigin {
             base: e,
-            fwd: 0,
+            layers: vec![],
             tangent: true
         })
     );
@@ -198,7 +198,7 @@ fn tangent_of_fwd_and_fwd_of_tangent_are_the_same_enum() {
         m.enum_def(id).origin,
         Some(EnumOrigin {
             base: e,
-            fwd: 1,
+            layers: vec![TypeMap::Fwd],
             tangent: true
         })
     );

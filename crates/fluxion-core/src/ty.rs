@@ -36,24 +36,27 @@ pub struct EnumDef {
     pub origin: Option<EnumOrigin>,
 }
 
-/// A derived enum is `T(Tf^fwd(base))` (with `T` only if `tangent`): the forward type
-/// map applied `fwd` times, then the tangent map. The two maps commute and `T` is
-/// idempotent, so this key names every derivation once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A derived enum is `base` with the translation `layers` applied in order (each
+/// [`TypeMap::Fwd`] or [`TypeMap::Taylor`]), then `T` if `tangent`. `T` commutes with
+/// every layer and is idempotent, so this key names every derivation once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EnumOrigin {
     pub base: EnumId,
-    pub fwd: u32,
+    pub layers: Vec<TypeMap>,
     pub tangent: bool,
 }
 
 /// A type map with a derived-enum case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TypeMap {
     /// `T(A)` of LANGUAGE.md §5: `Int`, `Bool`, `()` leaves become `()`.
     Tangent,
     /// The forward-mode translation `Tf`: `Real` becomes `(Real, Real)` (primal,
     /// tangent); every other constructor maps to itself (seed 004 §4, seed 001 §3).
     Fwd,
+    /// The Taylor-mode translation of order k (seed 001, the (1, k) case): `Real`
+    /// becomes `[Real]`, its k+1 Taylor coefficients; everything else maps to itself.
+    Taylor(u32),
 }
 
 /// Applies `map` to `ty`; `derive` gives the image of an enum.
@@ -66,10 +69,11 @@ pub fn map_type(
         Type::Real => match map {
             TypeMap::Tangent => Type::Real,
             TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
+            TypeMap::Taylor(_) => Type::array(Type::Real),
         },
         Type::Int | Type::Bool | Type::Unit => match map {
             TypeMap::Tangent => Type::Unit,
-            TypeMap::Fwd => ty.clone(),
+            TypeMap::Fwd | TypeMap::Taylor(_) => ty.clone(),
         },
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| map_type(t, map, derive)).collect()),
         Type::Array(t) => Type::array(map_type(t, map, derive)),

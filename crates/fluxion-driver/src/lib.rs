@@ -298,7 +298,19 @@ impl Program {
                 };
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
-            "fwd" => {
+            stage if stage == "fwd" || stage.starts_with("taylor") => {
+                let layer = match stage.strip_prefix("taylor") {
+                    None => fluxion_core::TypeMap::Fwd,
+                    Some("") => fluxion_core::TypeMap::Taylor(2),
+                    Some(k) => match k.parse::<u32>() {
+                        Ok(k) if (1..=64).contains(&k) => fluxion_core::TypeMap::Taylor(k),
+                        _ => {
+                            return Err(format!(
+                                "unknown stage `{stage}`: the Taylor order must be 1..=64"
+                            ));
+                        }
+                    },
+                };
                 let mut module = self.module.clone();
                 fluxion_ad::expand_module(&mut module);
                 let roots = match entry {
@@ -310,9 +322,15 @@ impl Program {
                 };
                 let mut derived = Vec::new();
                 for root in roots {
-                    derived.push(fluxion_ad::forward_code(&mut module, root).map_err(|e| e.0)?);
+                    let code = match layer {
+                        fluxion_core::TypeMap::Taylor(k) => {
+                            fluxion_ad::taylor_code(&mut module, root, k)
+                        }
+                        _ => fluxion_ad::forward_code(&mut module, root),
+                    };
+                    derived.push(code.map_err(|e| e.0)?);
                 }
-                check_core(&module, "forward mode").map_err(|d| d.message)?;
+                check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(fluxion_core::print::print_reachable(&module, &derived))
             }
             other => Err(format!(
@@ -337,7 +355,15 @@ impl Program {
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "fwd"];
+pub const STAGES: &[&str] = &["core", "fwd", "taylor"];
+
+/// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
+pub fn is_stage(stage: &str) -> bool {
+    STAGES.contains(&stage)
+        || stage
+            .strip_prefix("taylor")
+            .is_some_and(|k| k.parse::<u32>().is_ok_and(|k| (1..=64).contains(&k)))
+}
 
 fn decode_args(
     args_json: Option<&str>,

@@ -1,25 +1,45 @@
-//! The run-time side of the differential operators. Only `jvp` remains after
-//! `fluxion_ad::expand_module`: it translates the function's code with the forward
-//! pass (memoised), lifts the closure's captured values into forward-mode values with
-//! zero tangents (the operator differentiates with respect to its argument only),
-//! pairs the point with the direction, calls, and splits the result.
+//! The run-time side of the differential operators. After
+//! `fluxion_ad::expand_module`, only `jvp` and `taylor` remain. Each translates the
+//! function's code by its layer (forward mode, or Taylor mode of order k; memoised),
+//! lifts the closure's captured values into that layer with zero perturbation (the
+//! operator differentiates with respect to its argument only), combines the point with
+//! the direction, calls, and takes the result apart.
 //!
-//! Lifting, pairing and splitting are directed by the Core types: a value of type
-//! `A` becomes a value of type `Tf(A)` where every real leaf is `(primal, tangent)`.
+//! Lifting, combining and taking apart are directed by the Core types: a value of type
+//! `A` becomes a value of type `L(A)` where every real leaf is the pair
+//! `(primal, tangent)` (forward) or the coefficient array `[c0, ..., ck]` (Taylor).
 
 use std::rc::Rc;
 
 use fluxion_core::verify::differentiated_argument;
-use fluxion_core::{Module, Prim, Span, Type};
+use fluxion_core::{Module, Prim, Span, Type, TypeMap};
 
-use crate::eval::{EvalResult, Interp, fail};
+use crate::eval::{EvalResult, Interp, RuntimeError, fail};
 use crate::value::{Closure, Value};
 
 impl Interp {
     pub(crate) fn differential(&self, p: Prim, args: Vec<Value>, span: Span) -> EvalResult<Value> {
         match p {
-            Prim::Jvp => self.jvp(&args[0], &args[1], &args[2], span),
-            Prim::Taylor => fail(span, "`taylor` is not implemented yet"),
+            Prim::Jvp => {
+                let (y, dy) =
+                    self.push_forward(&args[0], &args[1], &args[2], TypeMap::Fwd, span)?;
+                Ok(Value::Tuple(Rc::new([
+                    y,
+                    dy.into_iter().next().unwrap_or(Value::Unit),
+                ])))
+            }
+            Prim::Taylor => {
+                let k = match args[3] {
+                    Value::Int(k) if (1..=64).contains(&k) => k as u32,
+                    Value::Int(k) => {
+                        return fail(span, format!("taylor: order {k} is outside 1..=64"));
+                    }
+                    _ => return fail(span, "internal error: taylor order is not an Int"),
+                };
+                let (y, coefs) =
+                    self.push_forward(&args[0], &args[1], &args[2], TypeMap::Taylor(k), span)?;
+                Ok(Value::Tuple(Rc::new([y, Value::array(coefs)])))
+            }
             _ => fail(
                 span,
                 format!(
@@ -30,23 +50,27 @@ impl Interp {
         }
     }
 
-    fn jvp(&self, f: &Value, x: &Value, dx: &Value, span: Span) -> EvalResult<Value> {
+    /// Evaluates `f` along `x + t·v` in `layer`: the value, and the tangent (forward) or
+    /// the k Taylor coefficients after the value.
+    fn push_forward(
+        &self,
+        f: &Value,
+        x: &Value,
+        v: &Value,
+        layer: TypeMap,
+        span: Span,
+    ) -> EvalResult<(Value, Vec<Value>)> {
         let Value::Closure(clo) = f else {
-            return fail(span, "internal error: jvp of a non-function");
+            return fail(span, "internal error: differentiating a non-function");
         };
-        let (params, ret) = {
-            let m = self.module();
-            match m.code_ty(clo.code) {
-                Type::Fn(ps, r) => (ps, *r),
-                _ => return fail(span, "internal error: code without a function type"),
-            }
+        let (params, ret) = match self.module().code_ty(clo.code) {
+            Type::Fn(ps, r) => (ps, *r),
+            _ => return fail(span, "internal error: code without a function type"),
         };
-        let fwd = self.forward(clo, span)?;
+        let translated = self.translate(clo, layer, span)?;
         let a = differentiated_argument(&params);
-        let point = {
-            let m = self.module();
-            pair(&m, x, dx, &a).map_err(|msg| crate::eval::RuntimeError { span, message: msg })?
-        };
+        let point = combine(&self.module(), x, v, &a, layer)
+            .map_err(|message| RuntimeError { span, message })?;
         let args = if params.len() == 1 {
             vec![point]
         } else {
@@ -55,17 +79,28 @@ impl Interp {
                 _ => return fail(span, "internal error: multi-argument point is not a tuple"),
             }
         };
-        let result = self.apply(&fwd, args, span)?;
-        let (y, dy) = split(&self.module(), &result, &ret);
-        Ok(Value::Tuple(Rc::new([y, dy])))
+        let result = self.apply(&translated, args, span)?;
+        let m = self.module();
+        let orders = match layer {
+            TypeMap::Taylor(k) => k as usize,
+            _ => 1,
+        };
+        let y = coefficient(&m, &result, &ret, layer, 0);
+        let rest = (1..=orders)
+            .map(|j| coefficient(&m, &result, &ret, layer, j))
+            .collect();
+        Ok((y, rest))
     }
 
-    /// The forward translation of a closure: translated code, lifted environment.
-    fn forward(&self, clo: &Closure, span: Span) -> EvalResult<Value> {
+    /// The translation of a closure by `layer`: translated code, lifted environment.
+    fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
         let (code, capture_tys) = {
             let mut m = self.module_mut();
-            let code = fluxion_ad::forward_code(&mut m, clo.code)
-                .map_err(|e| crate::eval::RuntimeError { span, message: e.0 })?;
+            let code = match layer {
+                TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, clo.code, k),
+                _ => fluxion_ad::forward_code(&mut m, clo.code),
+            }
+            .map_err(|e| RuntimeError { span, message: e.0 })?;
             let tys: Vec<Type> = m
                 .code(clo.code)
                 .captures
@@ -76,28 +111,28 @@ impl Interp {
         };
         let mut env = Vec::with_capacity(clo.env.len());
         for (v, t) in clo.env.iter().zip(&capture_tys) {
-            env.push(self.lift(v, t, span)?);
+            env.push(self.lift(v, t, layer, span)?);
         }
         Ok(Value::Closure(Rc::new(Closure { code, env })))
     }
 
-    /// A value of type `A` as a forward-mode value of type `Tf(A)`, tangents zero.
-    fn lift(&self, v: &Value, ty: &Type, span: Span) -> EvalResult<Value> {
+    /// A value of type `A` as a value of type `L(A)` with zero perturbation.
+    fn lift(&self, v: &Value, ty: &Type, layer: TypeMap, span: Span) -> EvalResult<Value> {
         Ok(match (v, ty) {
-            (Value::Real(x), _) => real_pair(*x, 0.0),
+            (Value::Real(x), _) => leaf(*x, 0.0, layer),
             (Value::RealArray(xs), _) => {
-                Value::Array(xs.iter().map(|x| real_pair(*x, 0.0)).collect())
+                Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
             }
             (Value::Tuple(vs), Type::Tuple(ts)) => Value::Tuple(
                 vs.iter()
                     .zip(ts)
-                    .map(|(v, t)| self.lift(v, t, span))
+                    .map(|(v, t)| self.lift(v, t, layer, span))
                     .collect::<EvalResult<Vec<_>>>()?
                     .into(),
             ),
             (Value::Array(vs), Type::Array(t)) => Value::Array(
                 vs.iter()
-                    .map(|v| self.lift(v, t, span))
+                    .map(|v| self.lift(v, t, layer, span))
                     .collect::<EvalResult<Vec<_>>>()?
                     .into(),
             ),
@@ -110,19 +145,29 @@ impl Interp {
                     fields
                         .iter()
                         .zip(&field_tys)
-                        .map(|(v, t)| self.lift(v, t, span))
+                        .map(|(v, t)| self.lift(v, t, layer, span))
                         .collect::<EvalResult<Vec<_>>>()?
                         .into(),
                 )
             }
-            (Value::Closure(c), _) => self.forward(c, span)?,
+            (Value::Closure(c), _) => self.translate(c, layer, span)?,
             (v, _) => v.clone(),
         })
     }
 }
 
-fn real_pair(x: f64, dx: f64) -> Value {
-    Value::Tuple(Rc::new([Value::Real(x), Value::Real(dx)]))
+/// The translation of the real `x` moving with velocity `dx`: `(x, dx)` or
+/// `[x, dx, 0, ..., 0]`.
+fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
+    match layer {
+        TypeMap::Taylor(k) => {
+            let mut c = vec![0.0; k as usize + 1];
+            c[0] = x;
+            c[1] = dx;
+            Value::RealArray(c.into())
+        }
+        _ => Value::Tuple(Rc::new([Value::Real(x), Value::Real(dx)])),
+    }
 }
 
 fn real_of(v: &Value) -> f64 {
@@ -132,17 +177,17 @@ fn real_of(v: &Value) -> f64 {
     }
 }
 
-/// Pairs a point `x: A` with a direction `dx: T(A)` into `Tf(A)`.
-fn pair(m: &Module, x: &Value, dx: &Value, ty: &Type) -> Result<Value, String> {
+/// Combines a point `x: A` and a direction `dx: T(A)` into `L(A)`.
+fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Result<Value, String> {
     Ok(match ty {
-        Type::Real => real_pair(real_of(x), real_of(dx)),
+        Type::Real => leaf(real_of(x), real_of(dx), layer),
         Type::Int | Type::Bool | Type::Unit => x.clone(),
         Type::Tuple(ts) => match (x, dx) {
             (Value::Tuple(xs), Value::Tuple(ds)) => Value::Tuple(
                 xs.iter()
                     .zip(ds.iter())
                     .zip(ts)
-                    .map(|((x, d), t)| pair(m, x, d, t))
+                    .map(|((x, d), t)| combine(m, x, d, t, layer))
                     .collect::<Result<Vec<_>, _>>()?
                     .into(),
             ),
@@ -152,17 +197,18 @@ fn pair(m: &Module, x: &Value, dx: &Value, ty: &Type) -> Result<Value, String> {
             let (n, k) = (x.array_len().unwrap_or(0), dx.array_len().unwrap_or(0));
             if n != k {
                 return Err(format!(
-                    "the tangent has length {k} but the point has length {n}"
+                    "the direction has length {k} but the point has length {n}"
                 ));
             }
             Value::Array(
                 (0..n)
                     .map(|i| {
-                        pair(
+                        combine(
                             m,
                             &x.array_get(i).expect("in range"),
                             &dx.array_get(i).expect("in range"),
                             t,
+                            layer,
                         )
                     })
                     .collect::<Result<Vec<_>, _>>()?
@@ -173,7 +219,7 @@ fn pair(m: &Module, x: &Value, dx: &Value, ty: &Type) -> Result<Value, String> {
             (Value::Enum(tag, xs), Value::Enum(dtag, ds)) => {
                 if tag != dtag {
                     return Err(
-                        "the tangent of an enum value must have the same constructor".into(),
+                        "the direction of an enum value must have the same constructor".into(),
                     );
                 }
                 let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
@@ -182,7 +228,7 @@ fn pair(m: &Module, x: &Value, dx: &Value, ty: &Type) -> Result<Value, String> {
                     xs.iter()
                         .zip(ds.iter())
                         .zip(field_tys)
-                        .map(|((x, d), t)| pair(m, x, d, t))
+                        .map(|((x, d), t)| combine(m, x, d, t, layer))
                         .collect::<Result<Vec<_>, _>>()?
                         .into(),
                 )
@@ -193,43 +239,58 @@ fn pair(m: &Module, x: &Value, dx: &Value, ty: &Type) -> Result<Value, String> {
     })
 }
 
-/// Splits a forward-mode value of type `Tf(B)` into `(B, T(B))`.
-fn split(m: &Module, v: &Value, ty: &Type) -> (Value, Value) {
+/// Coefficient `j` of every real leaf of `v: L(B)`: a value of `B` for j = 0, of
+/// `T(B)` otherwise (non-real leaves become `()`).
+fn coefficient(m: &Module, v: &Value, ty: &Type, layer: TypeMap, j: usize) -> Value {
     match ty {
         Type::Real => match v {
-            Value::Tuple(p) if p.len() == 2 => (p[0].clone(), p[1].clone()),
-            _ => (Value::Real(f64::NAN), Value::Real(f64::NAN)),
+            Value::Tuple(p) => p.get(j).cloned().unwrap_or(Value::Real(f64::NAN)),
+            other => other.array_get(j).unwrap_or(Value::Real(f64::NAN)),
         },
-        Type::Int | Type::Bool | Type::Unit => (v.clone(), Value::Unit),
-        Type::Tuple(ts) => {
-            let Value::Tuple(vs) = v else {
-                return (v.clone(), Value::Unit);
-            };
-            let (ys, ds): (Vec<Value>, Vec<Value>) =
-                vs.iter().zip(ts).map(|(v, t)| split(m, v, t)).unzip();
-            (Value::Tuple(ys.into()), Value::Tuple(ds.into()))
-        }
-        Type::Array(t) => {
-            let (ys, ds): (Vec<Value>, Vec<Value>) =
-                v.array_elems().iter().map(|v| split(m, v, t)).unzip();
-            if **t == Type::Real {
-                (Value::array(ys), Value::array(ds))
+        Type::Int | Type::Bool | Type::Unit => {
+            if j == 0 {
+                v.clone()
             } else {
-                (Value::Array(ys.into()), Value::Array(ds.into()))
+                Value::Unit
             }
         }
-        Type::Enum(e) => {
-            let Value::Enum(tag, fields) = v else {
-                return (v.clone(), Value::Unit);
-            };
-            let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
-            let (ys, ds): (Vec<Value>, Vec<Value>) = fields
+        Type::Tuple(ts) => match v {
+            Value::Tuple(vs) => Value::Tuple(
+                vs.iter()
+                    .zip(ts)
+                    .map(|(v, t)| coefficient(m, v, t, layer, j))
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
+            other => other.clone(),
+        },
+        Type::Array(t) => {
+            let elems: Vec<Value> = v
+                .array_elems()
                 .iter()
-                .zip(field_tys)
-                .map(|(v, t)| split(m, v, t))
-                .unzip();
-            (Value::Enum(*tag, ys.into()), Value::Enum(*tag, ds.into()))
+                .map(|v| coefficient(m, v, t, layer, j))
+                .collect();
+            if **t == Type::Real {
+                Value::array(elems)
+            } else {
+                Value::Array(elems.into())
+            }
         }
-        Type::Fn(..) => (v.clone(), Value::Unit),
+        Type::Enum(e) => match v {
+            Value::Enum(tag, fields) => {
+                let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
+                Value::Enum(
+                    *tag,
+                    fields
+                        .iter()
+                        .zip(field_tys)
+                        .map(|(v, t)| coefficient(m, v, t, layer, j))
+                        .collect::<Vec<_>>()
+                        .into(),
+                )
+            }
+            other => other.clone(),
+        },
+        Type::Fn(..) => v.clone(),
     }
 }

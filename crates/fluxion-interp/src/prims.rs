@@ -153,6 +153,7 @@ impl Interp {
                 v => Value::Real(real(v).abs()),
             },
             Pow => Value::Real(real(a(0)).powf(real(a(1)))),
+            Polygamma => Value::Real(polygamma(int(a(0)), real(a(1)))),
             Atan2 => Value::Real(real(a(0)).atan2(real(a(1)))),
             // Ties follow the first argument (LANGUAGE.md §5).
             Min => {
@@ -445,6 +446,51 @@ fn digamma(mut x: f64) -> f64 {
         - inv2
             * (1.0 / 12.0
                 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 / 132.0))))
+}
+
+/// ψ⁽ⁿ⁾(x) for n ≥ 0: digamma for n = 0; otherwise
+/// (-1)ⁿ⁺¹ n! Σₖ 1/(x+k)ⁿ⁺¹, summed directly up to x + k ≥ 20 and then by the
+/// Euler–Maclaurin tail ∫ + half term + Bernoulli corrections.
+fn polygamma(n: i64, x: f64) -> f64 {
+    if n < 0 || n > 170 {
+        return f64::NAN;
+    }
+    if n == 0 {
+        return digamma(x);
+    }
+    if x <= 0.0 && x == x.floor() {
+        return f64::NAN;
+    }
+    let m = (n + 1) as f64;
+    let fact: f64 = (1..=n).map(|i| i as f64).product();
+    let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+    let mut sum = 0.0;
+    let mut y = x;
+    while y < 20.0 {
+        sum += y.powf(-m);
+        y += 1.0;
+    }
+    // Tail Σ_{k≥0} (y+k)^-m ≈ y^(1-m)/(m-1) + y^-m/2 + Σ_j B_2j/(2j)! · m(m+1)…(m+2j-2) · y^-(m+2j-1)
+    const B: [f64; 6] = [
+        1.0 / 6.0,
+        -1.0 / 30.0,
+        1.0 / 42.0,
+        -1.0 / 30.0,
+        5.0 / 66.0,
+        -691.0 / 2730.0,
+    ];
+    let mut tail = y.powf(1.0 - m) / (m - 1.0) + 0.5 * y.powf(-m);
+    let mut rising = m; // m(m+1)…(m+2j-2)
+    let mut fact2j = 2.0; // (2j)!
+    for (j, bj) in B.iter().enumerate() {
+        let j = j as f64 + 1.0;
+        if j > 1.0 {
+            rising *= (m + 2.0 * j - 3.0) * (m + 2.0 * j - 2.0);
+            fact2j *= (2.0 * j - 1.0) * (2.0 * j);
+        }
+        tail += bj / fact2j * rising * y.powf(-(m + 2.0 * j - 1.0));
+    }
+    sign * fact * (sum + tail)
 }
 
 /// ψ'(x): recurrence ψ'(x) = ψ'(x+1) + 1/x² up to x ≥ 6, then the asymptotic series.
