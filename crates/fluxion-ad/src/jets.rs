@@ -623,13 +623,13 @@ fn polygamma_coefs(b: &mut Builder, order: Atom, a: Atom) -> Atom {
                     |b| b.unary(Prim::Lgamma, Atom::Var(a0v)),
                     |b| b.prim(Prim::Polygamma, &[k, Atom::Var(a0v)], Type::Real),
                 );
-                // m! = exp(lgamma(m + 1))
+                // m! = exp(lgamma(m + 1)), rounded to the integer it is
                 let mr = to_real(b, m);
                 let m1 = b.add(mr, real(1.0));
                 let lf = b.unary(Prim::Lgamma, m1);
                 let fact = b.unary(Prim::Exp, lf);
-                let whole = b.unary(Prim::Ceil, fact);
-                let fact = b.unary(Prim::Floor, whole);
+                let half_up = b.add(fact, real(0.5));
+                let fact = b.unary(Prim::Floor, half_up);
                 b.div(value, fact)
             });
             b.prim(Prim::Build, &[n, lam], reals())

@@ -76,6 +76,31 @@ const AD_MAP_SUM: &str = "fn prog(s: Real) -> Real { sum(map(|x| x * x + s * x, 
 const AD_FOLD: &str = "fn prog(a: Real) -> Real { fold(|acc, x| acc * a + x, 0.0, build(1000000, |i| to_real(i) * 0.000001)) }";
 const AD_RECURSIVE: &str = "fn r(x: Real, n: Int) -> Real { if n < 2 { x } else { sin(r(x, n - 1)) + 0.5 * r(x, n - 2) } }\nfn prog(x: Real) -> Real { r(x, 22) }";
 
+const TAYLOR_PROG: &str = "fn prog(x: Real) -> Real { let v = build(100, |i| sin(x * to_real(i) * 0.01) * exp(x * 0.1)); sum(map(|y| y * y / (1.0 + y * y), v)) }";
+
+/// `diff` nested `k` times around `prog`, at 1.1.
+fn nested_diff(k: u32) -> String {
+    let mut expr = format!("prog(a{k})");
+    for i in (1..=k).rev() {
+        let point = if i == 1 {
+            "1.1".to_string()
+        } else {
+            format!("a{}", i - 1)
+        };
+        expr = format!("diff(|a{i}: Real| {expr}, {point})");
+    }
+    expr
+}
+
+const HESSIAN_PROG: &str = "fn f(x: [Real]) -> Real { sum(map2(|a, b| sin(a) * b + a * a * b, x, reverse(x))) + logsumexp(x) }
+fn unit(n: Int, i: Int) -> [Real] { build(n, |j| if i == j { 1.0 } else { 0.0 }) }
+fn hessian_by_taylor(x: [Real]) -> [[Real]] {
+    let n = length(x);
+    let d = build(n, |i| taylor(f, x, unit(n, i), 2).1[1]);
+    build(n, |i| build(n, |j| if i == j { 2.0 * d[i] } else { taylor(f, x, vadd(unit(n, i), unit(n, j)), 2).1[1] - d[i] - d[j] }))
+}
+fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
+
 fn main() {
     let reps = 5;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
@@ -145,4 +170,49 @@ fn main() {
             jvp.as_secs_f64() / primal.as_secs_f64()
         );
     }
+
+    println!(
+        "\n## Taylor mode: cost of order k / primal, against nested forward mode of the same order\n"
+    );
+    println!("| k | taylor / primal | nested diff / primal |");
+    println!("|---|---|---|");
+    let primal_src = format!("{TAYLOR_PROG}\nfn main() -> Real {{ prog(1.1) }}");
+    let primal = time_fluxion(&primal_src, "main", reps);
+    for k in [1u32, 2, 4, 8, 16] {
+        let taylor_src = format!(
+            "{TAYLOR_PROG}\nfn main() -> Real {{ taylor(prog, 1.1, 1.0, {k}).1[{}] }}",
+            k - 1
+        );
+        let taylor = time_fluxion(&taylor_src, "main", reps);
+        let nested = if k <= 8 {
+            let nested_src = format!("{TAYLOR_PROG}\nfn main() -> Real {{ {} }}", nested_diff(k));
+            let t = time_fluxion(&nested_src, "main", 3);
+            format!("{:.1}", t.as_secs_f64() / primal.as_secs_f64())
+        } else {
+            "— (too slow: 2^16 passes)".to_string()
+        };
+        println!(
+            "| {k} | {:.1} | {nested} |",
+            taylor.as_secs_f64() / primal.as_secs_f64()
+        );
+    }
+
+    println!("\n## Hessian of an 8-input function: forward over forward / Taylor polarisation\n");
+    let fof = time_fluxion(
+        &format!("{HESSIAN_PROG}\nfn main() -> [[Real]] {{ hessian(f, point()) }}"),
+        "main",
+        reps,
+    );
+    let tay = time_fluxion(
+        &format!("{HESSIAN_PROG}\nfn main() -> [[Real]] {{ hessian_by_taylor(point()) }}"),
+        "main",
+        reps,
+    );
+    println!("| method | time / forward-over-forward |");
+    println!("|---|---|");
+    println!("| forward over forward (`hessian`) | 1.00 |");
+    println!(
+        "| Taylor order 2, polarisation | {:.2} |",
+        tay.as_secs_f64() / fof.as_secs_f64()
+    );
 }

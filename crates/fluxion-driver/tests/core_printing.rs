@@ -99,11 +99,15 @@ fn core_snapshots() {
     }
 }
 
-fn fwd_of(src: &str) -> String {
+fn stage_of(src: &str, stage: &str) -> String {
     with_big_stack(|| {
         let program = compile("test.flx", src).unwrap_or_else(|f| panic!("{}", f.render()));
-        program.show("fwd", None).unwrap()
+        program.show(stage, None).unwrap()
     })
+}
+
+fn fwd_of(src: &str) -> String {
+    stage_of(src, "fwd")
 }
 
 const AD_PROGRAMS: &[(&str, &str)] = &[
@@ -145,5 +149,27 @@ fn forward_mode_output_reparses_and_type_checks() {
                 );
             }
         });
+    }
+}
+
+#[test]
+fn taylor_mode_snapshot() {
+    insta::assert_snapshot!("taylor2_scalar", stage_of(AD_PROGRAMS[0].1, "taylor2"));
+}
+
+#[test]
+fn taylor_mode_output_reparses_and_type_checks() {
+    for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
+        for stage in ["taylor1", "taylor3"] {
+            let printed = stage_of(src, stage);
+            with_big_stack(|| {
+                if let Err(f) = compile("taylor.flx", &printed) {
+                    panic!(
+                        "{name} ({stage}): printed Taylor mode does not check:\n{}\n{printed}",
+                        f.render()
+                    );
+                }
+            });
+        }
     }
 }

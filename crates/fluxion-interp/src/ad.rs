@@ -85,9 +85,9 @@ impl Interp {
             TypeMap::Taylor(k) => k as usize,
             _ => 1,
         };
-        let y = coefficient(&m, &result, &ret, layer, 0);
+        let y = coefficient(&m, &result, &ret, 0);
         let rest = (1..=orders)
-            .map(|j| coefficient(&m, &result, &ret, layer, j))
+            .map(|j| coefficient(&m, &result, &ret, j))
             .collect();
         Ok((y, rest))
     }
@@ -241,7 +241,7 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
 
 /// Coefficient `j` of every real leaf of `v: L(B)`: a value of `B` for j = 0, of
 /// `T(B)` otherwise (non-real leaves become `()`).
-fn coefficient(m: &Module, v: &Value, ty: &Type, layer: TypeMap, j: usize) -> Value {
+fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
     match ty {
         Type::Real => match v {
             Value::Tuple(p) => p.get(j).cloned().unwrap_or(Value::Real(f64::NAN)),
@@ -258,7 +258,7 @@ fn coefficient(m: &Module, v: &Value, ty: &Type, layer: TypeMap, j: usize) -> Va
             Value::Tuple(vs) => Value::Tuple(
                 vs.iter()
                     .zip(ts)
-                    .map(|(v, t)| coefficient(m, v, t, layer, j))
+                    .map(|(v, t)| coefficient(m, v, t, j))
                     .collect::<Vec<_>>()
                     .into(),
             ),
@@ -268,7 +268,7 @@ fn coefficient(m: &Module, v: &Value, ty: &Type, layer: TypeMap, j: usize) -> Va
             let elems: Vec<Value> = v
                 .array_elems()
                 .iter()
-                .map(|v| coefficient(m, v, t, layer, j))
+                .map(|v| coefficient(m, v, t, j))
                 .collect();
             if **t == Type::Real {
                 Value::array(elems)
@@ -284,7 +284,7 @@ fn coefficient(m: &Module, v: &Value, ty: &Type, layer: TypeMap, j: usize) -> Va
                     fields
                         .iter()
                         .zip(field_tys)
-                        .map(|(v, t)| coefficient(m, v, t, layer, j))
+                        .map(|(v, t)| coefficient(m, v, t, j))
                         .collect::<Vec<_>>()
                         .into(),
                 )

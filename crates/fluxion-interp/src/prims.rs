@@ -452,7 +452,7 @@ fn digamma(mut x: f64) -> f64 {
 /// (-1)ⁿ⁺¹ n! Σₖ 1/(x+k)ⁿ⁺¹, summed directly up to x + k ≥ 20 and then by the
 /// Euler–Maclaurin tail ∫ + half term + Bernoulli corrections.
 fn polygamma(n: i64, x: f64) -> f64 {
-    if n < 0 || n > 170 {
+    if !(0..=170).contains(&n) {
         return f64::NAN;
     }
     if n == 0 {
