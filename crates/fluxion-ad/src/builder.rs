@@ -138,18 +138,7 @@ impl<'m> Builder<'m> {
 
     /// Reserves a code (filled in later by [`Builder::finish_code`]).
     pub(crate) fn reserve_code(&mut self, name: &str, kind: CodeKind) -> CodeId {
-        self.m.add_code(Code {
-            name: name.to_string(),
-            kind,
-            captures: vec![],
-            params: vec![],
-            ret: Type::Unit,
-            body: Body {
-                bindings: vec![],
-                result: Atom::Lit(Lit::Unit),
-            },
-            span: self.span,
-        })
+        self.m.add_code(Code::placeholder(name, kind, self.span))
     }
 
     pub(crate) fn finish_code(

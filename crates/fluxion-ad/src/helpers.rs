@@ -70,40 +70,7 @@ pub(crate) fn static_dim(b: &Builder, ty: &Type) -> Option<i64> {
         Type::Int | Type::Bool | Type::Unit => Some(0),
         Type::Tuple(ts) => ts.iter().map(|t| static_dim(b, t)).sum(),
         Type::Array(_) | Type::Fn(..) => None,
-        Type::Enum(_) => b.m.has_no_reals(ty).then_some(0),
-    }
-}
-
-trait NoReals {
-    fn has_no_reals(&self, ty: &Type) -> bool;
-}
-
-impl NoReals for fluxion_core::Module {
-    /// Whether `ty` has no real leaves (so no coordinates), without deriving enums.
-    fn has_no_reals(&self, ty: &Type) -> bool {
-        fn no_reals(
-            m: &fluxion_core::Module,
-            t: &Type,
-            seen: &mut Vec<fluxion_core::EnumId>,
-        ) -> bool {
-            match t {
-                Type::Real | Type::Fn(..) => false,
-                Type::Int | Type::Bool | Type::Unit => true,
-                Type::Tuple(ts) => ts.iter().all(|t| no_reals(m, t, seen)),
-                Type::Array(t) => no_reals(m, t, seen),
-                Type::Enum(e) => {
-                    if seen.contains(e) {
-                        return true;
-                    }
-                    seen.push(*e);
-                    m.enum_def(*e)
-                        .variants
-                        .iter()
-                        .all(|v| v.fields.iter().all(|f| no_reals(m, f, seen)))
-                }
-            }
-        }
-        no_reals(self, ty, &mut Vec::new())
+        Type::Enum(_) => b.m.is_fixed(ty, TypeMap::Fwd).then_some(0),
     }
 }
 
@@ -407,7 +374,7 @@ pub(crate) fn primal_of(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom) -> 
                 _ => b.proj(&v, 0),
             };
         }
-        _ if b.m.has_no_reals(ty) => return v,
+        _ if b.m.is_fixed(ty, TypeMap::Fwd) => return v,
         _ => {}
     }
     let lty = b.m.map_type(ty, layer);

@@ -140,6 +140,12 @@ impl Module {
 
     /// Whether `map` leaves enum `e` (and every enum it contains) unchanged.
     fn enum_is_fixed(&self, e: EnumId, map: TypeMap) -> bool {
+        self.is_fixed(&Type::Enum(e), map)
+    }
+
+    /// Whether `map` leaves `ty` unchanged (for `Fwd` and `Taylor`: `ty` has no reals
+    /// and no functions).
+    pub fn is_fixed(&self, ty: &Type, map: TypeMap) -> bool {
         fn fixed(m: &Module, t: &Type, map: TypeMap, seen: &mut Vec<EnumId>) -> bool {
             match t {
                 Type::Real => map == TypeMap::Tangent,
@@ -159,7 +165,7 @@ impl Module {
                 }
             }
         }
-        fixed(self, &Type::Enum(e), map, &mut Vec::new())
+        fixed(self, ty, map, &mut Vec::new())
     }
 
     fn lookup_derived_enum(&self, e: EnumId, map: TypeMap) -> Option<EnumId> {

@@ -115,6 +115,25 @@ pub struct Code {
     pub span: Span,
 }
 
+impl Code {
+    /// A code whose parameters, result type and body are filled in later (reserving
+    /// its id first lets recursive references to it be made while it is built).
+    pub fn placeholder(name: impl Into<String>, kind: CodeKind, span: Span) -> Code {
+        Code {
+            name: name.into(),
+            kind,
+            captures: vec![],
+            params: vec![],
+            ret: Type::Unit,
+            body: Body {
+                bindings: vec![],
+                result: Atom::Lit(Lit::Unit),
+            },
+            span,
+        }
+    }
+}
+
 /// Information about one variable.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarInfo {

@@ -327,16 +327,8 @@ impl Elab {
                     .collect();
                 let ret_type = self.type_expr(&f.ret);
                 let code = self.module.add_code(Code {
-                    name: f.name.name.clone(),
-                    kind: CodeKind::TopLevel,
-                    captures: vec![],
-                    params: vec![],
                     ret: ret_type.clone(),
-                    body: Body {
-                        bindings: vec![],
-                        result: Atom::Lit(Lit::Unit),
-                    },
-                    span: span(f.span),
+                    ..Code::placeholder(f.name.name.clone(), CodeKind::TopLevel, span(f.span))
                 });
                 self.module.functions.insert(f.name.name.clone(), code);
                 self.functions.insert(
@@ -385,18 +377,11 @@ impl Elab {
     pub(crate) fn define_expr_entry(&mut self, name: &str, e: &ast::Expr) {
         self.current_fn = name.to_string();
         let ret = self.u.fresh();
-        let code = self.module.add_code(Code {
-            name: name.to_string(),
-            kind: CodeKind::TopLevel,
-            captures: vec![],
-            params: vec![],
-            ret: Type::Unit,
-            body: Body {
-                bindings: vec![],
-                result: Atom::Lit(Lit::Unit),
-            },
-            span: span(e.span),
-        });
+        let code = self.module.add_code(Code::placeholder(
+            name.to_string(),
+            CodeKind::TopLevel,
+            span(e.span),
+        ));
         self.module.functions.insert(name.to_string(), code);
         let body = self.in_block(|el| {
             let (atom, ty) = el.expr(e, None);
