@@ -25,13 +25,21 @@ fn is_expanded(p: Prim) -> bool {
     matches!(p, Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian)
 }
 
+/// Whether any code uses an operator whose algorithm `--ad` chooses (`grad`,
+/// `value_and_grad`, `vjp`, `jacobian`, `hessian`).
+pub fn uses_reverse_operators(m: &Module) -> bool {
+    m.codes
+        .iter()
+        .any(|c| body_has_prim(&c.body, &|p| is_expanded(p) && p != Prim::Diff))
+}
+
 /// Expands every operator in every code of the module (including codes the expansion
 /// itself creates).
 pub fn expand_module(m: &mut Module) {
     let mut next = 0;
     while next < m.codes.len() {
         let id = CodeId(next as u32);
-        if code_has_expandable(&m.code(id).body) {
+        if body_has_prim(&m.code(id).body, &is_expanded) {
             let body = m.code(id).body.clone();
             let span = m.code(id).span;
             let mut b = Builder::new(m, span);
@@ -42,13 +50,14 @@ pub fn expand_module(m: &mut Module) {
     }
 }
 
-fn code_has_expandable(body: &Body) -> bool {
+/// Whether `body` (or a body nested in it) applies a primitive satisfying `pred`.
+fn body_has_prim(body: &Body, pred: &dyn Fn(Prim) -> bool) -> bool {
     body.bindings.iter().any(|b| match &b.rhs {
-        Rhs::Prim(p, _) => is_expanded(*p),
-        Rhs::If(_, t, e) => code_has_expandable(t) || code_has_expandable(e),
+        Rhs::Prim(p, _) => pred(*p),
+        Rhs::If(_, t, e) => body_has_prim(t, pred) || body_has_prim(e, pred),
         Rhs::Match(_, arms, d) => {
-            arms.iter().any(|a| code_has_expandable(&a.body))
-                || d.as_ref().is_some_and(|d| code_has_expandable(d))
+            arms.iter().any(|a| body_has_prim(&a.body, pred))
+                || d.as_ref().is_some_and(|d| body_has_prim(d, pred))
         }
         _ => false,
     })

@@ -77,6 +77,7 @@ fn translate_code(
     let mut t = Translate {
         env: HashMap::new(),
         layer,
+        parts: Vec::new(),
     };
     let mut new_captures = Vec::new();
     for (i, c) in original.captures.iter().enumerate() {
@@ -102,6 +103,10 @@ struct Translate {
     /// Original variable → its translation.
     env: HashMap<VarId, Atom>,
     layer: TypeMap,
+    /// Forward mode: the (primal, tangent) atoms of pair variables, one map per open
+    /// block (an entry is valid in its block and the blocks nested in it), so each
+    /// pair is taken apart once.
+    parts: Vec<HashMap<VarId, (Atom, Atom)>>,
 }
 
 impl Translate {
@@ -125,6 +130,7 @@ impl Translate {
 
     fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
         let mut failure = None;
+        self.parts.push(HashMap::new());
         let out = b.block(|b| match self.body_into(b, body) {
             Ok(a) => a,
             Err(e) => {
@@ -132,10 +138,26 @@ impl Translate {
                 Atom::Lit(Lit::Unit)
             }
         });
+        self.parts.pop();
         match failure {
             Some(e) => Err(e),
             None => Ok(out),
         }
+    }
+
+    /// The primal and tangent of a forward-mode pair, projected once per block.
+    fn pair_parts(&mut self, b: &mut Builder, d: Atom) -> (Atom, Atom) {
+        let Atom::Var(v) = d else {
+            return (b.proj(&d, 0), b.proj(&d, 1));
+        };
+        if let Some(parts) = self.parts.iter().rev().find_map(|m| m.get(&v)) {
+            return *parts;
+        }
+        let parts = (b.proj(&d, 0), b.proj(&d, 1));
+        if let Some(top) = self.parts.last_mut() {
+            top.insert(v, parts);
+        }
+        parts
     }
 
     /// A real as a translated constant: `(r, 0.0)`, or `[r, 0.0, ...]`.
@@ -335,7 +357,7 @@ impl Translate {
                         Atom::Lit(Lit::Real(r)) => (real(*r), real(0.0)),
                         _ => {
                             let d = self.atom(b, a);
-                            (b.proj(&d, 0), b.proj(&d, 1))
+                            self.pair_parts(b, d)
                         }
                     };
                     xs.push(x);
@@ -343,7 +365,11 @@ impl Translate {
                 }
                 let y = b.prim(p, &xs, Type::Real);
                 let dy = real_tangent(b, p, &xs, y, &dxs).ok_or_else(no_rule)?;
-                Ok(b.tuple(hint, vec![y, dy]))
+                let pair = b.tuple(hint, vec![y, dy]);
+                if let (Atom::Var(v), Some(top)) = (pair, self.parts.last_mut()) {
+                    top.insert(v, (y, dy));
+                }
+                Ok(pair)
             }
         }
     }

@@ -233,7 +233,9 @@ impl Program {
             diagnostics: vec![d],
             sources,
         };
-        if mode != AdMode::Fwd {
+        // Only the reverse-mode operators depend on the mode; a program without them
+        // runs the same in every mode.
+        if mode != AdMode::Fwd && fluxion_ad::expand::uses_reverse_operators(&self.module) {
             return Err(fail(
                 Diagnostic::new(
                     Phase::Input,
