@@ -167,22 +167,31 @@ pub(crate) fn real_tangent(
             b.sub(dx, td)
         }
         Pow => {
-            // y·x^(y-1)·dx + [x ≠ 0]·x^y·log(x)·dy
+            // y·x^(y-1)·dx + x^y·log(x)·dy; the second term is taken as 0 where x = 0
+            // (LANGUAGE.md §5) and is left out where dy = 0, so that a constant
+            // exponent gives finite derivatives for negative x.
             let ym1 = b.sub(y0, real(1.0));
             let pw = b.prim(Pow, &[x, ym1], Type::Real);
             let dfdx = b.mul(y0, pw);
             let a = b.mul(dfdx, dx);
-            let zero = b.cmp(Eq, x, real(0.0));
-            let dfdy = b.if_(
-                zero,
+            let zero_base = b.cmp(Eq, x, real(0.0));
+            let still = b.cmp(Eq, dy, real(0.0));
+            let skip = b.if_(
+                zero_base,
+                Type::Bool,
+                |_| fluxion_core::Atom::Lit(fluxion_core::Lit::Bool(true)),
+                |_| still,
+            );
+            let c = b.if_(
+                skip,
                 Type::Real,
                 |_| real(0.0),
                 |b| {
                     let l = b.unary(Log, x);
-                    b.mul(y, l)
+                    let dfdy = b.mul(y, l);
+                    b.mul(dfdy, dy)
                 },
             );
-            let c = b.mul(dfdy, dy);
             b.add(a, c)
         }
         Atan2 => {

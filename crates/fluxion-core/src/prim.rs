@@ -49,10 +49,9 @@ prims! {
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
-    // Internal: derivatives of `lgamma` (emitted by differentiation only).
-    Digamma => "%digamma", Trigamma => "%trigamma",
-    // Internal: ψ⁽ⁿ⁾(x), the n-th derivative of digamma (Taylor mode of `lgamma`).
-    Polygamma => "%polygamma",
+    // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
+    // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
+    Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
 }
 
 /// A class of types a scheme variable may stand for.

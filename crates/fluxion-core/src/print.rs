@@ -62,6 +62,15 @@ impl Printer<'_> {
         let module = self.module;
         let p = self;
         for (e, def) in module.enums.iter().enumerate() {
+            // Tangent enums are not declared: source names `T(E)` as `ETan`, where `E`
+            // is the (printed) enum it is the tangent of.
+            if def
+                .origin
+                .as_ref()
+                .is_some_and(|o| o.layers.is_empty() || o.tangent)
+            {
+                continue;
+            }
             p.out.push_str("enum ");
             p.out.push_str(&def.name);
             p.out.push_str(" { ");
@@ -90,20 +99,27 @@ impl Printer<'_> {
         ty.display(&self.module.enums).to_string()
     }
 
-    /// A constructor's name in source: a derived enum's constructors carry the enum's
-    /// suffix (`CircleFwd1`), so that printed programs declare each name once.
+    /// A constructor's name in source: a translated enum's constructors carry the
+    /// enum's suffix (`CircleFwd1`), so that printed programs declare each name once.
+    /// A tangent enum `ETan` is not declared (source names it through `E`), and its
+    /// constructors keep E's names, resolved by the expected type.
     fn ctor_name(&self, e: crate::EnumId, tag: u32) -> String {
         let def = self.module.enum_def(e);
         let name = &def.variants[tag as usize].name;
         match &def.origin {
-            Some(origin) => {
+            Some(origin) if !origin.layers.is_empty() => {
+                // The translated enum's suffix, without a final `Tan`: a tangent enum
+                // shares its constructors' names with the enum it is the tangent of.
                 let base = &self.module.enum_def(origin.base).name;
-                format!(
-                    "{name}{}",
-                    def.name.strip_prefix(base.as_str()).unwrap_or("")
-                )
+                let suffix = def.name.strip_prefix(base.as_str()).unwrap_or("");
+                let suffix = if origin.tangent {
+                    suffix.strip_suffix("Tan").unwrap_or(suffix)
+                } else {
+                    suffix
+                };
+                format!("{name}{suffix}")
             }
-            None => name.clone(),
+            _ => name.clone(),
         }
     }
 

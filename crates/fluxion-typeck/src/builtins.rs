@@ -108,8 +108,12 @@ impl Elab {
             Prim::Jacobian => Ty::array(Ty::Real),
             _ => self.u.fresh(),
         };
+        // Only a lambda written in place receives the expected type: for any other
+        // expression (an `if` choosing between functions, a call) the function's own
+        // type decides, and the operator's typing is checked once it is known.
         let fn_expected = Ty::func(params, ret);
-        let (fa, fty) = self.expr(&args[0], Some(&fn_expected));
+        let expected = n_params.is_some().then_some(&fn_expected);
+        let (fa, fty) = self.expr(&args[0], expected);
         atoms[0] = fa;
         tys[0] = fty;
         let result = self.u.fresh();

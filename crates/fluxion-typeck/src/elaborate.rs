@@ -465,7 +465,7 @@ impl Elab {
             ExprKind::Unit => (Atom::Lit(Lit::Unit), Ty::Unit),
             ExprKind::Error => self.poison(),
             ExprKind::Var(name) => self.var_ref(name, sp),
-            ExprKind::Ctor(name) => self.ctor_value(name, sp),
+            ExprKind::Ctor(name) => self.ctor_value(name, sp, expected),
             ExprKind::Lambda(params, body) => self.lambda(params, body, expected, sp),
             ExprKind::Call(callee, args) => self.call(callee, args, sp, expected),
             ExprKind::Block(stmts, result) => {
@@ -804,8 +804,8 @@ impl Elab {
         )
     }
 
-    fn ctor_value(&mut self, name: &str, sp: Span) -> (Atom, Ty) {
-        let Some(&(eid, tag)) = self.ctors.get(name) else {
+    fn ctor_value(&mut self, name: &str, sp: Span, expected: Option<&Ty>) -> (Atom, Ty) {
+        let Some((eid, tag)) = self.resolve_ctor(name, expected) else {
             self.error(sp, format!("unknown constructor `{name}`"));
             return self.poison();
         };
@@ -951,7 +951,7 @@ impl Elab {
             }
         }
         if let ExprKind::Ctor(name) = &callee.kind {
-            return self.ctor_call(name, args, sp);
+            return self.ctor_call(name, args, sp, expected);
         }
         let (fa, fty) = self.expr(callee, None);
         let params: Vec<Ty> = match self.u.shallow(&fty) {
@@ -999,8 +999,30 @@ impl Elab {
         atoms
     }
 
-    fn ctor_call(&mut self, name: &str, args: &[ast::Expr], sp: Span) -> (Atom, Ty) {
-        let Some(&(eid, tag)) = self.ctors.get(name) else {
+    /// The enum and tag a constructor name denotes: a constructor of the expected
+    /// enum type if there is one (so that a derived tangent enum's values, which share
+    /// their base enum's constructor names, can be built and matched), otherwise the
+    /// user enum that declares the name.
+    pub(crate) fn resolve_ctor(&self, name: &str, expected: Option<&Ty>) -> Option<(EnumId, u32)> {
+        if let Some(Ty::Enum(e)) = expected.map(|t| self.u.shallow(t))
+            && let Some(tag) = self.module.enums[e.0 as usize]
+                .variants
+                .iter()
+                .position(|v| v.name == name)
+        {
+            return Some((e, tag as u32));
+        }
+        self.ctors.get(name).copied()
+    }
+
+    fn ctor_call(
+        &mut self,
+        name: &str,
+        args: &[ast::Expr],
+        sp: Span,
+        expected: Option<&Ty>,
+    ) -> (Atom, Ty) {
+        let Some((eid, tag)) = self.resolve_ctor(name, expected) else {
             self.error(sp, format!("unknown constructor `{name}`"));
             return self.poison();
         };

@@ -163,7 +163,8 @@ impl Elab {
         let PatKind::Ctor(first_name, _) = &rows[0].tests[0].1.kind else {
             unreachable!("called on a constructor test")
         };
-        let Some(eid) = self.enum_of_ctor(&first_name.name) else {
+        let scrutinee_ty = self.var_tys[var.0 as usize].clone();
+        let Some((eid, _)) = self.resolve_ctor(&first_name.name, Some(&scrutinee_ty)) else {
             self.error(
                 span(first_name.span),
                 format!("unknown constructor `{}`", first_name.name),
@@ -322,10 +323,6 @@ impl Elab {
             ty.clone(),
             sp,
         )
-    }
-
-    fn enum_of_ctor(&self, name: &str) -> Option<EnumId> {
-        self.module.find_ctor(name).map(|(e, _)| e)
     }
 
     fn ctor_tag(&self, eid: EnumId, name: &str) -> Option<u32> {
