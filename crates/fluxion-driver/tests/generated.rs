@@ -1,0 +1,477 @@
+//! Differential testing: random well-typed, smooth programs from `tests/generator`
+//! checked by oracles that need no expected output (derivatives against finite
+//! differences, the transpose identity, modes against each other, printed stages
+//! against the original), plus every program in `tests/regressions/*.flx` through the
+//! same oracles.
+//!
+//! `FLUXION_GEN_CASES=<n>` and `FLUXION_GEN_SEED=<start>` choose the seeds for long
+//! runs (README.md, "Differential testing"). A failure is shrunk (the same seed with
+//! smaller budgets), written to `target/generated-failures/` and reported by path.
+
+mod generator;
+
+use std::path::{Path, PathBuf};
+
+use fluxion_driver::gradcheck::{check_gradient, check_transpose, eval_reals};
+use fluxion_driver::{AdMode, compile, with_big_stack};
+use generator::{Config, generate};
+
+/// The reverse-mode algorithms behind `grad`, `vjp`, ... that are checked; the first is
+/// the reference the others must agree with (to `MODE_TOLERANCE`). Add a mode here
+/// when it is implemented (and remove it from `PENDING_MODES`).
+const AD_MODES: &[AdMode] = &[AdMode::Fwd];
+
+/// Modes that are not implemented yet: `pending_features_are_still_unimplemented`
+/// asserts they still say so, so that we notice when they land.
+const PENDING_MODES: &[AdMode] = &[AdMode::Chad, AdMode::Delta];
+
+/// Expressions that must agree (to `MODE_TOLERANCE`) for every generated `f`, at the
+/// point `{x}` along the direction `{v}`: (name, expression, reference).
+const AGREEMENTS: &[(&str, &str, &str)] = &[
+    (
+        "jvp = gradient along v",
+        "jvp(f, {x}, {v}).1",
+        "dot(grad(f, {x}), {v})",
+    ),
+    (
+        "second derivative along v: nested diff = Hessian quadratic form",
+        "diff(|s| diff(|t| f(vadd({x}, scale(t, {v}))), s), 0.0)",
+        "dot({v}, matvec(hessian(f, {x}), {v}))",
+    ),
+];
+
+/// Agreements waiting for a feature (Taylor mode); asserted to fail with "not
+/// implemented" until then. Move an entry to `AGREEMENTS` when the feature lands.
+const PENDING_AGREEMENTS: &[(&str, &str, &str)] = &[
+    (
+        "taylor order 1 = jvp",
+        "taylor(f, {x}, {v}, 1).1[0]",
+        "jvp(f, {x}, {v}).1",
+    ),
+    (
+        "taylor order 2 = half the nested forward second derivative",
+        "taylor(f, {x}, {v}, 2).1[1]",
+        "0.5 * diff(|s| diff(|t| f(vadd({x}, scale(t, {v}))), s), 0.0)",
+    ),
+];
+
+/// Relative agreement required between modes and between the sides of an agreement.
+const MODE_TOLERANCE: f64 = 1e-9;
+
+/// Seeds run by `cargo test` (about 40 s for the whole file in a debug build on
+/// 2 cores; see README.md).
+const DEFAULT_CASES: u64 = 150;
+
+/// The vector-valued variant of `f` for the transpose identity.
+const FV: &str = "\nfn fv(x: [Real]) -> [Real] { [f(x), f(reverse(x)) * 0.5] }\n";
+const U: [f64; generator::X_LEN] = [0.7, -1.1, 0.4];
+const W: [f64; 2] = [1.3, -0.6];
+const V: [f64; generator::X_LEN] = [0.3, 0.9, -0.5];
+
+/// A failed oracle: its name (stable, used by `KNOWN_FAILURES`) and what happened.
+#[derive(Debug)]
+struct Failure {
+    oracle: String,
+    message: String,
+}
+
+fn fail(oracle: impl Into<String>, message: impl Into<String>) -> Failure {
+    Failure {
+        oracle: oracle.into(),
+        message: message.into(),
+    }
+}
+
+fn literal(xs: &[f64]) -> String {
+    let parts: Vec<String> = xs.iter().map(|x| format!("{x:?}")).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= MODE_TOLERANCE * (1.0 + a.abs().max(b.abs()))
+}
+
+fn all_close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| close(*p, *q))
+}
+
+/// Runs every oracle on `src` (which defines `f: [Real] -> Real`) at `x`; returns the
+/// gradient (of the reference mode).
+fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
+    let xs = literal(x);
+    // 1. It type-checks and runs, to a finite value.
+    let (core, fwd) = with_big_stack(|| {
+        let program = compile("gen.flx", src).map_err(|f| fail("compile", f.render()))?;
+        let core = program
+            .show("core", None)
+            .map_err(|m| fail("show core", m))?;
+        let fwd = program.show("fwd", None).map_err(|m| fail("show fwd", m))?;
+        Ok::<_, Failure>((core, fwd))
+    })?;
+    let y = eval_reals(src, &format!("f({xs})"), AdMode::Fwd).map_err(|m| fail("run", m))?;
+    if y.len() != 1 || !y[0].is_finite() {
+        return Err(fail("run", format!("f({xs}) = {y:?}, not a finite real")));
+    }
+    // 2. Per mode: gradient against finite differences, the transpose identity,
+    //    value_and_grad against the value; every mode against the first.
+    let mut reference: Option<(AdMode, Vec<f64>)> = None;
+    for &mode in AD_MODES {
+        check_gradient(src, "f", x, mode).map_err(|m| fail(format!("gradient {mode:?}"), m))?;
+        let with_fv = format!("{src}{FV}");
+        check_transpose(&with_fv, "fv", x, &U, &W, mode)
+            .map_err(|m| fail(format!("transpose {mode:?}"), m))?;
+        let grad = eval_reals(src, &format!("grad(f, {xs})"), mode)
+            .map_err(|m| fail(format!("gradient {mode:?}"), m))?;
+        let vg = eval_reals(src, &format!("value_and_grad(f, {xs})"), mode)
+            .map_err(|m| fail(format!("value_and_grad {mode:?}"), m))?;
+        if vg.first().map(|v| v.to_bits()) != Some(y[0].to_bits()) || !all_close(&vg[1..], &grad) {
+            return Err(fail(
+                format!("value_and_grad {mode:?}"),
+                format!("value_and_grad(f, {xs}) = {vg:?}, but f = {y:?} and grad = {grad:?}"),
+            ));
+        }
+        match &reference {
+            None => reference = Some((mode, grad)),
+            Some((rmode, rgrad)) => {
+                if !all_close(&grad, rgrad) {
+                    return Err(fail(
+                        format!("modes {mode:?} vs {rmode:?}"),
+                        format!("grad(f, {xs}): {mode:?} {grad:?}, {rmode:?} {rgrad:?}"),
+                    ));
+                }
+            }
+        }
+    }
+    // 3. Agreements between operators.
+    for (name, expr, reference) in AGREEMENTS {
+        agreement(src, x, expr, reference).map_err(|m| fail(format!("agreement: {name}"), m))?;
+    }
+    // 4. The printed Core re-parses, type-checks and computes the same value; the
+    //    printed forward stage re-parses and type-checks.
+    let y2 = eval_reals(&core, &format!("f({xs})"), AdMode::Fwd)
+        .map_err(|m| fail("core round trip", format!("{m}\nprinted Core:\n{core}")))?;
+    if y2.len() != 1 || y2[0].to_bits() != y[0].to_bits() {
+        return Err(fail(
+            "core round trip",
+            format!("f = {y:?}, printed Core's f = {y2:?}\nprinted Core:\n{core}"),
+        ));
+    }
+    with_big_stack(|| compile("fwd.flx", &fwd).map(|_| ()))
+        .map_err(|f| fail("fwd reparses", format!("{}\nprinted:\n{fwd}", f.render())))?;
+    Ok(reference.map(|r| r.1).unwrap_or_default())
+}
+
+fn substitute(template: &str, x: &[f64]) -> String {
+    template
+        .replace("{x}", &literal(x))
+        .replace("{v}", &literal(&V))
+}
+
+fn agreement(src: &str, x: &[f64], expr: &str, reference: &str) -> Result<(), String> {
+    let (expr, reference) = (substitute(expr, x), substitute(reference, x));
+    let a = eval_reals(src, &expr, AdMode::Fwd)?;
+    let b = eval_reals(src, &reference, AdMode::Fwd)?;
+    if !all_close(&a, &b) {
+        return Err(format!("{expr} = {a:?}, but {reference} = {b:?}"));
+    }
+    Ok(())
+}
+
+// ----- shrinking and reporting -----
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
+
+/// The smallest program (the same seed with smaller budgets) that fails the same oracle.
+fn shrink(seed: u64, config: Config, failure: Failure) -> (Config, String, Vec<f64>, Failure) {
+    let g = generate(seed, config);
+    let mut best = (config, g.source, g.x, failure);
+    for smaller in config.smaller() {
+        let g = generate(seed, smaller);
+        if g.source.len() >= best.1.len() {
+            continue;
+        }
+        if let Err(f) = check(&g.source, &g.x)
+            && f.oracle == best.3.oracle
+        {
+            best = (smaller, g.source, g.x, f);
+        }
+    }
+    best
+}
+
+/// The text of a failure report, in the format `tests/regressions/*.flx` use.
+fn report_text(oracle: &str, origin: &str, x: &[f64], message: &str, source: &str) -> String {
+    let mut text = format!("// oracle: {oracle}\n// {origin}\n// x: {}\n", literal(x));
+    for line in message.lines().take(12) {
+        text.push_str("// | ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    text.push_str(source);
+    text
+}
+
+/// Shrinks and writes a failure; returns the report's path.
+fn report(seed: u64, config: Config, failure: Failure) -> PathBuf {
+    let (small, source, x, failure) = shrink(seed, config, failure);
+    let dir = target_dir().join("generated-failures");
+    std::fs::create_dir_all(&dir).expect("creating target/generated-failures");
+    let path = dir.join(format!("seed-{seed}.flx"));
+    let origin = format!(
+        "generated: seed {seed}, depth {}, fuel {} (shrunk from depth {}, fuel {})",
+        small.depth, small.fuel, config.depth, config.fuel
+    );
+    let text = report_text(&failure.oracle, &origin, &x, &failure.message, &source);
+    std::fs::write(&path, text).expect("writing a failure report");
+    path
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number, not {v:?}")),
+        Err(_) => default,
+    }
+}
+
+/// Constructs every CI run must have exercised at least once (a check on the
+/// generator itself: a regression in it must not silently stop testing something).
+const CONSTRUCTS: &[&str] = &[
+    "map(",
+    "map2(",
+    "fold(",
+    "scan(",
+    "build(",
+    "sumbuild(",
+    "sum(",
+    "iterate(",
+    "zip(",
+    "reverse(",
+    "concat(",
+    "slice(",
+    "replicate(",
+    "range(",
+    "length(",
+    "to_real(",
+    "let ",
+    "if ",
+    "match ",
+    "enum E",
+    "enum Lst",
+    "Cons(",
+    "lst_fold(",
+    "lst_from(",
+    "lst_map(",
+    "fn h",
+    "fn r",
+    "|",
+    "diff(",
+    "grad(",
+    "value_and_grad(",
+    "jvp(",
+    "vjp(",
+    "hessian(",
+    "jacobian(",
+    "true",
+    "&&",
+    "% 7",
+    "softmax(",
+    "logsumexp(",
+];
+
+#[test]
+fn generated_programs_pass_every_oracle() {
+    let start = env_u64("FLUXION_GEN_SEED", 0);
+    let cases = env_u64("FLUXION_GEN_CASES", DEFAULT_CASES);
+    let mut seen = vec![0usize; CONSTRUCTS.len()];
+    let mut reports = Vec::new();
+    let mut total_len = 0;
+    let mut nonzero = 0;
+    let show = std::env::var_os("FLUXION_GEN_SHOW").is_some();
+    for seed in start..start + cases {
+        let g = generate(seed, Config::DEFAULT);
+        total_len += g.source.len();
+        for (k, c) in CONSTRUCTS.iter().enumerate() {
+            seen[k] += usize::from(g.source.contains(c));
+        }
+        let result = check(&g.source, &g.x);
+        if show {
+            eprintln!("// seed {seed}, x = {:?}: {result:?}\n{}", g.x, g.source);
+        }
+        match result {
+            Ok(grad) => nonzero += usize::from(grad.iter().any(|d| *d != 0.0)),
+            Err(f) => {
+                eprintln!("seed {seed}: {} failed; shrinking", f.oracle);
+                let oracle = f.oracle.clone();
+                let path = report(seed, Config::DEFAULT, f);
+                reports.push(format!("seed {seed} ({oracle}): {}", path.display()));
+            }
+        }
+    }
+    eprintln!(
+        "{cases} programs from seed {start}, {} bytes on average, {nonzero} with a nonzero \
+         gradient; programs using each construct:",
+        total_len / cases.max(1) as usize
+    );
+    for (c, n) in CONSTRUCTS.iter().zip(&seen) {
+        eprintln!("  {c:<18} {n}");
+    }
+    assert!(
+        reports.is_empty(),
+        "{} generated program(s) failed; shrunk reports:\n{}",
+        reports.len(),
+        reports.join("\n")
+    );
+    if cases >= DEFAULT_CASES {
+        let missing: Vec<&str> = CONSTRUCTS
+            .iter()
+            .zip(&seen)
+            .filter(|(_, n)| **n == 0)
+            .map(|(c, _)| *c)
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "constructs never generated: {missing:?}"
+        );
+        // Most programs must actually depend on x, or the derivative oracles test little.
+        assert!(
+            nonzero * 10 >= cases as usize * 7,
+            "only {nonzero} of {cases} programs have a nonzero gradient"
+        );
+    }
+}
+
+#[test]
+fn generation_is_deterministic_and_bounded() {
+    for seed in 0..50 {
+        let a = generate(seed, Config::DEFAULT);
+        let b = generate(seed, Config::DEFAULT);
+        assert_eq!(a.source, b.source);
+        assert_eq!(a.x, b.x);
+        assert!(
+            a.source.len() < 40_000,
+            "seed {seed}: {} bytes",
+            a.source.len()
+        );
+    }
+    // Smaller budgets give smaller programs (on average: a budget changes the choices).
+    let size = |c: Config| -> usize { (0..50).map(|s| generate(s, c).source.len()).sum() };
+    assert!(size(Config { depth: 2, fuel: 8 }) < size(Config::DEFAULT) / 2);
+}
+
+// ----- regressions -----
+
+/// Regression files that still fail, with the oracle they fail and the bug. The test
+/// asserts they still fail that way, so that a fix is noticed (then remove the entry).
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
+    (
+        "grad_of_if_choosing_two_parameter_lambdas.flx",
+        "compile",
+        "typeck: the expected unary function type of an operator's argument is pushed into \
+         `if`/`match` branches that are two-parameter lambdas",
+    ),
+    (
+        "lgamma_fwd_print.flx",
+        "fwd reparses",
+        "the printed forward stage spells lgamma's derivative `%digamma`, which does not parse",
+    ),
+    (
+        "match_on_tangent_enum.flx",
+        "compile",
+        "a derived tangent enum's values cannot be matched: no constructor name resolves to it",
+    ),
+    (
+        "pow_of_negative_base.flx",
+        "gradient Fwd",
+        "forward mode: d pow(y, c) is NaN for y < 0 (pow·log(y)·0 for the constant exponent)",
+    ),
+    (
+        "tangent_enum_core_round_trip.flx",
+        "core round trip",
+        "printed Core declares a derived tangent enum as a user enum, which is a different type",
+    ),
+];
+
+fn regression_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "flx"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The point in a `// x: [..]` header line (default: a fixed point).
+fn point_of(src: &str) -> Vec<f64> {
+    src.lines()
+        .find_map(|l| l.strip_prefix("// x:"))
+        .map(|l| fluxion_driver::gradcheck::parse_reals(l.trim()))
+        .unwrap_or_else(|| vec![0.3, -0.7, 1.1])
+}
+
+#[test]
+fn regressions_pass_every_oracle_or_fail_as_known() {
+    let files = regression_files();
+    assert!(!files.is_empty(), "tests/regressions is empty");
+    let mut problems = Vec::new();
+    for path in &files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let src = std::fs::read_to_string(path).unwrap();
+        let result = check(&src, &point_of(&src)).map(|_| ());
+        match (
+            KNOWN_FAILURES.iter().find(|k| k.0 == name),
+            result,
+        ) {
+            (None, Ok(())) => {}
+            (None, Err(f)) => problems.push(format!("{name}: {}: {}", f.oracle, f.message)),
+            (Some((_, oracle, _)), Err(f)) if f.oracle == *oracle => {}
+            (Some((_, oracle, _)), Err(f)) => problems.push(format!(
+                "{name}: known to fail {oracle}, but now fails {}: {}",
+                f.oracle, f.message
+            )),
+            (Some((_, oracle, bug)), Ok(())) => problems.push(format!(
+                "{name}: known to fail {oracle} ({bug}) but passes now: remove it from KNOWN_FAILURES"
+            )),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn pending_features_are_still_unimplemented() {
+    let src = "fn f(x: [Real]) -> Real { x[0] * sin(x[1]) + x[2] }";
+    let x = [0.5, 1.0, -0.5];
+    for &mode in PENDING_MODES {
+        let err = eval_reals(src, &format!("grad(f, {})", literal(&x)), mode)
+            .expect_err("a pending mode now runs: move it to AD_MODES");
+        assert!(err.contains("not implemented"), "{mode:?}: {err}");
+    }
+    for (name, expr, reference) in PENDING_AGREEMENTS {
+        let err = agreement(src, &x, expr, reference)
+            .expect_err("a pending agreement now holds: move it to AGREEMENTS");
+        assert!(err.contains("not implemented"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn a_wrong_derivative_is_caught_and_reported() {
+    // The oracles are not vacuous: `floor` has zero derivative by the contract, but
+    // a step of the staircase lies within the finite-difference stencil at 0.5.
+    let src = "fn f(x: [Real]) -> Real { x[0] * x[1] + sin(x[2]) }";
+    let x = [0.5, 1.0, -0.5];
+    assert!(check(src, &x).is_ok_and(|g| g.len() == 3));
+    let bad = "fn f(x: [Real]) -> Real { x[0] * x[1] + sin(x[2]) + floor(x[0] * 1000.0) / 1000.0 }";
+    let f = check(bad, &x).expect_err("a function with a zero-derivative staircase");
+    assert!(f.oracle.starts_with("gradient"), "{f:?}");
+    let text = report_text(&f.oracle, "hand-written", &x, &f.message, bad);
+    assert!(text.contains("// x: [0.5, 1.0, -0.5]"));
+    assert_eq!(point_of(&text), x);
+}
