@@ -160,6 +160,20 @@ impl Translate {
         parts
     }
 
+    /// The translated zero of a summable type whose shape is static (see
+    /// [`static_jet_zero`]).
+    fn zero(&self, b: &mut Builder, ty: &Type) -> Atom {
+        match ty {
+            Type::Real => self.constant(b, real(0.0)),
+            Type::Tuple(ts) => {
+                let parts = ts.iter().map(|t| self.zero(b, t)).collect();
+                b.tuple("zero", parts)
+            }
+            Type::Int => crate::builder::int(0),
+            _ => Atom::Lit(Lit::Unit),
+        }
+    }
+
     /// A real as a translated constant: `(r, 0.0)`, or `[r, 0.0, ...]`.
     fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
         match self.layer {
@@ -321,6 +335,18 @@ impl Translate {
                     p.name()
                 )));
             }
+            // A sum of no elements: the interpreter's zero of `[Real]` is the empty
+            // array, but a jet's zero is k+1 zero coefficients.
+            Sum | Sumbuild if matches!(self.layer, TypeMap::Taylor(_)) && static_jet_zero(ty) => {
+                let args = self.atoms(b, args);
+                let total = b.emit(hint, Rhs::Prim(p, args.clone()), lty.clone());
+                let count = match p {
+                    Sum => b.prim(Length, &[args[0]], Type::Int),
+                    _ => args[0],
+                };
+                let empty = b.cmp(Eq, count, crate::builder::int(0));
+                b.if_(empty, lty, |b| self.zero(b, ty), |_| total)
+            }
             // Everything else — integer arithmetic, array built-ins, `jvp`, `taylor` — is
             // the same primitive on translated arguments.
             _ => {
@@ -373,4 +399,24 @@ impl Translate {
             }
         }
     }
+}
+
+/// Whether a summable type is made of reals and integers in tuples only (its zero has
+/// a static shape that contains a real).
+fn static_jet_zero(ty: &Type) -> bool {
+    fn statically_shaped(ty: &Type) -> bool {
+        match ty {
+            Type::Real | Type::Int => true,
+            Type::Tuple(ts) => ts.iter().all(statically_shaped),
+            _ => false,
+        }
+    }
+    fn has_real(ty: &Type) -> bool {
+        match ty {
+            Type::Real => true,
+            Type::Tuple(ts) => ts.iter().any(has_real),
+            _ => false,
+        }
+    }
+    statically_shaped(ty) && has_real(ty)
 }

@@ -38,11 +38,6 @@ const AGREEMENTS: &[(&str, &str, &str)] = &[
         "diff(|s| diff(|t| f(vadd({x}, scale(t, {v}))), s), 0.0)",
         "dot({v}, matvec(hessian(f, {x}), {v}))",
     ),
-];
-
-/// Agreements waiting for a feature (Taylor mode); asserted to fail with "not
-/// implemented" until then. Move an entry to `AGREEMENTS` when the feature lands.
-const PENDING_AGREEMENTS: &[(&str, &str, &str)] = &[
     (
         "taylor order 1 = jvp",
         "taylor(f, {x}, {v}, 1).1[0]",
@@ -54,6 +49,10 @@ const PENDING_AGREEMENTS: &[(&str, &str, &str)] = &[
         "0.5 * diff(|s| diff(|t| f(vadd({x}, scale(t, {v}))), s), 0.0)",
     ),
 ];
+
+/// Agreements waiting for a feature; asserted to fail with "not implemented" until
+/// then. Move an entry to `AGREEMENTS` when the feature lands.
+const PENDING_AGREEMENTS: &[(&str, &str, &str)] = &[];
 
 /// Relative agreement required between modes and between the sides of an agreement.
 const MODE_TOLERANCE: f64 = 1e-9;
@@ -369,34 +368,7 @@ fn generation_is_deterministic_and_bounded() {
 
 /// Regression files that still fail, with the oracle they fail and the bug. The test
 /// asserts they still fail that way, so that a fix is noticed (then remove the entry).
-const KNOWN_FAILURES: &[(&str, &str, &str)] = &[
-    (
-        "grad_of_if_choosing_two_parameter_lambdas.flx",
-        "compile",
-        "typeck: the expected unary function type of an operator's argument is pushed into \
-         `if`/`match` branches that are two-parameter lambdas",
-    ),
-    (
-        "lgamma_fwd_print.flx",
-        "fwd reparses",
-        "the printed forward stage spells lgamma's derivative `%digamma`, which does not parse",
-    ),
-    (
-        "match_on_tangent_enum.flx",
-        "compile",
-        "a derived tangent enum's values cannot be matched: no constructor name resolves to it",
-    ),
-    (
-        "pow_of_negative_base.flx",
-        "gradient Fwd",
-        "forward mode: d pow(y, c) is NaN for y < 0 (pow·log(y)·0 for the constant exponent)",
-    ),
-    (
-        "tangent_enum_core_round_trip.flx",
-        "core round trip",
-        "printed Core declares a derived tangent enum as a user enum, which is a different type",
-    ),
-];
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 
 fn regression_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
