@@ -134,15 +134,79 @@ impl Interp {
         atoms.iter().map(|a| Self::atom(frame, a)).collect()
     }
 
+    /// Evaluates a body. Nested `if`/`match` bodies are entered without Rust
+    /// recursion (an explicit stack of pending bodies), so that only function calls
+    /// deepen the Rust stack: deep recursion in programs gets further on the same
+    /// stack.
     fn body(&self, frame: &mut Vec<Value>, body: &CBody) -> EvalResult<Value> {
-        for b in &body.binds {
-            let v = self.rhs(frame, &b.rhs, b.span)?;
-            frame[b.slot as usize] = v;
+        // (body, next binding, slot awaiting the body's result)
+        let mut pending: Vec<(&CBody, usize, u32)> = Vec::new();
+        let (mut current, mut next) = (body, 0);
+        loop {
+            if let Some(b) = current.binds.get(next) {
+                if let Some(nested) = self.branch(frame, &b.rhs, b.span)? {
+                    pending.push((current, next + 1, b.slot));
+                    (current, next) = (nested, 0);
+                    continue;
+                }
+                let v = self.rhs(frame, &b.rhs, b.span)?;
+                frame[b.slot as usize] = v;
+                next += 1;
+                continue;
+            }
+            let result = Self::atom(frame, &current.result);
+            match pending.pop() {
+                None => return Ok(result),
+                Some((parent, resume, slot)) => {
+                    frame[slot as usize] = result;
+                    (current, next) = (parent, resume);
+                }
+            }
         }
-        Ok(Self::atom(frame, &body.result))
     }
 
-    fn rhs(&self, frame: &mut Vec<Value>, rhs: &CRhs, span: Span) -> EvalResult<Value> {
+    /// For `if` and `match`, the body to run (binding a match's fields); `None` for
+    /// every other right-hand side.
+    fn branch<'b>(
+        &self,
+        frame: &mut [Value],
+        rhs: &'b CRhs,
+        span: Span,
+    ) -> EvalResult<Option<&'b CBody>> {
+        Ok(Some(match rhs {
+            CRhs::If(c, t, e) => match Self::atom(frame, c) {
+                Value::Bool(true) => t,
+                Value::Bool(false) => e,
+                _ => return fail(span, "internal error: `if` on a non-boolean"),
+            },
+            CRhs::Match(s, arms, default, names) => {
+                let Value::Enum(tag, fields) = Self::atom(frame, s) else {
+                    return fail(span, "internal error: `match` on a non-enum");
+                };
+                match arms.get(tag as usize) {
+                    Some(Some((slots, body))) => {
+                        for (slot, v) in slots.iter().zip(fields.iter()) {
+                            frame[*slot as usize] = v.clone();
+                        }
+                        body
+                    }
+                    _ => match default {
+                        Some(d) => d,
+                        None => {
+                            let name = names.get(tag as usize).map_or("?", |n| n.as_str());
+                            return fail(
+                                span,
+                                format!("non-exhaustive match: no arm matches `{name}`"),
+                            );
+                        }
+                    },
+                }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn rhs(&self, frame: &mut [Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
             CRhs::Prim(p, args, ty) => {
@@ -169,33 +233,8 @@ impl Interp {
             },
             CRhs::Array(args) => Value::array(Self::atoms(frame, args)),
             CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
-            CRhs::If(c, t, e) => match Self::atom(frame, c) {
-                Value::Bool(true) => return self.body(frame, t),
-                Value::Bool(false) => return self.body(frame, e),
-                _ => return fail(span, "internal error: `if` on a non-boolean"),
-            },
-            CRhs::Match(s, arms, default, names) => {
-                let Value::Enum(tag, fields) = Self::atom(frame, s) else {
-                    return fail(span, "internal error: `match` on a non-enum");
-                };
-                match arms.get(tag as usize) {
-                    Some(Some((slots, body))) => {
-                        for (slot, v) in slots.iter().zip(fields.iter()) {
-                            frame[*slot as usize] = v.clone();
-                        }
-                        return self.body(frame, body);
-                    }
-                    _ => match default {
-                        Some(d) => return self.body(frame, d),
-                        None => {
-                            let name = names.get(tag as usize).map_or("?", |n| n.as_str());
-                            return fail(
-                                span,
-                                format!("non-exhaustive match: no arm matches `{name}`"),
-                            );
-                        }
-                    },
-                }
+            CRhs::If(..) | CRhs::Match(..) => {
+                return fail(span, "internal error: branch evaluated as a value");
             }
         })
     }
