@@ -138,7 +138,7 @@ impl Interp {
     /// recursion (an explicit stack of pending bodies), so that only function calls
     /// deepen the Rust stack: deep recursion in programs gets further on the same
     /// stack.
-    fn body(&self, frame: &mut Vec<Value>, body: &CBody) -> EvalResult<Value> {
+    fn body(&self, frame: &mut [Value], body: &CBody) -> EvalResult<Value> {
         // (body, next binding, slot awaiting the body's result)
         let mut pending: Vec<(&CBody, usize, u32)> = Vec::new();
         let (mut current, mut next) = (body, 0);
