@@ -253,6 +253,7 @@ struct Snapshot {
     helpers: usize,
     enums: usize,
     list: Option<ListInfo>,
+    deep: bool,
 }
 
 /// The recursive list enum and its (lazily created) helpers.
@@ -343,6 +344,8 @@ enum P {
     JacobianRow,
     Lambda,
     HelperRef,
+    Pullback,
+    CallDeep,
     EnumCtor,
     ListFrom,
     ListMap,
@@ -358,6 +361,8 @@ struct Gen {
     helpers: Vec<Helper>,
     fns: Vec<String>,
     counter: usize,
+    /// Whether `deep` (deep recursion) is defined.
+    deep: bool,
 }
 
 /// Is `e` safe as an operand of a postfix or infix operator without parentheses?
@@ -414,6 +419,11 @@ fn is_atomic(e: &str) -> bool {
     true
 }
 
+/// Whether `env[i]` is not shadowed by a later variable of the same name.
+fn visible(env: &Env, i: usize) -> bool {
+    !env[i + 1..].iter().any(|w| w.name == env[i].name)
+}
+
 /// Whether `text` uses the variable `name` (as a whole word).
 fn mentions(text: &str, name: &str) -> bool {
     let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
@@ -452,6 +462,7 @@ impl Gen {
             helpers: Vec::new(),
             fns: Vec::new(),
             counter: 0,
+            deep: false,
         }
     }
 
@@ -462,6 +473,7 @@ impl Gen {
             helpers: self.helpers.len(),
             enums: self.enums.len(),
             list: self.list.clone(),
+            deep: self.deep,
         }
     }
 
@@ -470,6 +482,7 @@ impl Gen {
         self.helpers.truncate(s.helpers);
         self.enums.truncate(s.enums);
         self.list = s.list.clone();
+        self.deep = s.deep;
     }
 
     fn fresh(&mut self, prefix: &str) -> String {
@@ -914,6 +927,7 @@ impl Gen {
                 (a(1), P::Jacobian),
                 (a(1), P::GradMulti),
                 (1, P::ListFold),
+                (if self.deep { 0 } else { 1 }, P::CallDeep),
             ]),
             Int => v.extend([
                 (5, P::IntBin),
@@ -964,7 +978,12 @@ impl Gen {
                     ]);
                 }
             }
-            Ty::Fn(..) => v.extend([(10, P::Lambda), (3, P::HelperRef)]),
+            Ty::Fn(ps, r) => {
+                v.extend([(10, P::Lambda), (3, P::HelperRef)]);
+                if ps.len() == 1 && self.self_tangent(&ps[0]) && self.self_tangent(r) {
+                    v.push((a(2), P::Pullback));
+                }
+            }
             Enum(k) => {
                 v.push((6, P::EnumCtor));
                 if self.is_list(*k) {
@@ -984,6 +1003,9 @@ impl Gen {
     fn paths(&self, ty: &Ty, env: &Env) -> Vec<(String, B, usize)> {
         let mut out = Vec::new();
         for (rank, v) in env.iter().enumerate() {
+            if !visible(env, rank) {
+                continue;
+            }
             let mut found = Vec::new();
             self.paths_from(&v.name, &v.ty, v.b, ty, env, 2, &mut found);
             out.extend(found.into_iter().map(|(e, b)| (e, b, rank)));
@@ -1018,8 +1040,8 @@ impl Gen {
                 for k in 0..*n {
                     self.paths_from(&format!("{e}[{k}]"), t, b, ty, env, depth - 1, out);
                 }
-                for v in env {
-                    if v.range.is_some_and(|r| r <= *n) {
+                for (i, v) in env.iter().enumerate() {
+                    if v.range.is_some_and(|r| r <= *n) && visible(env, i) {
                         self.paths_from(&format!("{e}[{}]", v.name), t, b, ty, env, depth - 1, out);
                     }
                 }
@@ -1215,7 +1237,12 @@ impl Gen {
             P::Let => {
                 let t = self.rand_ty(2);
                 let (e, b) = self.expr(&t, env, d);
-                let name = self.fresh("v");
+                // Sometimes shadow a variable in scope (possibly with another type).
+                let name = if !env.is_empty() && self.rng.chance(0.1) {
+                    env[self.rng.below(env.len())].name.clone()
+                } else {
+                    self.fresh("v")
+                };
                 let annot = if self.rng.chance(0.3) {
                     format!(": {}", self.render_ty(&t))
                 } else {
@@ -1388,10 +1415,9 @@ impl Gen {
             P::Index => {
                 let n = self.rng.range(1, 4);
                 let (e, b) = self.expr(&arr(ty.clone(), n), env, d);
-                let idx: Vec<String> = env
-                    .iter()
-                    .filter(|v| v.range.is_some_and(|r| r <= n))
-                    .map(|v| v.name.clone())
+                let idx: Vec<String> = (0..env.len())
+                    .filter(|i| env[*i].range.is_some_and(|r| r <= n) && visible(env, *i))
+                    .map(|i| env[i].name.clone())
                     .collect();
                 let k = if !idx.is_empty() && self.rng.chance(0.5) {
                     self.rng.pick(&idx).clone()
@@ -1473,7 +1499,28 @@ impl Gen {
                 let py = paren(&y);
                 let (m, g) = (yb.m, yb.g);
                 let sq = |f: &str| format!("{{ let {z} = {y}; {f}(1.0 + {z} * {z}) }}");
-                let (e, b) = match self.rng.below(23) {
+                let (e, b) = match self.rng.below(27) {
+                    // Non-smooth functions used where they are smooth (the branch taken
+                    // never changes): abs, max, min, maximum, minimum.
+                    22 => (format!("abs(2.0 + tanh({y}))"), B::real(3.0, g)),
+                    23 => (
+                        format!("{{ let {z} = {y}; max({z}, {z} + 0.5) }}"),
+                        B::real(m + 0.5, g),
+                    ),
+                    24 => (
+                        format!("{{ let {z} = {y}; min({z} - 0.5, {z}) }}"),
+                        B::real(m + 0.5, g),
+                    ),
+                    25 => (
+                        format!("{{ let {z} = {y}; maximum([{z} - 1.0, {z} + 1.0, {z}]) }}"),
+                        B::real(m + 1.0, g),
+                    ),
+                    26 => (
+                        format!(
+                            "{{ let {z} = {y}; minimum([{z}, {z} - 1.0, {z} + 1.0]) + to_real(argmax([{z}, {z} + 1.0])) }}"
+                        ),
+                        B::real(m + 2.0, g),
+                    ),
                     0 => (format!("sin({y})"), B::real(1.0, g)),
                     1 => (format!("cos({y})"), B::real(1.0, g)),
                     2 => (format!("tanh({y})"), B::real(1.0, g)),
@@ -1771,6 +1818,18 @@ impl Gen {
                 }
             }
             P::BoolCmp => {
+                if self.rng.chance(0.2) {
+                    // Structural equality of values without reals.
+                    let t = match self.rng.below(3) {
+                        0 => Tuple(vec![Int, Bool]),
+                        1 => arr(Int, self.rng.range(1, 3)),
+                        _ => Tuple(vec![arr(Int, 2), Int]),
+                    };
+                    let (a, _) = self.expr(&t, env, d);
+                    let (b, _) = self.expr(&t, env, d);
+                    let op = *self.rng.pick(&["==", "!="]);
+                    return Some((format!("{} {op} {}", paren(&a), paren(&b)), B::ZERO));
+                }
                 let (a, _) = self.expr(&Int, env, d);
                 let (b, _) = self.expr(&Int, env, d);
                 let op = *self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
@@ -1951,6 +2010,45 @@ impl Gen {
                 }
                 let (name, b) = self.new_helper(ps.clone(), r, d);
                 (name, b)
+            }
+            P::Pullback => {
+                // `vjp(F, a).1`: a pullback, as a function value.
+                let Ty::Fn(ps, r) = ty else { unreachable!() };
+                let (at, bt) = ((**r).clone(), ps[0].clone());
+                self.enter_ad();
+                let (fe, fb) = self.fn_arg(&func(vec![at.clone()], bt), env, d);
+                self.ad_depth -= 1;
+                let (a, _) = self.nexpr(&at, env, d);
+                let mut b = Self::deriv_bound(fb);
+                b.m *= 4.0;
+                b.g *= 4.0;
+                (format!("vjp({fe}, {a}).1"), b)
+            }
+            P::CallDeep => {
+                // Deep (non-tail) recursion: a contraction iterated hundreds of times.
+                // Rare, as it is slow.
+                if !self.rng.chance(0.15) {
+                    return None;
+                }
+                if !self.deep {
+                    self.deep = true;
+                    let mut env = vec![Var {
+                        name: "y".into(),
+                        ty: Real,
+                        b: NORMAL,
+                        range: None,
+                    }];
+                    let saved = self.ad_depth;
+                    self.ad_depth = MAX_AD_DEPTH;
+                    let (step, _) = self.nexpr(&Real, &mut env, 2);
+                    self.ad_depth = saved;
+                    self.fns.push(format!(
+                        "fn deep(n: Int, y: Real) -> Real {{\n    if n <= 0 {{ y }} else {{ 0.999 * deep(n - 1, y) + 0.001 * {step} }}\n}}"
+                    ));
+                }
+                let n = *self.rng.pick(&[200, 1000]);
+                let (a, _) = self.nexpr(&Real, env, d);
+                (format!("deep({n}, {a})"), NORMAL)
             }
             P::EnumCtor => {
                 let Enum(k) = ty else { unreachable!() };
