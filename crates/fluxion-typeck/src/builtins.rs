@@ -79,7 +79,15 @@ impl Elab {
         let mut atoms = vec![Atom::Lit(Lit::Unit); arity];
         let mut tys = vec![Ty::Unit; arity];
         for i in 1..arity {
-            let (a, t) = self.expr(&args[i], None);
+            // The direction of `jvp`/`taylor` is expected to be a tangent of the point
+            // (so that `Tagged((), 1.0)` builds a `ShapeTan`).
+            let expected = match (i, self.u.concrete(&tys[1])) {
+                (2, Some(point)) if point.is_dtype(&self.module.enums) => {
+                    Some(Ty::from_type(&self.module.tangent_type(&point)))
+                }
+                _ => None,
+            };
+            let (a, t) = self.expr(&args[i], expected.as_ref());
             atoms[i] = a;
             tys[i] = t;
         }
