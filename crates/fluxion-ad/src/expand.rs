@@ -131,8 +131,11 @@ fn expand_op(b: &mut Builder, p: Prim, args: &[Atom]) -> Atom {
         }
         Prim::Vjp => {
             let y = call_at(b, Atom::Var(f), Atom::Var(x), n_params, ret.clone());
+            let yv = var_of(b, y);
             let tb = b.m.tangent_type(&ret);
-            let pullback = b.lambda("pullback", &[f, x], vec![tb], |b, ps| {
+            let pullback = b.lambda("pullback", &[f, x, yv], vec![tb], |b, ps| {
+                // A cotangent must have the result's shape (constructors, lengths).
+                b.prim(Prim::CheckTangent, &[Atom::Var(yv), ps[0]], Type::Unit);
                 let w = coords_of(b, &ret, ps[0]);
                 let wv = var_of(b, w);
                 let n = dim_of(b, &a_ty, Atom::Var(x));
@@ -145,7 +148,7 @@ fn expand_op(b: &mut Builder, p: Prim, args: &[Atom]) -> Atom {
                 let coords = b.prim(Prim::Build, &[n, column], Type::array(Type::Real));
                 from_coords(b, &a_ty, Atom::Var(x), coords, int(0))
             });
-            b.tuple("vjp", vec![y, pullback])
+            b.tuple("vjp", vec![Atom::Var(yv), pullback])
         }
         Prim::Jacobian => jacobian(b, f, x, n_params),
         Prim::Hessian => {

@@ -49,6 +49,9 @@ prims! {
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
+    // Internal: checks that a (co)tangent has the shape of a value — the same
+    // constructors and array lengths — or stops with a runtime error.
+    CheckTangent => "%check_tangent",
     // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
@@ -249,6 +252,7 @@ impl Prim {
             Slice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
             Maximum | Minimum => poly(vec![C::Num], vec![arr(v(0))], v(0)),
             Argmax => poly(vec![C::Num], vec![arr(v(0))], S::Int),
+            CheckTangent => poly(vec![C::Any, C::Any], vec![v(0), v(1)], S::Unit),
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

@@ -347,7 +347,49 @@ impl Interp {
                 return self.differential(p, args, span);
             }
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
+            CheckTangent => {
+                if let Err(why) = same_shape(a(0), a(1)) {
+                    return fail(
+                        span,
+                        format!(
+                            "the cotangent does not have the shape of the function's result: {why}"
+                        ),
+                    );
+                }
+                Value::Unit
+            }
         })
+    }
+}
+
+/// Whether a tangent `t` has the shape of the value `v`: the same constructors and
+/// array lengths all the way down (leaves are not compared).
+fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
+    match (v, t) {
+        (Value::Enum(a, xs), Value::Enum(b, ys)) => {
+            if a != b {
+                return Err("another constructor".into());
+            }
+            xs.iter()
+                .zip(ys.iter())
+                .try_for_each(|(x, y)| same_shape(x, y))
+        }
+        (Value::Tuple(xs), Value::Tuple(ys)) => xs
+            .iter()
+            .zip(ys.iter())
+            .try_for_each(|(x, y)| same_shape(x, y)),
+        (x, y) => match (x.array_len(), y.array_len()) {
+            (Some(n), Some(m)) if n != m => {
+                Err(format!("an array of length {m} where the result has {n}"))
+            }
+            (Some(n), Some(_)) => (0..n).try_for_each(|i| {
+                same_shape(
+                    &x.array_get(i).expect("in range"),
+                    &y.array_get(i).expect("in range"),
+                )
+            }),
+            _ => Ok(()),
+        },
     }
 }
 
