@@ -363,6 +363,8 @@ struct Gen {
     counter: usize,
     /// Whether `deep` (deep recursion) is defined.
     deep: bool,
+    /// Generating the step of `lst_fold`.
+    in_list_fold: bool,
 }
 
 /// Is `e` safe as an operand of a postfix or infix operator without parentheses?
@@ -419,6 +421,16 @@ fn is_atomic(e: &str) -> bool {
     true
 }
 
+fn has_enum(ty: &Ty) -> bool {
+    match ty {
+        Enum(_) => true,
+        Tuple(ts) => ts.iter().any(has_enum),
+        Arr(t, _) => has_enum(t),
+        Ty::Fn(ps, r) => ps.iter().any(has_enum) || has_enum(r),
+        _ => false,
+    }
+}
+
 /// Whether `env[i]` is not shadowed by a later variable of the same name.
 fn visible(env: &Env, i: usize) -> bool {
     !env[i + 1..].iter().any(|w| w.name == env[i].name)
@@ -463,6 +475,7 @@ impl Gen {
             fns: Vec::new(),
             counter: 0,
             deep: false,
+            in_list_fold: false,
         }
     }
 
@@ -980,7 +993,14 @@ impl Gen {
             }
             Ty::Fn(ps, r) => {
                 v.extend([(10, P::Lambda), (3, P::HelperRef)]);
-                if ps.len() == 1 && self.self_tangent(&ps[0]) && self.self_tangent(r) {
+                // Not for enums: the pullback could be applied to a cotangent with
+                // another constructor than the result's.
+                if ps.len() == 1
+                    && self.self_tangent(&ps[0])
+                    && self.self_tangent(r)
+                    && !has_enum(&ps[0])
+                    && !has_enum(r)
+                {
                     v.push((a(2), P::Pullback));
                 }
             }
@@ -1768,6 +1788,10 @@ impl Gen {
                 self.limit(e, Self::deriv_bound(fb), ty)
             }
             P::ListFold => {
+                if self.in_list_fold {
+                    // Inside lst_fold's own step: calling it there need not terminate.
+                    return None;
+                }
                 let id = self.list_enum();
                 let name = self.list_fold(d);
                 let (l, _) = self.expr(&Enum(id), env, d);
@@ -2238,7 +2262,9 @@ impl Gen {
             ];
             let saved = self.ad_depth;
             self.ad_depth = 0;
+            self.in_list_fold = true;
             let (step, _) = self.nexpr(&Real, &mut env, depth);
+            self.in_list_fold = false;
             self.ad_depth = saved;
             self.fns.push(format!(
                 "fn lst_fold(l: Lst, acc: Real) -> Real {{\n    match l {{ Nil => acc, Cons(hd, tl) => lst_fold(tl, {step}) }}\n}}"
