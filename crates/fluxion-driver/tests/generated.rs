@@ -61,7 +61,7 @@ const MODE_TOLERANCE: f64 = 1e-9;
 
 /// Seeds run by `cargo test`: about 40 s for this file in a debug build on 2 shared
 /// cores (measured: 39 s; about 33 ms per program).
-const DEFAULT_CASES: u64 = 1200;
+const DEFAULT_CASES: u64 = 1000;
 
 /// The vector-valued variant of `f` for the transpose identity.
 const FV: &str = "\nfn fv(x: [Real]) -> [Real] { [f(x), f(reverse(x)) * 0.5] }\n";
@@ -466,7 +466,8 @@ fn regression_files() -> Vec<PathBuf> {
     files
 }
 
-/// The point in a `// x: [..]` header line (default: a fixed point).
+/// The point in a `// x: [..]` header line (default: a fixed point). `f` takes
+/// `X_LEN` reals (the transpose oracle's directions have that length).
 fn point_of(src: &str) -> Vec<f64> {
     src.lines()
         .find_map(|l| l.strip_prefix("// x:"))
@@ -482,7 +483,14 @@ fn regressions_pass_every_oracle_or_fail_as_known() {
     for path in &files {
         let name = path.file_name().unwrap().to_str().unwrap();
         let src = std::fs::read_to_string(path).unwrap();
-        let result = check(&src, &point_of(&src)).map(|_| ());
+        let x = point_of(&src);
+        assert_eq!(
+            x.len(),
+            generator::X_LEN,
+            "{name}: `// x:` needs {} reals",
+            generator::X_LEN
+        );
+        let result = check(&src, &x).map(|_| ());
         match (
             KNOWN_FAILURES.iter().find(|k| k.0 == name),
             result,

@@ -278,8 +278,8 @@ const GENERATE_TANGENT_ENUMS: bool = false;
 
 const MAX_HELPERS: usize = 6;
 const MAX_ENUMS: usize = 2;
-const MAX_AD: u32 = 4;
-const MAX_AD_DEPTH: u32 = 2;
+const MAX_AD: u32 = 8;
+const MAX_AD_DEPTH: u32 = 3;
 
 /// Productions; which apply depends on the type asked for.
 #[derive(Clone, Copy, Debug)]
@@ -1256,7 +1256,14 @@ impl Gen {
             P::Leaf => self.leaf(ty, env),
             P::Let => {
                 let t = self.rand_ty(2);
-                let (e, b) = self.expr(&t, env, d);
+                // A function may be an unannotated lambda, whose parameter types are
+                // inferred from the uses (or from the `let`'s annotation if unused).
+                let bare = matches!(t, Ty::Fn(..)) && self.rng.chance(0.3);
+                let (e, b) = if bare {
+                    self.lambda(&t, env, d, false, None)
+                } else {
+                    self.expr(&t, env, d)
+                };
                 // Sometimes shadow a variable in scope (possibly with another type).
                 let name = if !env.is_empty() && self.rng.chance(0.1) {
                     env[self.rng.below(env.len())].name.clone()
@@ -1271,12 +1278,17 @@ impl Gen {
                 let mark = env.len();
                 env.push(Var {
                     name: name.clone(),
-                    ty: t,
+                    ty: t.clone(),
                     b,
                     range: None,
                 });
                 let (body, bb) = self.expr(ty, env, d);
                 env.truncate(mark);
+                let annot = if bare && !mentions(&body, &name) {
+                    format!(": {}", self.render_ty(&t))
+                } else {
+                    annot
+                };
                 (format!("{{ let {name}{annot} = {e}; {body} }}"), bb)
             }
             P::LetTuple => {
