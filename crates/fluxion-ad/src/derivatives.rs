@@ -5,7 +5,7 @@
 //! their first argument on ties; `∂pow(x, y)/∂y = pow(x, y)·log(x)` is 0 where
 //! `x = 0`; `floor`, `ceil` have zero derivative.
 
-use fluxion_core::{Atom, Prim, Type};
+use fluxion_core::{Atom, Lit, Prim, Type};
 
 use crate::builder::{Builder, real};
 
@@ -159,28 +159,48 @@ pub(crate) fn real_tangent(
             b.div(num, y0)
         }
         Rem => {
-            // x % y = x - y·trunc(x/y): d = dx - trunc(x/y)·dy
-            let q = b.div(x, y0);
-            let pos = b.cmp(Ge, q, real(0.0));
-            let t = b.if_(pos, Type::Real, |b| b.unary(Floor, q), |b| b.unary(Ceil, q));
-            let td = b.mul(t, dy);
+            // x % y = x − q·y with q the integer quotient, locally constant:
+            // d = dx − q·dy. q is recovered exactly from the primal remainder r = y
+            // (this function's result): q = round((x − r) / y).
+            let diff = b.sub(x, y);
+            let q = b.div(diff, y0);
+            let half_up = b.add(q, real(0.5));
+            let q = b.unary(Floor, half_up);
+            let td = b.mul(q, dy);
             b.sub(dx, td)
         }
         Pow => {
-            // y·x^(y-1)·dx + x^y·log(x)·dy; the second term is taken as 0 where x = 0
-            // (LANGUAGE.md §5) and is left out where dy = 0, so that a constant
-            // exponent gives finite derivatives for negative x.
-            let ym1 = b.sub(y0, real(1.0));
-            let pw = b.prim(Pow, &[x, ym1], Type::Real);
-            let dfdx = b.mul(y0, pw);
+            // ∂/∂x = y·x^(y−1), taken as 0 where y = 0 (x^0 is constant; this avoids
+            // 0·inf at x = 0). ∂/∂y = x^y·log x, taken as 0 where x = 0 (LANGUAGE.md
+            // §5); where x < 0 only constant exponents make sense, so the term is left
+            // out when the exponent does not move. Branches read primals, except the
+            // x < 0 case, whose derivative in the exponent is NaN anyway.
+            let y_is_zero = b.cmp(Eq, y0, real(0.0));
+            let dfdx = b.if_(
+                y_is_zero,
+                Type::Real,
+                |_| real(0.0),
+                |b| {
+                    let ym1 = b.sub(y0, real(1.0));
+                    let pw = b.prim(Pow, &[x, ym1], Type::Real);
+                    b.mul(y0, pw)
+                },
+            );
             let a = b.mul(dfdx, dx);
-            let zero_base = b.cmp(Eq, x, real(0.0));
-            let still = b.cmp(Eq, dy, real(0.0));
+            let positive = b.cmp(Gt, x, real(0.0));
             let skip = b.if_(
-                zero_base,
+                positive,
                 Type::Bool,
-                |_| fluxion_core::Atom::Lit(fluxion_core::Lit::Bool(true)),
-                |_| still,
+                |_| Atom::Lit(Lit::Bool(false)),
+                |b| {
+                    let zero_base = b.cmp(Eq, x, real(0.0));
+                    b.if_(
+                        zero_base,
+                        Type::Bool,
+                        |_| Atom::Lit(Lit::Bool(true)),
+                        |b| b.cmp(Eq, dy, real(0.0)),
+                    )
+                },
             );
             let c = b.if_(
                 skip,

@@ -14,8 +14,10 @@ use fluxion_core::{Arm, Atom, CodeId, CodeKind, Lit, Prim, Rhs, Type, TypeMap, V
 
 use crate::builder::{Builder, int, real};
 
-fn key(b: &Builder, name: &str, ty: &Type) -> String {
-    format!("{name}#{}", ty.display(&b.m.enums))
+/// The memo key of a helper for a type: by enum ids, not names (a user enum may be
+/// called like a derived one).
+fn key(name: &str, ty: &Type) -> String {
+    format!("{name}#{ty:?}")
 }
 
 /// A top-level helper code `name` for type `ty`, built by `body` on first request.
@@ -27,7 +29,7 @@ pub(crate) fn helper(
     ret: Type,
     body: impl FnOnce(&mut Builder, &[Atom]) -> Atom,
 ) -> CodeId {
-    let k = key(b, name, ty);
+    let k = key(name, ty);
     if let Some(id) = b.m.derived_codes.get(&k) {
         return *id;
     }

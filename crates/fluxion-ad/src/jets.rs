@@ -496,70 +496,98 @@ fn pow_const(b: &mut Builder, a: Atom, r: Atom) -> Atom {
 fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = jet_helper(b, "jet_pow", vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (args[0], args[1]);
-        let n = length(b, y);
-        let rest = b.sub(n, int(1));
-        let variation = sum_over(b, rest, &[y], |b, i, c| {
-            let j = b.add(i, int(1));
-            let yj = index(b, c[0], j);
-            b.unary(Prim::Abs, yj)
-        });
-        let constant_exponent = b.cmp(Prim::Eq, variation, real(0.0));
         let x0 = index(b, x, int(0));
         let y0 = index(b, y, int(0));
-        b.if_(
-            constant_exponent,
+        let value = b.prim(Prim::Pow, &[x0, y0], Type::Real);
+        // Branches read primals only (x₀, and whether the exponent moves only where
+        // x₀ ≤ 0, where a moving exponent has no real derivative anyway), so that
+        // every nested layer sees the same rule.
+        let positive = b.cmp(Prim::Gt, x0, real(0.0));
+        let series = b.if_(
+            positive,
             reals(),
-            |b| {
-                let at_zero = b.cmp(Prim::Eq, x0, real(0.0));
-                b.if_(
-                    at_zero,
-                    reals(),
-                    |b| {
-                        // 0^r: a natural r ≤ 64 is a finite product; otherwise exp·log.
-                        let whole = b.unary(Prim::Floor, y0);
-                        let natural = b.cmp(Prim::Eq, whole, y0);
-                        let small = b.cmp(Prim::Le, y0, real(64.0));
-                        let nonneg = b.cmp(Prim::Ge, y0, real(0.0));
-                        let ok1 = b.if_(
-                            natural,
-                            Type::Bool,
-                            |_| small,
-                            |_| Atom::Lit(fluxion_core::Lit::Bool(false)),
-                        );
-                        let ok = b.if_(
-                            ok1,
-                            Type::Bool,
-                            |_| nonneg,
-                            |_| Atom::Lit(fluxion_core::Lit::Bool(false)),
-                        );
-                        b.if_(
-                            ok,
-                            reals(),
-                            |b| {
-                                let times = b.prim(Prim::ToInt, &[y0], Type::Int);
-                                let one = constant_like(b, real(1.0), x);
-                                let xv = var_of(b, x);
-                                let step = b.lambda("power", &[xv], vec![reals()], |b, ps| {
-                                    mul(b, ps[0], Atom::Var(xv))
-                                });
-                                b.prim(Prim::Iterate, &[times, step, one], reals())
-                            },
-                            |b| {
-                                let l = log_of(b, x);
-                                let e = mul(b, y, l);
-                                exp(b, e)
-                            },
-                        )
-                    },
-                    |b| pow_const(b, x, y0),
-                )
-            },
             |b| {
                 let l = log_of(b, x);
                 let e = mul(b, y, l);
                 exp(b, e)
             },
-        )
+            |b| {
+                let n = length(b, y);
+                let rest = b.sub(n, int(1));
+                let variation = sum_over(b, rest, &[y], |b, i, c| {
+                    let j = b.add(i, int(1));
+                    let yj = index(b, c[0], j);
+                    b.unary(Prim::Abs, yj)
+                });
+                let constant_exponent = b.cmp(Prim::Eq, variation, real(0.0));
+                let at_zero = b.cmp(Prim::Eq, x0, real(0.0));
+                let whole = b.unary(Prim::Floor, y0);
+                let natural = b.cmp(Prim::Eq, whole, y0);
+                let small = b.cmp(Prim::Le, y0, real(64.0));
+                let nonneg = b.cmp(Prim::Ge, y0, real(0.0));
+                let no = Atom::Lit(fluxion_core::Lit::Bool(false));
+                let natural_small = b.if_(natural, Type::Bool, |_| small, |_| no);
+                let natural_power = b.if_(natural_small, Type::Bool, |_| nonneg, |_| no);
+                // At x₀ = 0 the exponent is held constant (∂/∂y is taken as 0 there,
+                // LANGUAGE.md §5).
+                let use_product = b.if_(at_zero, Type::Bool, |_| natural_power, |_| no);
+                let nonzero = b.cmp(Prim::Ne, x0, real(0.0));
+                let use_recurrence = b.if_(constant_exponent, Type::Bool, |_| nonzero, |_| no);
+                b.if_(
+                    use_product,
+                    reals(),
+                    |b| {
+                        // 0^n for a natural n ≤ 64: a finite product.
+                        let times = b.prim(Prim::ToInt, &[y0], Type::Int);
+                        let one = constant_like(b, real(1.0), x);
+                        let xv = var_of(b, x);
+                        let step = b.lambda("power", &[xv], vec![reals()], |b, ps| {
+                            mul(b, ps[0], Atom::Var(xv))
+                        });
+                        b.prim(Prim::Iterate, &[times, step, one], reals())
+                    },
+                    |b| {
+                        b.if_(
+                            use_recurrence,
+                            reals(),
+                            |b| pow_const(b, x, y0),
+                            |b| {
+                                b.if_(
+                                    at_zero,
+                                    reals(),
+                                    // 0^r for another r: x(t)^r vanishes to order r, so
+                                    // the coefficients below r are 0; the others have
+                                    // no finite value.
+                                    |b| {
+                                        let n = length(b, x);
+                                        let rv = var_of(b, y0);
+                                        let lam =
+                                            b.lambda("coef", &[rv], vec![Type::Int], |b, ps| {
+                                                let jr = to_real(b, ps[0]);
+                                                let below = b.cmp(Prim::Lt, jr, Atom::Var(rv));
+                                                b.if_(
+                                                    below,
+                                                    Type::Real,
+                                                    |_| real(0.0),
+                                                    |_| real(f64::NAN),
+                                                )
+                                            });
+                                        b.prim(Prim::Build, &[n, lam], reals())
+                                    },
+                                    |b| {
+                                        let l = log_of(b, x);
+                                        let e = mul(b, y, l);
+                                        exp(b, e)
+                                    },
+                                )
+                            },
+                        )
+                    },
+                )
+            },
+        );
+        // The value itself is pow's, also where the series is not defined.
+        with_primal(b, series, value)
     });
     call(b, f, vec![x, y])
 }
@@ -650,16 +678,14 @@ pub(crate) fn apply(b: &mut Builder, p: Prim, args: &[Atom], _k: u32) -> Option<
         Mul => mul(b, a, args[1]),
         Div => div(b, a, args[1]),
         Rem => {
-            // x % y = x − trunc(x₀/y₀)·y (the quotient is locally constant)
+            // x % y = x − q·y with the integer quotient q locally constant, recovered
+            // exactly from the primal remainder: q = round((x₀ − x₀ % y₀) / y₀).
             let (x0, y0) = (primal(b, a), primal(b, args[1]));
-            let q = b.div(x0, y0);
-            let nonneg = b.cmp(Ge, q, real(0.0));
-            let t = b.if_(
-                nonneg,
-                Type::Real,
-                |b| b.unary(Floor, q),
-                |b| b.unary(Ceil, q),
-            );
+            let r0 = b.arith(Rem, &[x0, y0]);
+            let d = b.sub(x0, r0);
+            let q = b.div(d, y0);
+            let half_up = b.add(q, real(0.5));
+            let t = b.unary(Floor, half_up);
             let ty = scale(b, t, args[1]);
             sub(b, a, ty)
         }

@@ -160,14 +160,18 @@ impl Translate {
         parts
     }
 
-    /// The translated zero of a summable type whose shape is static (see
-    /// [`static_jet_zero`]).
+    /// The translated zero of a summable type: the empty array is the zero of any
+    /// array (sums add arrays elementwise), a real's is a translated constant.
     fn zero(&self, b: &mut Builder, ty: &Type) -> Atom {
         match ty {
             Type::Real => self.constant(b, real(0.0)),
             Type::Tuple(ts) => {
                 let parts = ts.iter().map(|t| self.zero(b, t)).collect();
                 b.tuple("zero", parts)
+            }
+            Type::Array(_) => {
+                let lty = b.m.map_type(ty, self.layer);
+                b.emit("zero", Rhs::Array(vec![]), lty)
             }
             Type::Int => crate::builder::int(0),
             _ => Atom::Lit(Lit::Unit),
@@ -337,7 +341,7 @@ impl Translate {
             }
             // A sum of no elements: the interpreter's zero of `[Real]` is the empty
             // array, but a jet's zero is k+1 zero coefficients.
-            Sum | Sumbuild if matches!(self.layer, TypeMap::Taylor(_)) && static_jet_zero(ty) => {
+            Sum | Sumbuild if matches!(self.layer, TypeMap::Taylor(_)) && has_real_leaf(ty) => {
                 let args = self.atoms(b, args);
                 let total = b.emit(hint, Rhs::Prim(p, args.clone()), lty.clone());
                 let count = match p {
@@ -371,7 +375,7 @@ impl Translate {
             TypeMap::Taylor(k) => {
                 let mut series = Vec::new();
                 for a in args {
-                    series.push(if is_int(b, a) { *a } else { self.atom(b, a) });
+                    series.push(self.atom(b, a));
                 }
                 jets::apply(b, p, &series, k).ok_or_else(no_rule)
             }
@@ -379,7 +383,7 @@ impl Translate {
                 let (mut xs, mut dxs) = (Vec::new(), Vec::new());
                 for a in args {
                     let (x, dx) = match a {
-                        _ if is_int(b, a) => (*a, Atom::Lit(Lit::Unit)),
+                        _ if is_int(b, a) => (self.atom(b, a), Atom::Lit(Lit::Unit)),
                         Atom::Lit(Lit::Real(r)) => (real(*r), real(0.0)),
                         _ => {
                             let d = self.atom(b, a);
@@ -401,22 +405,13 @@ impl Translate {
     }
 }
 
-/// Whether a summable type is made of reals and integers in tuples only (its zero has
-/// a static shape that contains a real).
-fn static_jet_zero(ty: &Type) -> bool {
-    fn statically_shaped(ty: &Type) -> bool {
-        match ty {
-            Type::Real | Type::Int => true,
-            Type::Tuple(ts) => ts.iter().all(statically_shaped),
-            _ => false,
-        }
+/// Whether a summable type has a real in it (so that its translated zero is not the
+/// interpreter's default).
+fn has_real_leaf(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().any(has_real_leaf),
+        Type::Array(t) => has_real_leaf(t),
+        _ => false,
     }
-    fn has_real(ty: &Type) -> bool {
-        match ty {
-            Type::Real => true,
-            Type::Tuple(ts) => ts.iter().any(has_real),
-            _ => false,
-        }
-    }
-    statically_shaped(ty) && has_real(ty)
 }

@@ -363,3 +363,29 @@ fn gradients_with_respect_to_structured_values_match_the_flattened_function() {
     let structured = eval_reals(src, &format!("grad(structured, {point})"), MODE).unwrap();
     assert_eq!(structured, flat);
 }
+
+#[test]
+fn review_findings_stay_fixed() {
+    let run = |expr: &str| eval_reals("", expr, MODE).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    // A variable order of polygamma: d/dy ψ''(y) = ψ'''(y); ψ'''(0.3) by its series
+    // 6·Σ 1/(0.3+k)^4 — compared with the value for order 3 computed directly.
+    assert_eq!(
+        run("{ let n = 1 + 1; diff(|y: Real| polygamma(n, y), 0.3) }"),
+        run("polygamma(3, 0.3)")
+    );
+    // The exponent's perturbation survives nesting: d/dt [2^y·ln 2·t] = 2^3·ln 2.
+    let got = run("diff(|t| jvp(|y| pow(2.0, y), 3.0, t).1, 0.5)");
+    assert!((got[0] - 8.0 * 2f64.ln()).abs() < 1e-12, "{got:?}");
+    // pow(x, 0) is constant (no 0·inf at x = 0); a negative base with a constant
+    // exponent has finite derivatives: d/dy (y² + y³) = 2y + 3y² at −1.1.
+    assert_eq!(run("jvp(|x| pow(x, 0.0), 0.0, 1.0)"), [1.0, 0.0]);
+    let got = run("diff(|y| pow(y, 2.0) + pow(y, 3.0), -1.1)");
+    assert!(
+        (got[0] - (2.0 * -1.1 + 3.0 * 1.21)).abs() < 1e-12,
+        "{got:?}"
+    );
+    // 1.0 % 0.1 = 0.09999999999999995: the quotient is 9, so the slope in y is −9.
+    assert_eq!(run("diff(|y| 1.0 % y, 0.1)"), [-9.0]);
+    // A function of no parameters: its point and direction are ().
+    assert_eq!(run("jvp(|| 1.0, (), ())"), [1.0, 0.0]);
+}

@@ -342,3 +342,35 @@ fn taylor_results_have_the_contract_types() {
         "([1.0, 2.0], [[1.0, 2.0]])"
     );
 }
+
+#[test]
+fn review_findings_stay_fixed() {
+    // The exponent's series is not dropped under nesting: d/ds of c₁ of 2^(3 + s·t)
+    // = d/ds (8·ln 2·s) = 8·ln 2.
+    let got = run(
+        "",
+        "diff(|s| taylor(|p: (Real, Real)| pow(p.0, p.1), (2.0, 3.0), (1.0, s), 1).1[0], 0.0)",
+    );
+    assert!((got[0] - 8.0 * 2f64.ln()).abs() < 1e-12, "{got:?}");
+    // pow's value is pow's even where its series is not real.
+    assert_eq!(
+        run(
+            "",
+            "taylor(|p: (Real, Real)| pow(p.0, p.1), (-2.0, 2.0), (0.0, 1.0), 1).0"
+        ),
+        [4.0]
+    );
+    // t^2.5 vanishes to order 2.5: c₁ = c₂ = 0.
+    assert_eq!(
+        run("", "taylor(|x| pow(x, 2.5), 0.0, 1.0, 2)"),
+        [0.0, 0.0, 0.0]
+    );
+    // An empty sum whose elements hold arrays: its zero is translated too.
+    assert_eq!(
+        run(
+            "",
+            "taylor(|x| sum(build(0, |i| (x, [x]))).0 + x, 1.0, 1.0, 2)"
+        ),
+        [1.0, 1.0, 0.0]
+    );
+}

@@ -71,7 +71,9 @@ impl Interp {
         let a = differentiated_argument(&params);
         let point = combine(&self.module(), x, v, &a, layer)
             .map_err(|message| RuntimeError { span, message })?;
-        let args = if params.len() == 1 {
+        let args = if params.is_empty() {
+            vec![]
+        } else if params.len() == 1 {
             vec![point]
         } else {
             match point {

@@ -65,7 +65,14 @@ impl Elab {
         }
         if prim == Prim::Taylor {
             match &args[3].kind {
-                ExprKind::Int(k) if *k >= 1 => {}
+                ExprKind::Int(k) if (1..=64).contains(k) => {}
+                ExprKind::Int(k) if *k > 64 => {
+                    self.error(
+                        span(args[3].span),
+                        format!("taylor orders above 64 are not supported (found {k})"),
+                    );
+                    return self.poison();
+                }
                 _ => {
                     self.error(
                         span(args[3].span),
