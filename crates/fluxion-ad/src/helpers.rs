@@ -119,6 +119,15 @@ pub(crate) fn dim_of(b: &mut Builder, ty: &Type, x: Atom) -> Atom {
     call(b, code, vec![x])
 }
 
+/// The field types of each constructor of enum `e`.
+fn variant_fields(b: &Builder, e: fluxion_core::EnumId) -> Vec<Vec<Type>> {
+    b.m.enum_def(e)
+        .variants
+        .iter()
+        .map(|v| v.fields.clone())
+        .collect()
+}
+
 /// `match x { C(fields) => arm(C's fields) ... }` over every constructor of `e`.
 fn enum_match(
     b: &mut Builder,
@@ -344,12 +353,7 @@ pub(crate) fn coords_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
                     let Type::Enum(te) = tty.clone() else {
                         unreachable!("tangent of an enum")
                     };
-                    let base_fields: Vec<Vec<Type>> =
-                        b.m.enum_def(*e)
-                            .variants
-                            .iter()
-                            .map(|v| v.fields.clone())
-                            .collect();
+                    let base_fields = variant_fields(b, *e);
                     enum_match(b, te, v, Type::array(Type::Real), |b, fields, _, tag| {
                         let parts = base_fields[tag as usize]
                             .iter()
@@ -407,12 +411,7 @@ pub(crate) fn primal_of(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom) -> 
                 let Type::Enum(le) = lty.clone() else {
                     unreachable!("translation of an enum")
                 };
-                let base_fields: Vec<Vec<Type>> =
-                    b.m.enum_def(*e)
-                        .variants
-                        .iter()
-                        .map(|v| v.fields.clone())
-                        .collect();
+                let base_fields = variant_fields(b, *e);
                 let e = *e;
                 enum_match(b, le, v, ty.clone(), |b, fields, _, tag| {
                     let parts: Vec<Atom> = base_fields[tag as usize]

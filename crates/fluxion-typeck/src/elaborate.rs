@@ -834,18 +834,8 @@ impl Elab {
     fn new_lambda_code(&mut self, sp: Span) -> CodeId {
         self.lambda_counter += 1;
         let name = format!("{}_lambda{}", self.current_fn, self.lambda_counter);
-        self.module.add_code(Code {
-            name,
-            kind: CodeKind::Lambda,
-            captures: vec![],
-            params: vec![],
-            ret: Type::Unit,
-            body: Body {
-                bindings: vec![],
-                result: Atom::Lit(Lit::Unit),
-            },
-            span: sp,
-        })
+        self.module
+            .add_code(Code::placeholder(name, CodeKind::Lambda, sp))
     }
 
     pub(crate) fn finish_lambda_code(
