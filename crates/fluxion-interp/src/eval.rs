@@ -145,7 +145,12 @@ impl Interp {
         loop {
             if let Some(b) = current.binds.get(next) {
                 if let Some(nested) = self.branch(frame, &b.rhs, b.span)? {
-                    pending.push((current, next + 1, b.slot));
+                    // A branch whose value is the body's result needs no return point.
+                    let tail = next + 1 == current.binds.len()
+                        && matches!(current.result, CAtom::Slot(s) if s == b.slot);
+                    if !tail {
+                        pending.push((current, next + 1, b.slot));
+                    }
                     (current, next) = (nested, 0);
                     continue;
                 }
