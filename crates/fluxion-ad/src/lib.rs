@@ -10,6 +10,7 @@
 //! can itself be transformed).
 
 mod builder;
+mod cleanup;
 mod derivatives;
 pub mod expand;
 mod helpers;

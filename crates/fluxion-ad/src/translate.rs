@@ -94,7 +94,8 @@ fn translate_code(
         t.env.insert(*p, Atom::Var(v));
         params.push(v);
     }
-    let body = t.nested(&mut b, &original.body)?;
+    let mut body = t.nested(&mut b, &original.body)?;
+    crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
     b.finish_code(id, new_captures, params, ret, body);
     Ok(id)
 }
