@@ -180,7 +180,25 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let outcome = fluxion_driver::with_big_stack(move || run_command(cli.command));
+    // A panic is a bug in Fluxion, never the program's fault: report it as an
+    // internal error (exit 1, as for any failed run) rather than with a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "internal compiler error{location}: {info}\nthis is a bug in Fluxion; please report it with the program that caused it"
+        );
+    }));
+    let outcome = fluxion_driver::with_big_stack(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_command(cli.command)))
+            .unwrap_or(Outcome {
+                stdout: String::new(),
+                stderr: String::new(),
+                status: 1,
+            })
+    });
     use std::io::Write;
     let _ = std::io::stdout().write_all(outcome.stdout.as_bytes());
     let _ = std::io::stderr().write_all(outcome.stderr.as_bytes());
