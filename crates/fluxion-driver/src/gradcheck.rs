@@ -31,6 +31,12 @@ fn literal(xs: &[f64]) -> String {
 /// Evaluates `expr` (which may use the functions of `src`) and parses the printed
 /// result as a flat list of reals (nested arrays and tuples are flattened).
 pub fn eval_reals(src: &str, expr: &str, mode: AdMode) -> Result<Vec<f64>, String> {
+    eval_literal(src, expr, mode).map(|text| parse_reals(&text))
+}
+
+/// Evaluates `expr` (which may use the functions of `src`) and prints its value in
+/// Fluxion literal syntax; the error is the rendered diagnostic.
+pub fn eval_literal(src: &str, expr: &str, mode: AdMode) -> Result<String, String> {
     let src = src.to_string();
     let expr = expr.to_string();
     with_big_stack(move || {
@@ -39,7 +45,7 @@ pub fn eval_reals(src: &str, expr: &str, mode: AdMode) -> Result<Vec<f64>, Strin
         let out = program
             .run_with(crate::core_entry_name(), None, mode)
             .map_err(|f| f.render())?;
-        Ok(parse_reals(&out.to_literal()))
+        Ok(out.to_literal())
     })
 }
 

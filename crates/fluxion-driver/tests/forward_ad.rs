@@ -4,7 +4,7 @@
 
 use fluxion_driver::AdMode;
 use fluxion_driver::gradcheck::{
-    check_gradient, check_jacobian, check_transpose, eval_reals, fd_jacobian,
+    check_gradient, check_jacobian, check_transpose, eval_literal, eval_reals, fd_jacobian,
 };
 
 const MODE: AdMode = AdMode::Fwd;
@@ -303,17 +303,7 @@ fn non_differentiable_points_follow_the_contract() {
 fn tangent_types_follow_the_contract() {
     let src = "enum Shape { Circle(Real), Tagged(Int, Real) }
                fn area(s: Shape) -> Real { match s { Circle(r) => r * r, Tagged(n, x) => to_real(n) * x } }";
-    let show = |expr: &str| {
-        let src = src.to_string();
-        let expr = expr.to_string();
-        fluxion_driver::with_big_stack(move || {
-            let p = fluxion_driver::compile_with_expr("t.flx", &src, Some(&expr))
-                .unwrap_or_else(|f| panic!("{}", f.render()));
-            p.run(fluxion_driver::core_entry_name(), None)
-                .unwrap_or_else(|f| panic!("{}", f.render()))
-                .to_literal()
-        })
-    };
+    let show = |expr: &str| eval_literal(src, expr, MODE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         show("grad(|p: (Int, Real)| p.1 * to_real(p.0), (3, 2.0))"),
         "((), 3.0)"

@@ -6,7 +6,7 @@
 //! jets hold the derivatives themselves, so its second components are 2·c_2 here.
 
 use fluxion_driver::AdMode;
-use fluxion_driver::gradcheck::eval_reals;
+use fluxion_driver::gradcheck::{eval_literal, eval_reals};
 
 fn run(src: &str, expr: &str) -> Vec<f64> {
     eval_reals(src, expr, AdMode::Fwd).unwrap_or_else(|e| panic!("{expr}: {e}"))
@@ -322,16 +322,7 @@ fn taylor_nests_with_the_other_operators() {
 
 #[test]
 fn taylor_results_have_the_contract_types() {
-    let show = |expr: &str| {
-        let expr = expr.to_string();
-        fluxion_driver::with_big_stack(move || {
-            let p = fluxion_driver::compile_with_expr("t.flx", "", Some(&expr))
-                .unwrap_or_else(|f| panic!("{}", f.render()));
-            p.run(fluxion_driver::core_entry_name(), None)
-                .unwrap_or_else(|f| panic!("{}", f.render()))
-                .to_literal()
-        })
-    };
+    let show = |expr: &str| eval_literal("", expr, AdMode::Fwd).unwrap_or_else(|e| panic!("{e}"));
     // (B, [T(B)]): an Int leaf has () coefficients.
     assert_eq!(
         show("taylor(|x: Real| (x * x, 3), 1.0, 1.0, 2)"),
