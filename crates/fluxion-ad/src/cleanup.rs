@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use fluxion_core::{Atom, Body, Module, Rhs, Type, VarId};
 
-use crate::derivatives::is_real_function;
+use crate::calculus::is_real_function;
 
 /// Removes dead pure bindings from `body` and the bodies nested in it.
 pub(crate) fn eliminate_dead_bindings(m: &Module, body: &mut Body) {

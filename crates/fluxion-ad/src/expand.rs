@@ -1,23 +1,21 @@
-//! Expands the differential operators other than `jvp` into Core that uses `jvp`
-//! (forward mode, `--ad fwd`): one JVP per input coordinate, assembled with the
-//! generated helpers of `helpers.rs`.
+//! Expands the differential operators other than `jvp` and `taylor` before evaluation,
+//! by the chosen mode's algorithm (`mode.rs`):
 //!
-//! - `diff(f, x)            = jvp(f, x, 1.0).1`
-//! - `grad(f, x)            = tfrom(x, build(tdim(x), |i| jvp(f, x, tbasis(x, i)).1), 0)`
+//! - `diff(f, x)            = jvp(f, x, 1.0).1` (every mode)
+//! - `grad`, `vjp`, `jacobian`: the mode's [`ReverseAlgorithm`]
 //! - `value_and_grad(f, x)  = (f(x), grad(f, x))`
-//! - `vjp(f, x)             = (f(x), |w| tfrom(x, build(tdim(x), |i|
-//!                               tdot(tcoords(jvp(f, x, tbasis(x, i)).1), tcoords(w))), 0))`
-//! - `jacobian(f, x)`: columns `jvp(f, x, e_j).1`, transposed into rows
-//! - `hessian(f, x)         = jacobian(|y| grad(f, y), x)` (forward over forward)
+//! - `hessian(f, x)         = jacobian(|y| grad(f, y), x)`
 //!
 //! The result is ordinary Core, so the forward pass (and any later one) transforms it
 //! like user code: nested operators need no special case.
 
 use fluxion_core::verify::differentiated_argument;
-use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Type, VarId};
+use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Type};
 
-use crate::builder::{Builder, int, real};
-use crate::helpers::{basis_of, coords_of, dim_of, dot, from_coords, var_of};
+use crate::AdError;
+use crate::builder::{Builder, real};
+use crate::helpers::var_of;
+use crate::mode::{AdMode, ReverseAlgorithm, Site};
 
 /// Whether a primitive is expanded here.
 fn is_expanded(p: Prim) -> bool {
@@ -25,17 +23,33 @@ fn is_expanded(p: Prim) -> bool {
     matches!(p, Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian)
 }
 
+/// Whether a primitive's algorithm is the one `--ad` chooses.
+fn depends_on_mode(p: Prim) -> bool {
+    is_expanded(p) && p != Prim::Diff
+}
+
 /// Whether any code uses an operator whose algorithm `--ad` chooses (`grad`,
 /// `value_and_grad`, `vjp`, `jacobian`, `hessian`).
 pub fn uses_reverse_operators(m: &Module) -> bool {
     m.codes
         .iter()
-        .any(|c| body_has_prim(&c.body, &|p| is_expanded(p) && p != Prim::Diff))
+        .any(|c| body_has_prim(&c.body, &depends_on_mode))
 }
 
 /// Expands every operator in every code of the module (including codes the expansion
-/// itself creates).
-pub fn expand_module(m: &mut Module) {
+/// itself creates) with `mode`'s algorithm. A mode that is not built yet is an error
+/// only for a program that uses one of the operators it would compute.
+pub fn expand_module(m: &mut Module, mode: AdMode) -> Result<(), AdError> {
+    let algorithm = match mode.algorithm() {
+        Some(a) => a,
+        None if !uses_reverse_operators(m) => AdMode::Fwd.algorithm().expect("fwd is built"),
+        None => {
+            return Err(AdError(format!(
+                "--ad {} is not implemented yet; use --ad fwd",
+                mode.name()
+            )));
+        }
+    };
     let mut next = 0;
     while next < m.codes.len() {
         let id = CodeId(next as u32);
@@ -43,11 +57,12 @@ pub fn expand_module(m: &mut Module) {
             let body = m.code(id).body.clone();
             let span = m.code(id).span;
             let mut b = Builder::new(m, span);
-            let new_body = expand_body(&mut b, &body);
+            let new_body = expand_body(&mut b, &body, algorithm);
             m.codes[next].body = new_body;
         }
         next += 1;
     }
+    Ok(())
 }
 
 /// Whether `body` (or a body nested in it) applies a primitive satisfying `pred`.
@@ -63,25 +78,27 @@ fn body_has_prim(body: &Body, pred: &dyn Fn(Prim) -> bool) -> bool {
     })
 }
 
-fn expand_body(b: &mut Builder, body: &Body) -> Body {
+fn expand_body(b: &mut Builder, body: &Body, alg: &dyn ReverseAlgorithm) -> Body {
     b.block(|b| {
         for binding in &body.bindings {
             b.span = binding.span;
             let rhs = match &binding.rhs {
-                Rhs::Prim(p, args) if is_expanded(*p) => Rhs::Atom(expand_op(b, *p, args)),
-                Rhs::If(c, t, e) => {
-                    Rhs::If(*c, Box::new(expand_body(b, t)), Box::new(expand_body(b, e)))
-                }
+                Rhs::Prim(p, args) if is_expanded(*p) => Rhs::Atom(expand_op(b, *p, args, alg)),
+                Rhs::If(c, t, e) => Rhs::If(
+                    *c,
+                    Box::new(expand_body(b, t, alg)),
+                    Box::new(expand_body(b, e, alg)),
+                ),
                 Rhs::Match(s, arms, d) => {
                     let arms = arms
                         .iter()
                         .map(|a| fluxion_core::Arm {
                             tag: a.tag,
                             fields: a.fields.clone(),
-                            body: expand_body(b, &a.body),
+                            body: expand_body(b, &a.body, alg),
                         })
                         .collect();
-                    let d = d.as_ref().map(|d| Box::new(expand_body(b, d)));
+                    let d = d.as_ref().map(|d| Box::new(expand_body(b, d, alg)));
                     Rhs::Match(*s, arms, d)
                 }
                 other => other.clone(),
@@ -92,16 +109,22 @@ fn expand_body(b: &mut Builder, body: &Body) -> Body {
     })
 }
 
-/// `(A, B, number of parameters)` of a function value.
-fn signature(b: &Builder, f: &Atom) -> (Type, Type, usize) {
-    let Type::Fn(params, ret) = b.ty(f) else {
+/// The operator's site: `f` and `x` as variables, `(A, B, number of parameters)`.
+fn site(b: &mut Builder, f: Atom, x: Atom) -> Site {
+    let Type::Fn(params, ret) = b.ty(&f) else {
         unreachable!("differential operator on a non-function (the type checker rejects it)")
     };
-    (differentiated_argument(&params), *ret, params.len())
+    Site {
+        f: var_of(b, f),
+        x: var_of(b, x),
+        a: differentiated_argument(&params),
+        b: *ret,
+        n_params: params.len(),
+    }
 }
 
 /// `f(x)`, where `x` is the tuple of the arguments if `f` has several.
-fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: Type) -> Atom {
+pub(crate) fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: Type) -> Atom {
     let args = if n_params == 1 {
         vec![x]
     } else {
@@ -111,93 +134,47 @@ fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: Type) -> Ato
 }
 
 /// `jvp(f, x, d).1`
-fn jvp_tangent(b: &mut Builder, f: Atom, x: Atom, d: Atom, ret: &Type) -> Atom {
+pub(crate) fn jvp_tangent(b: &mut Builder, f: Atom, x: Atom, d: Atom, ret: &Type) -> Atom {
     let tret = b.m.tangent_type(ret);
     let pair = b.prim(Prim::Jvp, &[f, x, d], Type::Tuple(vec![ret.clone(), tret]));
     b.proj(&pair, 1)
 }
 
-fn expand_op(b: &mut Builder, p: Prim, args: &[Atom]) -> Atom {
-    let (a_ty, ret, n_params) = signature(b, &args[0]);
-    let f = var_of(b, args[0]);
-    let x = var_of(b, args[1]);
+fn expand_op(b: &mut Builder, p: Prim, args: &[Atom], alg: &dyn ReverseAlgorithm) -> Atom {
+    let s = site(b, args[0], args[1]);
     match p {
-        Prim::Diff => jvp_tangent(b, Atom::Var(f), Atom::Var(x), real(1.0), &ret),
-        Prim::Grad => grad(b, f, x, &a_ty),
+        Prim::Diff => jvp_tangent(b, Atom::Var(s.f), Atom::Var(s.x), real(1.0), &s.b),
+        Prim::Grad => alg.grad(b, &s),
+        Prim::Vjp => alg.vjp(b, &s),
+        Prim::Jacobian => alg.jacobian(b, &s),
         Prim::ValueAndGrad => {
-            let y = call_at(b, Atom::Var(f), Atom::Var(x), n_params, ret);
-            let g = grad(b, f, x, &a_ty);
+            let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, s.b.clone());
+            let g = alg.grad(b, &s);
             b.tuple("value_and_grad", vec![y, g])
         }
-        Prim::Vjp => {
-            let y = call_at(b, Atom::Var(f), Atom::Var(x), n_params, ret.clone());
-            let yv = var_of(b, y);
-            let tb = b.m.tangent_type(&ret);
-            let pullback = b.lambda("pullback", &[f, x, yv], vec![tb], |b, ps| {
-                // A cotangent must have the result's shape (constructors, lengths).
-                b.prim(Prim::CheckTangent, &[Atom::Var(yv), ps[0]], Type::Unit);
-                let w = coords_of(b, &ret, ps[0]);
-                let wv = var_of(b, w);
-                let n = dim_of(b, &a_ty, Atom::Var(x));
-                let column = b.lambda("pullback_coord", &[f, x, wv], vec![Type::Int], |b, ps| {
-                    let e = basis_of(b, &a_ty, Atom::Var(x), ps[0]);
-                    let jv = jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &ret);
-                    let jc = coords_of(b, &ret, jv);
-                    dot(b, jc, Atom::Var(wv))
-                });
-                let coords = b.prim(Prim::Build, &[n, column], Type::array(Type::Real));
-                from_coords(b, &a_ty, Atom::Var(x), coords, int(0))
-            });
-            b.tuple("vjp", vec![Atom::Var(yv), pullback])
-        }
-        Prim::Jacobian => jacobian(b, f, x, n_params),
         Prim::Hessian => {
-            let g = b.lambda("gradient", &[f], vec![Type::array(Type::Real)], |b, ps| {
+            let reals = Type::array(Type::Real);
+            let f = s.f;
+            let g = b.lambda("gradient", &[f], vec![reals.clone()], |b, ps| {
                 let y = var_of(b, ps[0]);
-                grad(b, f, y, &Type::array(Type::Real))
+                let inner = Site {
+                    f,
+                    x: y,
+                    a: reals.clone(),
+                    b: Type::Real,
+                    n_params: 1,
+                };
+                alg.grad(b, &inner)
             });
-            let g = var_of(b, g);
-            jacobian(b, g, x, 1)
+            let outer = Site {
+                f: var_of(b, g),
+                x: s.x,
+                a: reals.clone(),
+                b: reals,
+                n_params: 1,
+            };
+            alg.jacobian(b, &outer)
         }
         _ => unreachable!("not an expanded operator"),
     }
-}
-
-fn grad(b: &mut Builder, f: VarId, x: VarId, a_ty: &Type) -> Atom {
-    let n = dim_of(b, a_ty, Atom::Var(x));
-    let a = a_ty.clone();
-    let column = b.lambda("grad_coord", &[f, x], vec![Type::Int], |b, ps| {
-        let e = basis_of(b, &a, Atom::Var(x), ps[0]);
-        jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &Type::Real)
-    });
-    let coords = b.prim(Prim::Build, &[n, column], Type::array(Type::Real));
-    from_coords(b, a_ty, Atom::Var(x), coords, int(0))
-}
-
-/// Rows are gradients of the outputs: columns `jvp(f, x, e_j).1`, transposed.
-fn jacobian(b: &mut Builder, f: VarId, x: VarId, n_params: usize) -> Atom {
-    let reals = Type::array(Type::Real);
-    let matrix = Type::array(reals.clone());
-    let n = b.prim(Prim::Length, &[Atom::Var(x)], Type::Int);
-    let column = b.lambda("jacobian_column", &[f, x], vec![Type::Int], |b, ps| {
-        let e = basis_of(b, &Type::array(Type::Real), Atom::Var(x), ps[0]);
-        jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &Type::array(Type::Real))
-    });
-    let cols = b.prim(Prim::Build, &[n, column], matrix.clone());
-    let y = call_at(b, Atom::Var(f), Atom::Var(x), n_params, reals.clone());
-    let m = b.prim(Prim::Length, &[y], Type::Int);
-    let (cols, n) = (var_of(b, cols), var_of(b, n));
-    let row = b.lambda("jacobian_row", &[cols, n], vec![Type::Int], |b, ps| {
-        let i = var_of(b, ps[0]);
-        let entry = b.lambda("jacobian_entry", &[cols, i], vec![Type::Int], |b, ps| {
-            let col = b.prim(
-                Prim::Index,
-                &[Atom::Var(cols), ps[0]],
-                Type::array(Type::Real),
-            );
-            b.prim(Prim::Index, &[col, Atom::Var(i)], Type::Real)
-        });
-        b.prim(Prim::Build, &[Atom::Var(n), entry], Type::array(Type::Real))
-    });
-    b.prim(Prim::Build, &[m, row], matrix)
 }

@@ -120,12 +120,12 @@ fn elementwise(b: &mut Builder, name: &str, p: Prim) -> CodeId {
     })
 }
 
-fn add(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+pub(crate) fn add(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = elementwise(b, "jet_add", Prim::Add);
     call(b, f, vec![x, y])
 }
 
-fn sub(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+pub(crate) fn sub(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = elementwise(b, "jet_sub", Prim::Sub);
     call(b, f, vec![x, y])
 }
@@ -147,7 +147,7 @@ fn scale(b: &mut Builder, s: Atom, x: Atom) -> Atom {
     call(b, f, vec![s, x])
 }
 
-fn neg(b: &mut Builder, x: Atom) -> Atom {
+pub(crate) fn neg(b: &mut Builder, x: Atom) -> Atom {
     scale(b, real(-1.0), x)
 }
 
@@ -190,7 +190,7 @@ fn constant_like(b: &mut Builder, c: Atom, like: Atom) -> Atom {
 }
 
 /// Cauchy product, truncated to the length of `x`.
-fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+pub(crate) fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = jet_helper(b, "jet_mul", vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (var_of(b, args[0]), var_of(b, args[1]));
         let n = length(b, Atom::Var(x));
@@ -210,7 +210,7 @@ fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
 }
 
 /// x / y: c_n = (x_n − Σ_{j=1..n} y_j c_{n−j}) / y_0, to the length of `x`.
-fn div(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+pub(crate) fn div(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = jet_helper(b, "jet_div", vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (args[0], args[1]);
         let x0 = index(b, x, int(0));
@@ -238,7 +238,7 @@ fn div(b: &mut Builder, x: Atom, y: Atom) -> Atom {
 }
 
 /// exp: y' = y·a'.
-fn exp(b: &mut Builder, a: Atom) -> Atom {
+pub(crate) fn exp(b: &mut Builder, a: Atom) -> Atom {
     let f = jet_helper(b, "jet_exp", vec![reals()], reals(), |b, args| {
         let a = args[0];
         let a0 = index(b, a, int(0));
@@ -327,7 +327,7 @@ fn sin_cos(b: &mut Builder, a: Atom, hyperbolic: bool) -> Atom {
 }
 
 /// sqrt: y² = a gives y_n = (a_n − Σ_{j=1..n−1} y_j y_{n−j}) / (2 y_0).
-fn sqrt(b: &mut Builder, a: Atom) -> Atom {
+pub(crate) fn sqrt(b: &mut Builder, a: Atom) -> Atom {
     let f = jet_helper(b, "jet_sqrt", vec![reals()], reals(), |b, args| {
         let a = args[0];
         let a0 = index(b, a, int(0));
@@ -356,7 +356,7 @@ fn sqrt(b: &mut Builder, a: Atom) -> Atom {
 }
 
 /// y' = z·a' where z = 1 − y² (tanh) or z = y − y² (sigmoid), grown together.
-fn logistic_like(b: &mut Builder, a: Atom, sigmoid: bool) -> Atom {
+pub(crate) fn logistic_like(b: &mut Builder, a: Atom, sigmoid: bool) -> Atom {
     let pair = Type::Tuple(vec![reals(), reals()]);
     let name = if sigmoid { "jet_sigmoid" } else { "jet_tanh" };
     let f = jet_helper(b, name, vec![reals()], pair, move |b, args| {
@@ -493,7 +493,7 @@ fn pow_const(b: &mut Builder, a: Atom, r: Atom) -> Atom {
 
 /// pow(a, b): a constant exponent uses [`pow_const`] (or repeated products at a₀ = 0
 /// for a small natural exponent); otherwise exp(b·log a).
-fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     let f = jet_helper(b, "jet_pow", vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (args[0], args[1]);
         let x0 = index(b, x, int(0));
@@ -592,7 +592,7 @@ fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
     call(b, f, vec![x, y])
 }
 
-fn log_of(b: &mut Builder, a: Atom) -> Atom {
+pub(crate) fn log_of(b: &mut Builder, a: Atom) -> Atom {
     let a0 = index(b, a, int(0));
     let y0 = b.unary(Prim::Log, a0);
     log_from(b, a, y0)
@@ -666,135 +666,130 @@ fn polygamma_coefs(b: &mut Builder, order: Atom, a: Atom) -> Atom {
     call(b, f, vec![order, a])
 }
 
-/// The jet of `p(args)` (args are jets, or `Int`s for `%polygamma`'s order).
-pub(crate) fn apply(b: &mut Builder, p: Prim, args: &[Atom], _k: u32) -> Option<Atom> {
-    use Prim::*;
-    let a = args[0];
-    let primal = |b: &mut Builder, x: Atom| index(b, x, int(0));
-    Some(match p {
-        Add => add(b, a, args[1]),
-        Sub => sub(b, a, args[1]),
-        Neg => neg(b, a),
-        Mul => mul(b, a, args[1]),
-        Div => div(b, a, args[1]),
-        Rem => {
-            // x % y = x − q·y with the integer quotient q locally constant, recovered
-            // exactly from the primal remainder: q = round((x₀ − x₀ % y₀) / y₀).
-            let (x0, y0) = (primal(b, a), primal(b, args[1]));
-            let r0 = b.arith(Rem, &[x0, y0]);
-            let d = b.sub(x0, r0);
-            let q = b.div(d, y0);
-            let half_up = b.add(q, real(0.5));
-            let t = b.unary(Floor, half_up);
-            let ty = scale(b, t, args[1]);
-            sub(b, a, ty)
+/// `x % y = x − q·y` with the integer quotient q locally constant, recovered exactly
+/// from the primal remainder: `q = round((x₀ − x₀ % y₀) / y₀)`.
+pub(crate) fn rem(b: &mut Builder, args: &[Atom]) -> Atom {
+    let (x, y) = (args[0], args[1]);
+    let (x0, y0) = (primal(b, x), primal(b, y));
+    let r0 = b.arith(Prim::Rem, &[x0, y0]);
+    let d = b.sub(x0, r0);
+    let q = b.div(d, y0);
+    let half_up = b.add(q, real(0.5));
+    let t = b.unary(Prim::Floor, half_up);
+    let ty = scale(b, t, y);
+    sub(b, x, ty)
+}
+
+/// The jet's coefficient 0 (its primal).
+fn primal(b: &mut Builder, x: Atom) -> Atom {
+    index(b, x, int(0))
+}
+
+/// `sin`/`cos` (`part` 0/1), or `sinh`/`cosh` when `hyperbolic`.
+pub(crate) fn sin_cos_part(b: &mut Builder, a: Atom, hyperbolic: bool, part: usize) -> Atom {
+    let both = sin_cos(b, a, hyperbolic);
+    b.proj(&both, part)
+}
+
+/// `tan = sin / cos`.
+pub(crate) fn tan(b: &mut Builder, a: Atom) -> Atom {
+    let both = sin_cos(b, a, false);
+    let s = b.proj(&both, 0);
+    let c = b.proj(&both, 1);
+    div(b, s, c)
+}
+
+/// `expm1`: the series of `exp` with the primal computed accurately.
+pub(crate) fn expm1(b: &mut Builder, a: Atom) -> Atom {
+    let e = exp(b, a);
+    let a0 = primal(b, a);
+    let p0 = b.unary(Prim::Expm1, a0);
+    with_primal(b, e, p0)
+}
+
+/// `log1p(a) = log(1 + a)` with the primal computed accurately.
+pub(crate) fn log1p(b: &mut Builder, a: Atom) -> Atom {
+    let one = constant_like(b, real(1.0), a);
+    let u = add(b, a, one);
+    let a0 = primal(b, a);
+    let y0 = b.unary(Prim::Log1p, a0);
+    log_from(b, u, y0)
+}
+
+/// `asin`, `acos`, `atan`, `erf` (`p`) by integrating the series of their derivative.
+pub(crate) fn by_slope(b: &mut Builder, p: Prim, a: Atom) -> Atom {
+    let a0 = primal(b, a);
+    let g0 = b.unary(p, a0);
+    let one = constant_like(b, real(1.0), a);
+    let sq = mul(b, a, a);
+    let w = match p {
+        // asin' = 1/sqrt(1 − a²), acos' = −asin', atan' = 1/(1 + a²)
+        Prim::Asin | Prim::Acos => {
+            let d = sub(b, one, sq);
+            let r = sqrt(b, d);
+            let inv = div(b, one, r);
+            if p == Prim::Acos { neg(b, inv) } else { inv }
         }
-        Sin | Cos | Sinh | Cosh => {
-            let both = sin_cos(b, a, matches!(p, Sinh | Cosh));
-            b.proj(&both, if matches!(p, Sin | Sinh) { 0 } else { 1 })
+        Prim::Atan => {
+            let d = add(b, one, sq);
+            div(b, one, d)
         }
-        Tan => {
-            let both = sin_cos(b, a, false);
-            let s = b.proj(&both, 0);
-            let c = b.proj(&both, 1);
-            div(b, s, c)
+        // erf' = 2/sqrt(pi)·exp(−a²)
+        _ => {
+            let m = neg(b, sq);
+            let e = exp(b, m);
+            scale(b, real(std::f64::consts::FRAC_2_SQRT_PI), e)
         }
-        Tanh => logistic_like(b, a, false),
-        Sigmoid => logistic_like(b, a, true),
-        Exp => exp(b, a),
-        Expm1 => {
-            let e = exp(b, a);
-            let a0 = primal(b, a);
-            let p0 = b.unary(Expm1, a0);
-            with_primal(b, e, p0)
-        }
-        Log => log_of(b, a),
-        Log1p => {
-            let one = constant_like(b, real(1.0), a);
-            let u = add(b, a, one);
-            let a0 = primal(b, a);
-            let y0 = b.unary(Log1p, a0);
-            log_from(b, u, y0)
-        }
-        Sqrt => sqrt(b, a),
-        Asin | Acos | Atan | Erf => {
-            let a0 = primal(b, a);
-            let g0 = b.unary(p, a0);
-            let one = constant_like(b, real(1.0), a);
-            let sq = mul(b, a, a);
-            let w = match p {
-                // asin' = 1/sqrt(1 − a²), acos' = −asin', atan' = 1/(1 + a²)
-                Asin | Acos => {
-                    let d = sub(b, one, sq);
-                    let r = sqrt(b, d);
-                    let inv = div(b, one, r);
-                    if p == Acos { neg(b, inv) } else { inv }
-                }
-                Atan => {
-                    let d = add(b, one, sq);
-                    div(b, one, d)
-                }
-                // erf' = 2/sqrt(pi)·exp(−a²)
-                _ => {
-                    let m = neg(b, sq);
-                    let e = exp(b, m);
-                    scale(b, real(std::f64::consts::FRAC_2_SQRT_PI), e)
-                }
-            };
-            by_derivative(b, g0, a, w)
-        }
-        Atan2 => {
-            // atan2(y, x)' = (x·y' − y·x') / (x² + y²)
-            let (y, x) = (a, args[1]);
-            let (y0, x0) = (primal(b, y), primal(b, x));
-            let g0 = b.prim(Atan2, &[y0, x0], Type::Real);
-            let dy = derivative(b, y);
-            let dx = derivative(b, x);
-            let t1 = mul(b, dy, x);
-            let t2 = mul(b, dx, y);
-            let num = sub(b, t1, t2);
-            let xx = mul(b, x, x);
-            let yy = mul(b, y, y);
-            let den = add(b, xx, yy);
-            let q = div(b, num, den);
-            integrate(b, g0, q)
-        }
-        Pow => pow(b, a, args[1]),
-        Abs => {
-            // sign(a₀)·a, and 0 at a₀ = 0 (abs'(0) = 0)
-            let a0 = primal(b, a);
-            let pos = b.cmp(Gt, a0, real(0.0));
-            let negative = b.cmp(Lt, a0, real(0.0));
-            let sign = b.if_(
-                pos,
-                Type::Real,
-                |_| real(1.0),
-                |b| b.if_(negative, Type::Real, |_| real(-1.0), |_| real(0.0)),
-            );
-            scale(b, sign, a)
-        }
-        Min | Max => {
-            // The series of the argument chosen; ties choose the first.
-            let (x0, y0) = (primal(b, a), primal(b, args[1]));
-            let first = b.cmp(if p == Min { Le } else { Ge }, x0, y0);
-            let y = args[1];
-            b.if_(first, reals(), |_| a, |_| y)
-        }
-        Floor | Ceil => {
-            let a0 = primal(b, a);
-            let v = b.unary(p, a0);
-            constant_like(b, v, a)
-        }
-        Lgamma | Digamma | Trigamma | Polygamma => {
-            let (order, x) = match p {
-                Lgamma => (int(-1), a),
-                Digamma => (int(0), a),
-                Trigamma => (int(1), a),
-                _ => (a, args[1]),
-            };
-            let coefs = polygamma_coefs(b, order, x);
-            compose(b, coefs, x)
-        }
-        _ => return None,
-    })
+    };
+    by_derivative(b, g0, a, w)
+}
+
+/// `atan2(y, x)' = (x·y' − y·x') / (x² + y²)`, integrated.
+pub(crate) fn atan2(b: &mut Builder, y: Atom, x: Atom) -> Atom {
+    let (y0, x0) = (primal(b, y), primal(b, x));
+    let g0 = b.prim(Prim::Atan2, &[y0, x0], Type::Real);
+    let dy = derivative(b, y);
+    let dx = derivative(b, x);
+    let t1 = mul(b, dy, x);
+    let t2 = mul(b, dx, y);
+    let num = sub(b, t1, t2);
+    let xx = mul(b, x, x);
+    let yy = mul(b, y, y);
+    let den = add(b, xx, yy);
+    let q = div(b, num, den);
+    integrate(b, g0, q)
+}
+
+/// `sign(a₀)·a`, and 0 at a₀ = 0 (abs'(0) = 0).
+pub(crate) fn abs(b: &mut Builder, a: Atom) -> Atom {
+    let a0 = primal(b, a);
+    let pos = b.cmp(Prim::Gt, a0, real(0.0));
+    let negative = b.cmp(Prim::Lt, a0, real(0.0));
+    let sign = b.if_(
+        pos,
+        Type::Real,
+        |_| real(1.0),
+        |b| b.if_(negative, Type::Real, |_| real(-1.0), |_| real(0.0)),
+    );
+    scale(b, sign, a)
+}
+
+/// `min`/`max`: the series of the argument chosen by the primals; ties choose the first.
+pub(crate) fn choose(b: &mut Builder, p: Prim, x: Atom, y: Atom) -> Atom {
+    let (x0, y0) = (primal(b, x), primal(b, y));
+    let first = b.cmp(if p == Prim::Min { Prim::Le } else { Prim::Ge }, x0, y0);
+    b.if_(first, reals(), |_| x, |_| y)
+}
+
+/// `floor`, `ceil`: the constant series of the primal's image.
+pub(crate) fn locally_constant(b: &mut Builder, p: Prim, a: Atom) -> Atom {
+    let a0 = primal(b, a);
+    let v = b.unary(p, a0);
+    constant_like(b, v, a)
+}
+
+/// ψ⁽ᵒʳᵈᵉʳ⁾(a) (order −1 is lgamma) by composition with its Taylor polynomial at a₀.
+pub(crate) fn polygamma(b: &mut Builder, order: Atom, a: Atom) -> Atom {
+    let coefs = polygamma_coefs(b, order, a);
+    compose(b, coefs, a)
 }

@@ -1,24 +1,42 @@
-//! Core → Core differentiation passes (see ARCHITECTURE.md, "AD").
+//! Core → Core differentiation (see ARCHITECTURE.md, "fluxion-ad").
 //!
-//! - [`expand::expand_module`] rewrites `grad`, `value_and_grad`, `vjp`, `diff`,
-//!   `jacobian`, `hessian` into Core that uses `jvp` (forward mode, `--ad fwd`);
-//! - [`forward::forward_code`] is the forward-mode (dual number) translation of one
-//!   code, memoised; the interpreter calls it when it evaluates `jvp`.
+//! Shared layers, which know no transformation:
+//! - `builder` (emitting Core), `helpers` (generated per-type helper codes);
+//! - `calculus` — the one table of primitive calculus: partials and series rules;
+//! - `jets` — truncated power-series arithmetic (the series rules);
+//! - `tangent` — zero and plus of every tangent type, with a symbolic zero;
+//! - `coordinates` — coordinates of tangent spaces (`tdim`, `tbasis`, ...);
+//! - `layer` — memo keys and `primal(v)` of translated values;
+//! - `structural` — the structure-preserving translation skeleton.
 //!
-//! Invariants: passes read and write Core only; every real primitive's derivative comes
-//! from `derivatives.rs`; generated code is ordinary Core (it passes the verifier and
-//! can itself be transformed).
+//! Transformations, each one module over those layers:
+//! - [`forward_code`] (`forward`) — dual numbers; [`taylor_code`] (`taylor`) — jets;
+//! - [`expand_module`] (`expand`) — the operators other than `jvp`/`taylor`, by the
+//!   chosen [`AdMode`]'s algorithm (`mode`; `fwd_mode` is `--ad fwd`).
+//!
+//! Invariants: passes read and write Core only; every real primitive's calculus comes
+//! from `calculus.rs`; generated code is ordinary Core (it passes the verifier and can
+//! itself be transformed).
 
 mod builder;
+mod calculus;
 mod cleanup;
-mod derivatives;
+mod coordinates;
 pub mod expand;
+mod forward;
+mod fwd_mode;
 mod helpers;
 mod jets;
-pub mod translate;
+mod layer;
+mod mode;
+mod structural;
+mod tangent;
+mod taylor;
 
 pub use expand::expand_module;
-pub use translate::{forward_code, taylor_code};
+pub use forward::forward_code;
+pub use mode::AdMode;
+pub use taylor::taylor_code;
 
 /// A program the transformation cannot handle (reported as a runtime error where the
 /// operator was applied).

@@ -52,6 +52,12 @@ prims! {
     // Internal: checks that a (co)tangent has the shape of a value — the same
     // constructors and array lengths — or stops with a runtime error.
     CheckTangent => "%check_tangent",
+    // Internal: the algebra of tangent and cotangent values (fluxion-ad's `tangent.rs`).
+    // `%tzero()` is the symbolic zero of any tangent type — no length, no constructor,
+    // never a dense value; `%tplus(u, v)` adds two tangents of one type (zero is its
+    // unit; different lengths or constructors are a runtime error); `%tdense(x, t)` is
+    // `t: T(A)` with every symbolic zero in it made dense in the shape of `x: A`.
+    TanZero => "%tzero", TanPlus => "%tplus", TanDense => "%tdense",
     // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
@@ -168,7 +174,8 @@ impl Prim {
         })
     }
 
-    /// The polymorphic signature; `None` for the differential operators and `MatchFail`.
+    /// The polymorphic signature; `None` for the differential operators, `MatchFail` and
+    /// `TanZero` (whose type is its binding's: the verifier checks it).
     pub fn scheme(self) -> Option<Scheme> {
         use Prim::*;
         use SchemeTy as S;
@@ -253,6 +260,10 @@ impl Prim {
             Maximum | Minimum => poly(vec![C::Num], vec![arr(v(0))], v(0)),
             Argmax => poly(vec![C::Num], vec![arr(v(0))], S::Int),
             CheckTangent => poly(vec![C::Any, C::Any], vec![v(0), v(1)], S::Unit),
+            // The tangent-type side conditions are the verifier's (`tangent_prim`).
+            TanPlus => poly(vec![C::Any], vec![v(0), v(0)], v(0)),
+            TanDense => poly(vec![C::Any, C::Any], vec![v(0), v(1)], v(1)),
+            TanZero => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

@@ -26,17 +26,29 @@ pub struct VerifyError {
     pub message: String,
 }
 
-/// Verifies every code reachable from the module's tables.
+/// Verifies every code of the module.
 pub fn verify_module(module: &Module) -> Result<(), Vec<VerifyError>> {
+    verify_codes_from(module, 0)
+}
+
+/// Verifies the codes from index `first` on — those a pass has just added. Roots are
+/// the top-level codes and the codes a transformation derived on their own (the
+/// values of `Module::derived_codes`, a lambda translated at run time among them): a
+/// root binds its own captures. Every other lambda is checked where its closure is
+/// made, against the scope there; a lambda no live code makes any more (its closure
+/// was removed as dead) is unreachable and not checked.
+pub fn verify_codes_from(module: &Module, first: usize) -> Result<(), Vec<VerifyError>> {
+    let derived: HashSet<CodeId> = module.derived_codes.values().copied().collect();
     let mut v = Verifier {
         module,
         bound: HashSet::new(),
         errors: Vec::new(),
         code_name: String::new(),
     };
-    for (i, code) in module.codes.iter().enumerate() {
-        if code.kind == CodeKind::TopLevel {
-            v.code(CodeId(i as u32), &[]);
+    for i in first..module.codes.len() {
+        let id = CodeId(i as u32);
+        if module.code(id).kind == CodeKind::TopLevel || derived.contains(&id) {
+            v.code(id, None);
         }
     }
     if v.errors.is_empty() {
@@ -84,15 +96,18 @@ impl Verifier<'_> {
         scope.push(v);
     }
 
-    /// Checks one code; `outer` is the scope where its closure is made.
-    fn code(&mut self, id: CodeId, outer: &[VarId]) {
+    /// Checks one code; `outer` is the scope where its closure is made (`None` for a
+    /// root, which binds its own captures).
+    fn code(&mut self, id: CodeId, outer: Option<&[VarId]>) {
         let code = self.module.code(id);
         let saved = std::mem::replace(&mut self.code_name, code.name.clone());
         let mut scope: Vec<VarId> = Vec::new();
         for c in &code.captures {
-            if code.kind == CodeKind::TopLevel {
+            let Some(outer) = outer else {
                 self.bind(*c, &mut scope);
-            } else if !outer.contains(c) {
+                continue;
+            };
+            if !outer.contains(c) {
                 self.err(format!("captured variable {} is not in scope", c.0));
             } else {
                 scope.push(*c);
@@ -135,9 +150,15 @@ impl Verifier<'_> {
     fn body(&mut self, body: &Body, scope: &mut Vec<VarId>) -> Option<Type> {
         let mark = scope.len();
         for b in &body.bindings {
-            let ty = self.rhs(&b.rhs, scope);
             // A variable missing from the table is reported by `bind`.
             let declared = self.declared_ty(b.var).cloned();
+            let ty = match &b.rhs {
+                // The symbolic zero takes its type from its binding.
+                Rhs::Prim(Prim::TanZero, args) if args.is_empty() => declared
+                    .clone()
+                    .filter(|t| self.is_tangent_type(t, "%tzero")),
+                rhs => self.rhs(rhs, scope),
+            };
             if let (Some(ty), Some(declared)) = (ty, declared)
                 && ty != declared
             {
@@ -208,7 +229,7 @@ impl Verifier<'_> {
                 }
                 if code.kind == CodeKind::Lambda {
                     let outer: Vec<VarId> = scope.clone();
-                    self.code(*id, &outer);
+                    self.code(*id, Some(&outer));
                 }
                 Some(self.module.code_ty(*id))
             }
@@ -300,6 +321,33 @@ impl Verifier<'_> {
         }
     }
 
+    /// Whether `t` is a tangent type (`T(t) = t`), complaining about `what` if not.
+    fn is_tangent_type(&mut self, t: &Type, what: &str) -> bool {
+        if self.module.lookup_tangent_type(t).as_ref() == Some(t) {
+            return true;
+        }
+        let msg = format!("{what} of {}, which is not a tangent type", self.show(t));
+        self.err(msg);
+        false
+    }
+
+    /// `%tplus(u, v)` adds tangents; `%tdense(x, t)` needs `t: T(typeof x)`.
+    fn tangent_prim(&mut self, p: Prim, args: &[Type], result: Type) -> Option<Type> {
+        if p == Prim::TanDense {
+            if self.module.lookup_tangent_type(&args[0]).as_ref() != Some(&args[1]) {
+                let msg = format!(
+                    "%tdense of {} with {}, which is not its tangent type",
+                    self.show(&args[0]),
+                    self.show(&args[1])
+                );
+                self.err(msg);
+                return None;
+            }
+            return Some(result);
+        }
+        self.is_tangent_type(&result, "%tplus").then_some(result)
+    }
+
     fn join(&mut self, acc: &mut Option<Type>, t: Option<Type>) {
         match (acc.as_ref(), t) {
             (None, t) => *acc = t,
@@ -323,6 +371,7 @@ impl Verifier<'_> {
         }
         let scheme = p.scheme()?;
         match match_scheme(&scheme, args, self.module) {
+            Some(t) if matches!(p, Prim::TanPlus | Prim::TanDense) => self.tangent_prim(p, args, t),
             Some(t) => Some(t),
             None => {
                 let msg = format!(

@@ -11,6 +11,7 @@ pub mod gradcheck;
 pub mod json;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
+pub use fluxion_ad::AdMode;
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
 
@@ -175,27 +176,6 @@ fn check_core(module: &Module, pass: &str) -> Result<(), Diagnostic> {
     })
 }
 
-/// The reverse-mode algorithm chosen with `--ad` (LANGUAGE.md §5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum AdMode {
-    /// Forward mode, one pass per input direction (the reference).
-    #[default]
-    Fwd,
-    Chad,
-    Delta,
-}
-
-impl AdMode {
-    pub fn parse(name: &str) -> Option<AdMode> {
-        match name {
-            "fwd" => Some(AdMode::Fwd),
-            "chad" => Some(AdMode::Chad),
-            "delta" => Some(AdMode::Delta),
-            _ => None,
-        }
-    }
-}
-
 /// The value an entry returned, with its type and the interpreter (for printing).
 pub struct Output {
     pub value: Value,
@@ -237,18 +217,10 @@ impl Program {
             sources,
         };
         // Only the reverse-mode operators depend on the mode; a program without them
-        // runs the same in every mode.
-        if mode != AdMode::Fwd && fluxion_ad::expand::uses_reverse_operators(&self.module) {
-            return Err(fail(
-                Diagnostic::new(
-                    Phase::Input,
-                    None,
-                    format!("--ad {mode:?} is not implemented yet; use --ad fwd").to_lowercase(),
-                ),
-                self.sources,
-            ));
+        // runs the same in every mode, built or not.
+        if let Err(e) = fluxion_ad::expand_module(&mut self.module, mode) {
+            return Err(fail(Diagnostic::new(Phase::Input, None, e.0), self.sources));
         }
-        fluxion_ad::expand_module(&mut self.module);
         if let Err(d) = check_core(&self.module, "expanding differential operators") {
             return Err(fail(d, self.sources));
         }
@@ -275,7 +247,7 @@ impl Program {
             }
         };
         let span = self.module.code(code).span;
-        let mut interp = Interp::new(self.module);
+        let mut interp = Interp::with_mode(self.module, mode);
         interp.set_stack_limit(STACK_BUDGET);
         match interp.call_code(code, &[], args, span) {
             Ok(value) => Ok(Output {
@@ -317,7 +289,7 @@ impl Program {
                     },
                 };
                 let mut module = self.module.clone();
-                fluxion_ad::expand_module(&mut module);
+                fluxion_ad::expand_module(&mut module, AdMode::default()).map_err(|e| e.0)?;
                 let roots = match entry {
                     Some(e) => match module.functions.get(e) {
                         Some(c) => vec![*c],

@@ -40,11 +40,14 @@ impl Interp {
                     self.push_forward(&args[0], &args[1], &args[2], TypeMap::Taylor(k), span)?;
                 Ok(Value::Tuple(Rc::new([y, Value::array(coefs)])))
             }
+            // Under every mode built so far, the other operators are expanded before
+            // evaluation; a mode that runs one at run time dispatches on the mode here.
             _ => fail(
                 span,
                 format!(
-                    "internal error: `{}` was not expanded before evaluation",
-                    p.name()
+                    "internal error: `{}` was not expanded before evaluation (--ad {})",
+                    p.name(),
+                    self.ad_mode().name()
                 ),
             ),
         }
@@ -98,11 +101,13 @@ impl Interp {
     fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
         let (code, capture_tys) = {
             let mut m = self.module_mut();
+            let first_new = m.codes.len();
             let code = match layer {
                 TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, clo.code, k),
                 _ => fluxion_ad::forward_code(&mut m, clo.code),
             }
             .map_err(|e| RuntimeError { span, message: e.0 })?;
+            verify_derived(&m, first_new, span)?;
             let tys: Vec<Type> = m
                 .code(clo.code)
                 .captures
@@ -156,6 +161,27 @@ impl Interp {
             (v, _) => v.clone(),
         })
     }
+}
+
+/// In debug builds (every test), the codes a run-time translation just added must pass
+/// the verifier, like every code derived ahead of time.
+fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalResult<()> {
+    if !cfg!(debug_assertions) || first_new == m.codes.len() {
+        return Ok(());
+    }
+    fluxion_core::verify::verify_codes_from(m, first_new).map_err(|errors| {
+        let text: Vec<String> = errors
+            .iter()
+            .map(|e| format!("in {}: {}", e.code, e.message))
+            .collect();
+        RuntimeError {
+            span,
+            message: format!(
+                "internal error: a derived code fails verification:\n{}",
+                text.join("\n")
+            ),
+        }
+    })
 }
 
 /// The translation of the real `x` moving with velocity `dx`: `(x, dx)` or

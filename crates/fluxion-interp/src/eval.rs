@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use fluxion_ad::AdMode;
 use fluxion_core::{CodeId, Module, Span};
 
 use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
@@ -32,6 +33,8 @@ pub(crate) fn fail<T>(span: Span, message: impl Into<String>) -> EvalResult<T> {
 /// slot-compiled form of each code, made on first call.
 pub struct Interp {
     module: RefCell<Module>,
+    /// The `--ad` mode: which algorithm the reverse-mode operators use.
+    mode: AdMode,
     compiled: RefCell<Vec<Option<Rc<CCode>>>>,
     stack_base: usize,
     stack_budget: usize,
@@ -45,9 +48,16 @@ fn stack_position() -> usize {
 }
 
 impl Interp {
+    /// An interpreter for a module expanded with the default mode.
     pub fn new(module: Module) -> Interp {
+        Interp::with_mode(module, AdMode::default())
+    }
+
+    /// An interpreter for a module whose operators were expanded with `mode`.
+    pub fn with_mode(module: Module, mode: AdMode) -> Interp {
         Interp {
             module: RefCell::new(module),
+            mode,
             compiled: RefCell::new(Vec::new()),
             stack_base: stack_position(),
             stack_budget: 0,
@@ -59,6 +69,10 @@ impl Interp {
     pub fn set_stack_limit(&mut self, bytes: usize) {
         self.stack_base = stack_position();
         self.stack_budget = bytes;
+    }
+
+    pub fn ad_mode(&self) -> AdMode {
+        self.mode
     }
 
     pub fn module(&self) -> std::cell::Ref<'_, Module> {

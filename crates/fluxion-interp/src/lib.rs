@@ -9,6 +9,7 @@ mod ad;
 mod compile;
 mod eval;
 mod prims;
+pub mod tangent;
 pub mod value;
 
 pub use eval::{EvalResult, Interp, RuntimeError};

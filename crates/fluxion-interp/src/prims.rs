@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use fluxion_core::{Prim, Span, Type};
 
-use crate::eval::{EvalResult, Interp, fail};
+use crate::eval::{EvalResult, Interp, RuntimeError, fail};
 use crate::value::Value;
 
 /// Largest array a program may allocate (elements); larger requests are a clean
@@ -29,8 +29,8 @@ fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
     }
 }
 
-/// Adds two values of the same type (elementwise for tuples and arrays; an empty
-/// array is the zero of any array).
+/// Adds two values of the same type, elementwise for tuples and arrays (arrays of
+/// different lengths are an error, always — LANGUAGE.md §4).
 pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
     Ok(match (a, b) {
         (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
@@ -50,8 +50,6 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
             Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
         }
         (x, y) => match (x.array_len(), y.array_len()) {
-            (Some(0), Some(_)) => y.clone(),
-            (Some(_), Some(0)) => x.clone(),
             (Some(n), Some(m)) if n == m => Value::array(
                 (0..n)
                     .map(|i| {
@@ -74,7 +72,9 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
     })
 }
 
-/// The zero of a summable type.
+/// The sum of no values of a summable type: an array's length is unknown, so the zero
+/// of an array type is the empty array (a sum of one or more arrays starts from the
+/// first, and never adds this zero to an array of another length).
 pub(crate) fn zero_of(ty: &Type) -> Value {
     match ty {
         Type::Int => Value::Int(0),
@@ -82,6 +82,34 @@ pub(crate) fn zero_of(ty: &Type) -> Value {
         Type::Array(_) => Value::Array(Rc::new([])),
         Type::Unit => Value::Unit,
         _ => Value::Real(0.0),
+    }
+}
+
+/// The sum of `terms` of type `ty`. A sum of arrays starts from its first term, so
+/// that arrays of different lengths are always an error (the zero of an array type,
+/// whose length is unknown, is only the result of a sum of nothing); other sums start
+/// from zero, as `sum` over `[Real]` does.
+fn sum_of(
+    terms: impl Iterator<Item = EvalResult<Value>>,
+    ty: &Type,
+    span: Span,
+) -> EvalResult<Value> {
+    let mut acc: Option<Value> = (!has_array(ty)).then(|| zero_of(ty));
+    for t in terms {
+        let t = t?;
+        acc = Some(match acc {
+            None => t,
+            Some(acc) => add_values(&acc, &t, span)?,
+        });
+    }
+    Ok(acc.unwrap_or_else(|| zero_of(ty)))
+}
+
+fn has_array(ty: &Type) -> bool {
+    match ty {
+        Type::Array(_) => true,
+        Type::Tuple(ts) => ts.iter().any(has_array),
+        _ => false,
     }
 }
 
@@ -210,22 +238,12 @@ impl Interp {
             }
             Sumbuild => {
                 let n = length_arg(a(0), "sumbuild", span)?;
-                let mut acc = zero_of(ty);
-                for i in 0..n {
-                    let x = self.apply(a(1), vec![Value::Int(i as i64)], span)?;
-                    acc = add_values(&acc, &x, span)?;
-                }
-                acc
+                let terms = (0..n).map(|i| self.apply(a(1), vec![Value::Int(i as i64)], span));
+                sum_of(terms, ty, span)?
             }
             Sum => match a(0) {
                 Value::RealArray(xs) => Value::Real(xs.iter().fold(0.0, |acc, x| acc + x)),
-                arr => {
-                    let mut acc = zero_of(ty);
-                    for x in arr.array_elems() {
-                        acc = add_values(&acc, &x, span)?;
-                    }
-                    acc
-                }
+                arr => sum_of(arr.array_elems().into_iter().map(Ok), ty, span)?,
             },
             Map => {
                 let xs = a(1).array_elems();
@@ -347,6 +365,13 @@ impl Interp {
                 return self.differential(p, args, span);
             }
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
+            TanZero => Value::Zero,
+            TanPlus => {
+                crate::tangent::plus(a(0), a(1)).map_err(|m| RuntimeError { span, message: m })?
+            }
+            TanDense => {
+                crate::tangent::dense(a(0), a(1)).map_err(|m| RuntimeError { span, message: m })?
+            }
             CheckTangent => {
                 if let Err(why) = same_shape(a(0), a(1)) {
                     return fail(

@@ -20,6 +20,10 @@ pub enum Value {
     Array(Rc<[Value]>),
     Enum(u32, Rc<[Value]>),
     Closure(Rc<Closure>),
+    /// The symbolic zero of any tangent type (`%tzero`, see `tangent.rs`): only the
+    /// tangent algebra of the reverse modes makes it, and `%tdense` removes it before
+    /// a tangent reaches the user.
+    Zero,
 }
 
 #[derive(Debug)]
@@ -213,5 +217,6 @@ pub fn write_value(
             write!(f, ")")
         }
         Value::Closure(c) => write!(f, "<function {}>", module.code(c.code).name),
+        Value::Zero => write!(f, "<zero>"),
     }
 }

@@ -1,0 +1,308 @@
+//! Coordinates of tangent spaces, as generated Core (one helper per type): the
+//! linear-algebra glue of the `--ad fwd` algorithm (`fwd_mode.rs`).
+//!
+//! For a D-type `A`, the tangent space `T(A)` at a point `x: A` has coordinates: the
+//! real leaves of `x` in order (array elements, tuple components, constructor fields).
+//! - `tdim(x)`: how many;
+//! - `tbasis(x, i)`: the unit tangent along coordinate `i` (zero if out of range);
+//! - `tfrom(x, c, off)`: the tangent whose coordinates are `c[off..]`;
+//! - `tcoords(v)`: the coordinates of a tangent `v: T(A)`;
+//! - `tdot(u, v)`: the dot product of two coordinate arrays.
+
+use fluxion_core::{Atom, Lit, Prim, Rhs, Type, TypeMap};
+
+use crate::builder::{Builder, int, real};
+use crate::helpers::{call, enum_match, helper, var_of, variant_fields};
+
+/// The number of coordinates of `T(A)` when it does not depend on the value.
+pub(crate) fn static_dim(b: &Builder, ty: &Type) -> Option<i64> {
+    match ty {
+        Type::Real => Some(1),
+        Type::Int | Type::Bool | Type::Unit => Some(0),
+        Type::Tuple(ts) => ts.iter().map(|t| static_dim(b, t)).sum(),
+        Type::Array(_) | Type::Fn(..) => None,
+        Type::Enum(_) => b.m.is_fixed(ty, TypeMap::Fwd).then_some(0),
+    }
+}
+
+/// `tdim(x)` for `x: A`.
+pub(crate) fn dim_of(b: &mut Builder, ty: &Type, x: Atom) -> Atom {
+    if let Some(d) = static_dim(b, ty) {
+        return int(d);
+    }
+    let code = helper(b, "tdim", ty, vec![ty.clone()], Type::Int, |b, args| {
+        let x = args[0];
+        match ty {
+            Type::Tuple(ts) => {
+                let mut acc = int(0);
+                for (i, t) in ts.iter().enumerate() {
+                    let c = b.proj(&x, i);
+                    let d = dim_of(b, t, c);
+                    acc = b.add(acc, d);
+                }
+                acc
+            }
+            Type::Array(elem) => {
+                let n = b.prim(Prim::Length, &[x], Type::Int);
+                if let Some(d) = static_dim(b, elem) {
+                    return b.mul(n, int(d));
+                }
+                let elem = (**elem).clone();
+                let f = b.lambda("tdim_step", &[], vec![Type::Int, elem.clone()], |b, ps| {
+                    let d = dim_of(b, &elem, ps[1]);
+                    b.add(ps[0], d)
+                });
+                b.prim(Prim::Fold, &[f, int(0), x], Type::Int)
+            }
+            Type::Enum(e) => enum_match(b, *e, x, Type::Int, |b, fields, field_tys, _| {
+                let mut acc = int(0);
+                for (f, t) in fields.iter().zip(field_tys) {
+                    let d = dim_of(b, t, *f);
+                    acc = b.add(acc, d);
+                }
+                acc
+            }),
+            _ => int(0),
+        }
+    });
+    call(b, code, vec![x])
+}
+
+/// Offsets of the elements of an array `x: [E]` among its coordinates: element `j`
+/// starts at the returned function of `j`.
+fn element_offset(b: &mut Builder, elem: &Type, x: Atom, j: Atom) -> Atom {
+    if let Some(d) = static_dim(b, elem) {
+        return b.mul(j, int(d));
+    }
+    // Inclusive prefix sums of element dimensions, minus element j's own.
+    let e = elem.clone();
+    let f = b.lambda("tdim_step", &[], vec![Type::Int, elem.clone()], |b, ps| {
+        let d = dim_of(b, &e, ps[1]);
+        b.add(ps[0], d)
+    });
+    let prefix = b.prim(Prim::Scan, &[f, int(0), x], Type::array(Type::Int));
+    let upto = b.prim(Prim::Index, &[prefix, j], Type::Int);
+    let xj = b.prim(Prim::Index, &[x, j], elem.clone());
+    let own = dim_of(b, elem, xj);
+    b.sub(upto, own)
+}
+
+/// `tbasis(x, i)`: the unit tangent along coordinate `i` at `x: A`.
+pub(crate) fn basis_of(b: &mut Builder, ty: &Type, x: Atom, i: Atom) -> Atom {
+    match ty {
+        Type::Real => {
+            let hit = b.cmp(Prim::Eq, i, int(0));
+            return b.if_(hit, Type::Real, |_| real(1.0), |_| real(0.0));
+        }
+        Type::Int | Type::Bool | Type::Unit => return Atom::Lit(Lit::Unit),
+        _ => {}
+    }
+    let tty = b.m.tangent_type(ty);
+    let code = helper(
+        b,
+        "tbasis",
+        ty,
+        vec![ty.clone(), Type::Int],
+        tty.clone(),
+        |b, args| {
+            let (x, i) = (args[0], args[1]);
+            match ty {
+                Type::Tuple(ts) => {
+                    let mut off = int(0);
+                    let mut parts = Vec::new();
+                    for (k, t) in ts.iter().enumerate() {
+                        let c = b.proj(&x, k);
+                        let local = b.sub(i, off);
+                        parts.push(basis_of(b, t, c, local));
+                        let d = dim_of(b, t, c);
+                        off = b.add(off, d);
+                    }
+                    b.tuple("basis", parts)
+                }
+                Type::Array(elem) => {
+                    let elem = (**elem).clone();
+                    let n = b.prim(Prim::Length, &[x], Type::Int);
+                    let (xv, iv) = (var_of(b, x), var_of(b, i));
+                    let f = b.lambda("tbasis_elem", &[xv, iv], vec![Type::Int], |b, ps| {
+                        let j = ps[0];
+                        let off = element_offset(b, &elem, Atom::Var(xv), j);
+                        let local = b.sub(Atom::Var(iv), off);
+                        let xj = b.prim(Prim::Index, &[Atom::Var(xv), j], elem.clone());
+                        basis_of(b, &elem, xj, local)
+                    });
+                    b.prim(Prim::Build, &[n, f], tty.clone())
+                }
+                Type::Enum(e) => {
+                    let Type::Enum(te) = tty.clone() else {
+                        unreachable!("tangent of an enum")
+                    };
+                    enum_match(b, *e, x, tty.clone(), |b, fields, field_tys, tag| {
+                        let mut off = int(0);
+                        let mut parts = Vec::new();
+                        for (f, t) in fields.iter().zip(field_tys) {
+                            let local = b.sub(i, off);
+                            parts.push(basis_of(b, t, *f, local));
+                            let d = dim_of(b, t, *f);
+                            off = b.add(off, d);
+                        }
+                        b.emit("basis", Rhs::Ctor(te, tag, parts), Type::Enum(te))
+                    })
+                }
+                _ => Atom::Lit(Lit::Unit),
+            }
+        },
+    );
+    call(b, code, vec![x, i])
+}
+
+/// `tfrom(x, c, off)`: the tangent at `x: A` with coordinates `c[off..]`.
+pub(crate) fn from_coords(b: &mut Builder, ty: &Type, x: Atom, c: Atom, off: Atom) -> Atom {
+    match ty {
+        Type::Real => return b.prim(Prim::Index, &[c, off], Type::Real),
+        Type::Int | Type::Bool | Type::Unit => return Atom::Lit(Lit::Unit),
+        _ => {}
+    }
+    let tty = b.m.tangent_type(ty);
+    let params = vec![ty.clone(), Type::array(Type::Real), Type::Int];
+    let code = helper(b, "tfrom", ty, params, tty.clone(), |b, args| {
+        let (x, c, off) = (args[0], args[1], args[2]);
+        match ty {
+            Type::Tuple(ts) => {
+                let mut o = off;
+                let mut parts = Vec::new();
+                for (k, t) in ts.iter().enumerate() {
+                    let comp = b.proj(&x, k);
+                    parts.push(from_coords(b, t, comp, c, o));
+                    let d = dim_of(b, t, comp);
+                    o = b.add(o, d);
+                }
+                b.tuple("tangent", parts)
+            }
+            Type::Array(elem) => {
+                let elem = (**elem).clone();
+                let n = b.prim(Prim::Length, &[x], Type::Int);
+                let (xv, cv, ov) = (var_of(b, x), var_of(b, c), var_of(b, off));
+                let f = b.lambda("tfrom_elem", &[xv, cv, ov], vec![Type::Int], |b, ps| {
+                    let j = ps[0];
+                    let rel = element_offset(b, &elem, Atom::Var(xv), j);
+                    let start = b.add(Atom::Var(ov), rel);
+                    let xj = b.prim(Prim::Index, &[Atom::Var(xv), j], elem.clone());
+                    from_coords(b, &elem, xj, Atom::Var(cv), start)
+                });
+                b.prim(Prim::Build, &[n, f], tty.clone())
+            }
+            Type::Enum(e) => {
+                let Type::Enum(te) = tty.clone() else {
+                    unreachable!("tangent of an enum")
+                };
+                enum_match(b, *e, x, tty.clone(), |b, fields, field_tys, tag| {
+                    let mut o = off;
+                    let mut parts = Vec::new();
+                    for (f, t) in fields.iter().zip(field_tys) {
+                        parts.push(from_coords(b, t, *f, c, o));
+                        let d = dim_of(b, t, *f);
+                        o = b.add(o, d);
+                    }
+                    b.emit("tangent", Rhs::Ctor(te, tag, parts), Type::Enum(te))
+                })
+            }
+            _ => Atom::Lit(Lit::Unit),
+        }
+    });
+    call(b, code, vec![x, c, off])
+}
+
+/// `tcoords(v)`: the coordinates of a tangent `v: T(A)`, as `[Real]`.
+pub(crate) fn coords_of(b: &mut Builder, ty: &Type, v: Atom) -> Atom {
+    let reals = Type::array(Type::Real);
+    match ty {
+        Type::Real => return b.emit("coords", Rhs::Array(vec![v]), reals),
+        Type::Int | Type::Bool | Type::Unit => return b.emit("coords", Rhs::Array(vec![]), reals),
+        Type::Array(e) if **e == Type::Real => return v,
+        _ => {}
+    }
+    let tty = b.m.tangent_type(ty);
+    let code = helper(
+        b,
+        "tcoords",
+        ty,
+        vec![tty.clone()],
+        reals.clone(),
+        |b, args| {
+            let v = args[0];
+            let concat_all = |b: &mut Builder, parts: Vec<(Type, Atom)>| {
+                let mut acc = b.emit("coords", Rhs::Array(vec![]), Type::array(Type::Real));
+                for (t, p) in parts {
+                    let c = coords_of(b, &t, p);
+                    acc = b.prim(Prim::Concat, &[acc, c], Type::array(Type::Real));
+                }
+                acc
+            };
+            match ty {
+                Type::Tuple(ts) => {
+                    let parts = ts
+                        .iter()
+                        .enumerate()
+                        .map(|(k, t)| (t.clone(), b.proj(&v, k)))
+                        .collect();
+                    concat_all(b, parts)
+                }
+                Type::Array(elem) => {
+                    let elem = (**elem).clone();
+                    let telem = b.m.tangent_type(&elem);
+                    let f = b.lambda(
+                        "tcoords_step",
+                        &[],
+                        vec![Type::array(Type::Real), telem],
+                        |b, ps| {
+                            let c = coords_of(b, &elem, ps[1]);
+                            b.prim(Prim::Concat, &[ps[0], c], Type::array(Type::Real))
+                        },
+                    );
+                    let empty = b.emit("coords", Rhs::Array(vec![]), Type::array(Type::Real));
+                    b.prim(Prim::Fold, &[f, empty, v], Type::array(Type::Real))
+                }
+                Type::Enum(e) => {
+                    let Type::Enum(te) = tty.clone() else {
+                        unreachable!("tangent of an enum")
+                    };
+                    let base_fields = variant_fields(b, *e);
+                    enum_match(b, te, v, Type::array(Type::Real), |b, fields, _, tag| {
+                        let parts = base_fields[tag as usize]
+                            .iter()
+                            .cloned()
+                            .zip(fields.iter().copied())
+                            .collect();
+                        concat_all(b, parts)
+                    })
+                }
+                _ => b.emit("coords", Rhs::Array(vec![]), Type::array(Type::Real)),
+            }
+        },
+    );
+    call(b, code, vec![v])
+}
+
+/// `sum of u[k]·v[k]` for two coordinate arrays of equal length.
+pub(crate) fn dot(b: &mut Builder, u: Atom, v: Atom) -> Atom {
+    let reals = Type::array(Type::Real);
+    let code = helper(
+        b,
+        "tdot",
+        &reals,
+        vec![reals.clone(), reals.clone()],
+        Type::Real,
+        |b, args| {
+            let (u, v) = (args[0], args[1]);
+            let n = b.prim(Prim::Length, &[u], Type::Int);
+            let (uv, vv) = (var_of(b, u), var_of(b, v));
+            let f = b.lambda("tdot_term", &[uv, vv], vec![Type::Int], |b, ps| {
+                let a = b.prim(Prim::Index, &[Atom::Var(uv), ps[0]], Type::Real);
+                let c = b.prim(Prim::Index, &[Atom::Var(vv), ps[0]], Type::Real);
+                b.mul(a, c)
+            });
+            b.prim(Prim::Sumbuild, &[n, f], Type::Real)
+        },
+    );
+    call(b, code, vec![u, v])
+}

@@ -1,0 +1,86 @@
+//! The reverse-mode algorithm chosen with `--ad` (LANGUAGE.md §5): the one type that
+//! reaches every pass and the interpreter. A mode decides how `vjp`, `grad` and
+//! `jacobian` are computed; `diff`, `value_and_grad` and `hessian` are built from those
+//! (`expand.rs`), and `jvp`/`taylor` never depend on the mode.
+//!
+//! Adding a mode is adding a module that implements [`ReverseAlgorithm`] and one line
+//! in [`AdMode::algorithm`].
+
+use fluxion_core::{Atom, Type, VarId};
+
+use crate::builder::Builder;
+
+/// An algorithm for the reverse-mode operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum AdMode {
+    /// Forward mode, one JVP per input coordinate (the reference).
+    #[default]
+    Fwd,
+    /// CHAD: combinatory homomorphic reverse AD (seed 000).
+    Chad,
+    /// Dual numbers with delta terms, monadic, linear time (seed 004).
+    Delta,
+}
+
+impl AdMode {
+    /// Every mode the language names, implemented or not.
+    pub const ALL: &'static [AdMode] = &[AdMode::Fwd, AdMode::Chad, AdMode::Delta];
+
+    /// The name `--ad` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdMode::Fwd => "fwd",
+            AdMode::Chad => "chad",
+            AdMode::Delta => "delta",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<AdMode> {
+        AdMode::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// The mode's algorithm; `None` while it is not built.
+    pub(crate) fn algorithm(self) -> Option<&'static dyn ReverseAlgorithm> {
+        match self {
+            AdMode::Fwd => Some(&crate::fwd_mode::FwdMode),
+            AdMode::Chad | AdMode::Delta => None,
+        }
+    }
+
+    pub fn is_implemented(self) -> bool {
+        self.algorithm().is_some()
+    }
+
+    /// The modes that are implemented, the reference (`fwd`) first.
+    pub fn implemented() -> Vec<AdMode> {
+        AdMode::ALL
+            .iter()
+            .copied()
+            .filter(|m| m.is_implemented())
+            .collect()
+    }
+}
+
+/// One application `op(f, x)` of a differential operator, as the expansion sees it:
+/// `f` and `x` are variables, `f: A -> B` (for n ≥ 2 parameters, `A` is the tuple of
+/// them and `x` that tuple).
+pub(crate) struct Site {
+    pub(crate) f: VarId,
+    pub(crate) x: VarId,
+    pub(crate) a: Type,
+    pub(crate) b: Type,
+    pub(crate) n_params: usize,
+}
+
+/// How a mode computes the reverse-mode operators. Each method emits Core into `b`
+/// (ordinary Core that later passes — the forward and Taylor layers included —
+/// transform like user code) and returns the operator's value.
+pub(crate) trait ReverseAlgorithm: Sync {
+    /// `vjp(f, x)`: `(f(x), pullback)` with `pullback: fn(T(B)) -> T(A)`.
+    fn vjp(&self, b: &mut Builder, site: &Site) -> Atom;
+    /// `grad(f, x): T(A)` for `B = Real`.
+    fn grad(&self, b: &mut Builder, site: &Site) -> Atom;
+    /// `jacobian(f, x): [[Real]]` for `f: [Real] -> [Real]`, row i the gradient of
+    /// output i.
+    fn jacobian(&self, b: &mut Builder, site: &Site) -> Atom;
+}

@@ -1,0 +1,373 @@
+//! The structure-preserving translation skeleton shared by forward mode and Taylor
+//! mode (seed 004 §4, Fig. 3 `Dfwd`; seed 001 §3): one code at a time, every type
+//! constructor to itself but `Real` (tuples, arrays, functions, enums — a derived enum
+//! with translated fields, `Module::map_type`), every term construct to itself: `let`
+//! to `let`, lambda to lambda, call to call, `if`/`match` to themselves, array
+//! built-ins to themselves. Only real primitives carry calculus, and that is the
+//! [`Layer`]'s business (`forward.rs`, `taylor.rs`).
+//!
+//! Nesting: an operator `jvp(f, x, dx)` or `taylor(f, x, v, k)` maps to the same
+//! operator on the translated values, because `T(L(A)) = L(T(A))` with the same layout
+//! for either layer `L`. The inner operator then translates `f'`'s code, whose reals
+//! are already translated: two perturbations are two layers of the types, never tags on
+//! shared values, so they cannot be confused. Other operators are expanded (see
+//! `expand.rs`) before this pass runs.
+//!
+//! Memoised per code in `Module::derived_codes` under [`translation_key`], so recursive
+//! and shared functions are translated once (separate compilation, seed 004 §7.5).
+
+use std::collections::HashMap;
+
+use fluxion_core::{
+    Arm, Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap, VarId,
+};
+
+use crate::AdError;
+use crate::builder::{Builder, real};
+use crate::calculus::{self, RealRule};
+use crate::helpers::var_of;
+use crate::layer::{Captures, layer_name, negate_array, primal_of, translation_key};
+
+/// What distinguishes one structure-preserving layer from another: how a real is
+/// represented and how real primitives act on that representation.
+pub(crate) trait Layer {
+    /// The type map (`Real ↦ L(Real)`).
+    fn map(&self) -> TypeMap;
+
+    /// The real `r` (a primal atom) as a translated constant.
+    fn constant(&self, b: &mut Builder, r: Atom) -> Atom;
+
+    /// `p(args)` for a real primitive; `args` are translated reals, real literals (not
+    /// translated: their perturbation is zero) or `Int`s (passed through). `parts` caches the pieces of translated reals per open block.
+    fn real_function(
+        &self,
+        b: &mut Builder,
+        rule: &RealRule,
+        args: &[Atom],
+        parts: &mut Parts,
+        hint: &str,
+    ) -> Atom;
+
+    /// A layer-specific translation of a non-real primitive, or `None` for the
+    /// structural default (the same primitive on translated arguments).
+    fn special_prim(
+        &self,
+        _b: &mut Builder,
+        _p: Prim,
+        _args: &[Atom],
+        _ty: &Type,
+        _hint: &str,
+    ) -> Option<Atom> {
+        None
+    }
+}
+
+/// The (primal, perturbation) atoms of translated reals, one map per open block (an
+/// entry is valid in its block and the blocks nested in it), so that each translated
+/// real is taken apart once.
+#[derive(Default)]
+pub(crate) struct Parts(Vec<HashMap<VarId, (Atom, Atom)>>);
+
+impl Parts {
+    /// The pieces of `d`, made by `split` the first time they are asked for in scope.
+    pub(crate) fn get_or_split(
+        &mut self,
+        b: &mut Builder,
+        d: Atom,
+        split: impl FnOnce(&mut Builder, Atom) -> (Atom, Atom),
+    ) -> (Atom, Atom) {
+        let Atom::Var(v) = d else {
+            return split(b, d);
+        };
+        if let Some(parts) = self.0.iter().rev().find_map(|m| m.get(&v)) {
+            return *parts;
+        }
+        let parts = split(b, d);
+        self.remember(d, parts);
+        parts
+    }
+
+    /// Records the pieces of a translated real made here.
+    pub(crate) fn remember(&mut self, d: Atom, parts: (Atom, Atom)) {
+        if let (Atom::Var(v), Some(top)) = (d, self.0.last_mut()) {
+            top.insert(v, parts);
+        }
+    }
+}
+
+/// Translates `code` by `layer`: on its own (`captures` = `None`: fresh captured
+/// variables, memoised), or inline in an enclosing translation whose variables it
+/// captures (not memoised: it belongs to that translation).
+pub(crate) fn translate_code<L: Layer>(
+    m: &mut Module,
+    code: CodeId,
+    layer: &L,
+    captures: Captures,
+) -> Result<CodeId, AdError> {
+    let key = translation_key(layer.map(), code);
+    if captures.is_none()
+        && let Some(id) = m.derived_codes.get(&key)
+    {
+        return Ok(*id);
+    }
+    let original = m.code(code).clone();
+    let mut b = Builder::new(m, original.span);
+    let id = b.reserve_code(
+        &format!("{}_{}", original.name, layer_name(layer.map())),
+        original.kind,
+    );
+    if captures.is_none() {
+        b.m.derived_codes.insert(key, id);
+    }
+    let ret = b.m.map_type(&original.ret, layer.map());
+    // Known before the body exists: recursive calls read it.
+    b.m.codes[id.0 as usize].ret = ret.clone();
+    let mut t = Translate {
+        env: HashMap::new(),
+        layer,
+        parts: Parts::default(),
+    };
+    let mut new_captures = Vec::new();
+    for (i, c) in original.captures.iter().enumerate() {
+        let v = match &captures {
+            Some(cs) => cs[i],
+            None => t.fresh_like(&mut b, *c),
+        };
+        t.env.insert(*c, Atom::Var(v));
+        new_captures.push(v);
+    }
+    let mut params = Vec::new();
+    for p in &original.params {
+        let v = t.fresh_like(&mut b, *p);
+        t.env.insert(*p, Atom::Var(v));
+        params.push(v);
+    }
+    let mut body = t.nested(&mut b, &original.body)?;
+    crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
+    b.finish_code(id, new_captures, params, ret, body);
+    Ok(id)
+}
+
+struct Translate<'l, L: Layer> {
+    /// Original variable → its translation.
+    env: HashMap<VarId, Atom>,
+    layer: &'l L,
+    parts: Parts,
+}
+
+impl<L: Layer> Translate<'_, L> {
+    /// A fresh variable standing for original variable `v`, of the translated type.
+    fn fresh_like(&self, b: &mut Builder, v: VarId) -> VarId {
+        let ty = b.m.map_type(&b.m.var_ty(v).clone(), self.layer.map());
+        let hint = b.m.var(v).name.clone();
+        b.fresh(&hint, ty)
+    }
+
+    /// Emits the translation of `body`'s bindings into the current block; returns the
+    /// translated result.
+    fn body_into(&mut self, b: &mut Builder, body: &Body) -> Result<Atom, AdError> {
+        for binding in &body.bindings {
+            b.span = binding.span;
+            let a = self.rhs(b, &binding.rhs, binding.var)?;
+            self.env.insert(binding.var, a);
+        }
+        Ok(self.atom(b, &body.result))
+    }
+
+    fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
+        let mut failure = None;
+        self.parts.0.push(HashMap::new());
+        let out = b.block(|b| match self.body_into(b, body) {
+            Ok(a) => a,
+            Err(e) => {
+                failure = Some(e);
+                Atom::Lit(Lit::Unit)
+            }
+        });
+        self.parts.0.pop();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// The translation of an atom; a real literal becomes a constant.
+    fn atom(&mut self, b: &mut Builder, a: &Atom) -> Atom {
+        match a {
+            Atom::Var(v) => self.env[v],
+            Atom::Lit(Lit::Real(r)) => self.layer.constant(b, real(*r)),
+            Atom::Lit(l) => Atom::Lit(*l),
+        }
+    }
+
+    fn atoms(&mut self, b: &mut Builder, atoms: &[Atom]) -> Vec<Atom> {
+        atoms.iter().map(|a| self.atom(b, a)).collect()
+    }
+
+    /// The primal part of a real-typed original atom.
+    fn primal(&mut self, b: &mut Builder, a: &Atom) -> Atom {
+        match a {
+            Atom::Lit(Lit::Real(r)) => real(*r),
+            _ => {
+                let d = self.atom(b, a);
+                primal_of(b, self.layer.map(), &Type::Real, d)
+            }
+        }
+    }
+
+    fn rhs(&mut self, b: &mut Builder, rhs: &Rhs, var: VarId) -> Result<Atom, AdError> {
+        let ty = b.m.var_ty(var).clone();
+        let hint = b.m.var(var).name.clone();
+        let lty = b.m.map_type(&ty, self.layer.map());
+        let new_rhs = match rhs {
+            Rhs::Prim(p, args) => return self.prim(b, *p, args, &ty, &hint),
+            Rhs::Atom(a) => Rhs::Atom(self.atom(b, a)),
+            Rhs::Tuple(args) => Rhs::Tuple(self.atoms(b, args)),
+            Rhs::Proj(a, i) => Rhs::Proj(self.atom(b, a), *i),
+            Rhs::Array(args) => Rhs::Array(self.atoms(b, args)),
+            Rhs::Ctor(_, tag, args) => {
+                let Type::Enum(translated) = lty else {
+                    unreachable!("constructor of a non-enum type")
+                };
+                Rhs::Ctor(translated, *tag, self.atoms(b, args))
+            }
+            Rhs::Call(f, args) => Rhs::Call(self.atom(b, f), self.atoms(b, args)),
+            Rhs::CallDirect(c, args) => {
+                let c = translate_code(b.m, *c, self.layer, None)?;
+                Rhs::CallDirect(c, self.atoms(b, args))
+            }
+            Rhs::Closure(c, args) => {
+                // The translated lambda captures the translations of its captures, under
+                // their own variables (a literal is bound to one first).
+                let vars: Vec<VarId> = args
+                    .iter()
+                    .map(|a| {
+                        let t = self.atom(b, a);
+                        var_of(b, t)
+                    })
+                    .collect();
+                let args = vars.iter().map(|v| Atom::Var(*v)).collect();
+                // A top-level function used as a value is translated on its own, once.
+                let inline = (b.m.code(*c).kind == CodeKind::Lambda).then_some(vars);
+                Rhs::Closure(translate_code(b.m, *c, self.layer, inline)?, args)
+            }
+            Rhs::If(c, t, e) => {
+                let c = self.atom(b, c);
+                Rhs::If(
+                    c,
+                    Box::new(self.nested(b, t)?),
+                    Box::new(self.nested(b, e)?),
+                )
+            }
+            Rhs::Match(s, arms, default) => {
+                let s = self.atom(b, s);
+                let mut new_arms = Vec::new();
+                for arm in arms {
+                    let mut fields = Vec::new();
+                    for f in &arm.fields {
+                        let v = self.fresh_like(b, *f);
+                        self.env.insert(*f, Atom::Var(v));
+                        fields.push(v);
+                    }
+                    let body = self.nested(b, &arm.body)?;
+                    new_arms.push(Arm {
+                        tag: arm.tag,
+                        fields,
+                        body,
+                    });
+                }
+                let default = match default {
+                    Some(d) => Some(Box::new(self.nested(b, d)?)),
+                    None => None,
+                };
+                Rhs::Match(s, new_arms, default)
+            }
+        };
+        Ok(b.emit(&hint, new_rhs, lty))
+    }
+
+    fn prim(
+        &mut self,
+        b: &mut Builder,
+        p: Prim,
+        args: &[Atom],
+        ty: &Type,
+        hint: &str,
+    ) -> Result<Atom, AdError> {
+        use Prim::*;
+        let map = self.layer.map();
+        let lty = b.m.map_type(ty, map);
+        let arg_ty = args.last().map(|a| b.m.atom_ty(a));
+        let on_reals = arg_ty == Some(Type::Real);
+        Ok(match p {
+            // Real primitives: the layer's calculus.
+            _ if on_reals && ty == &Type::Real && calculus::is_real_function(p) => {
+                let rule = calculus::rule(p).expect("a real function has a rule");
+                // Real literals stay literals: a layer knows their perturbation is 0.
+                let args: Vec<Atom> = args
+                    .iter()
+                    .map(|a| match a {
+                        Atom::Lit(Lit::Real(_)) => *a,
+                        _ => self.atom(b, a),
+                    })
+                    .collect();
+                self.layer
+                    .real_function(b, rule, &args, &mut self.parts, hint)
+            }
+            // Comparisons of reals compare primals.
+            Lt | Le | Gt | Ge if on_reals => {
+                let x = self.primal(b, &args[0]);
+                let y = self.primal(b, &args[1]);
+                b.prim(p, &[x, y], Type::Bool)
+            }
+            Eq | Ne => {
+                let t = arg_ty.expect("binary");
+                let x = self.atom(b, &args[0]);
+                let y = self.atom(b, &args[1]);
+                let x = primal_of(b, map, &t, x);
+                let y = primal_of(b, map, &t, y);
+                b.prim(p, &[x, y], Type::Bool)
+            }
+            ToReal => {
+                let x = self.atom(b, &args[0]);
+                let r = b.prim(ToReal, &[x], Type::Real);
+                self.layer.constant(b, r)
+            }
+            ToInt => {
+                let x = self.primal(b, &args[0]);
+                b.prim(ToInt, &[x], Type::Int)
+            }
+            Maximum | Minimum | Argmax if arg_ty == Some(Type::array(Type::Real)) => {
+                // The element at the first index attaining the extreme primal.
+                let a = self.atom(b, &args[0]);
+                let primals = primal_of(b, map, &Type::array(Type::Real), a);
+                let key = if p == Minimum {
+                    negate_array(b, primals)
+                } else {
+                    primals
+                };
+                let i = b.prim(Argmax, &[key], Type::Int);
+                if p == Argmax {
+                    i
+                } else {
+                    b.emit(hint, Rhs::Prim(Index, vec![a, i]), lty)
+                }
+            }
+            Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian => {
+                return Err(AdError(format!(
+                    "internal error: `{}` reached a translation unexpanded",
+                    p.name()
+                )));
+            }
+            _ => {
+                let args = self.atoms(b, args);
+                match self.layer.special_prim(b, p, &args, ty, hint) {
+                    Some(a) => a,
+                    // Everything else — integer arithmetic, array built-ins, `jvp`,
+                    // `taylor` — is the same primitive on translated arguments.
+                    None => b.emit(hint, Rhs::Prim(p, args), lty),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,101 @@
+//! Taylor mode of order k (seed 001 §3.2, the (1,k) case, with coefficients divided by
+//! factorials as LANGUAGE.md §5 asks): `T_k(Real) = [Real]`, k+1 coefficients. A real
+//! primitive follows its series rule (`calculus.rs` points into `jets.rs`); everything
+//! else is the structural skeleton (`structural.rs`).
+
+use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap};
+
+use crate::AdError;
+use crate::builder::{Builder, int};
+use crate::calculus::RealRule;
+use crate::jets;
+use crate::structural::{Layer, Parts, translate_code};
+
+/// The Taylor-mode translation of order `k` of `code`, creating it on first request.
+pub fn taylor_code(m: &mut Module, code: CodeId, k: u32) -> Result<CodeId, AdError> {
+    translate_code(m, code, &Taylor(k), None)
+}
+
+/// The layer of Taylor series of order k.
+pub(crate) struct Taylor(pub(crate) u32);
+
+impl Layer for Taylor {
+    fn map(&self) -> TypeMap {
+        TypeMap::Taylor(self.0)
+    }
+
+    fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
+        jets::constant(b, r, self.0)
+    }
+
+    fn real_function(
+        &self,
+        b: &mut Builder,
+        rule: &RealRule,
+        args: &[Atom],
+        _: &mut Parts,
+        _: &str,
+    ) -> Atom {
+        let series: Vec<Atom> = args
+            .iter()
+            .map(|a| match a {
+                Atom::Lit(fluxion_core::Lit::Real(_)) => self.constant(b, *a),
+                _ => *a,
+            })
+            .collect();
+        (rule.series)(b, &series)
+    }
+
+    /// A sum of no elements: the language's zero of `[Real]` is the empty array (its
+    /// length unknown), but a jet's zero is k+1 zero coefficients.
+    fn special_prim(
+        &self,
+        b: &mut Builder,
+        p: Prim,
+        args: &[Atom],
+        ty: &Type,
+        hint: &str,
+    ) -> Option<Atom> {
+        if !matches!(p, Prim::Sum | Prim::Sumbuild) || !has_real_leaf(ty) {
+            return None;
+        }
+        let lty = b.m.map_type(ty, self.map());
+        let total = b.emit(hint, Rhs::Prim(p, args.to_vec()), lty.clone());
+        let count = match p {
+            Prim::Sum => b.prim(Prim::Length, &[args[0]], Type::Int),
+            _ => args[0],
+        };
+        let empty = b.cmp(Prim::Eq, count, int(0));
+        Some(b.if_(empty, lty, |b| self.zero(b, ty), |_| total))
+    }
+}
+
+impl Taylor {
+    /// The translated zero of a summable type (arrays: the empty array, whose length
+    /// the language's empty sum cannot know either).
+    fn zero(&self, b: &mut Builder, ty: &Type) -> Atom {
+        match ty {
+            Type::Real => self.constant(b, crate::builder::real(0.0)),
+            Type::Tuple(ts) => {
+                let parts = ts.iter().map(|t| self.zero(b, t)).collect();
+                b.tuple("zero", parts)
+            }
+            Type::Array(_) => {
+                let lty = b.m.map_type(ty, self.map());
+                b.emit("zero", Rhs::Array(vec![]), lty)
+            }
+            _ => int(0),
+        }
+    }
+}
+
+/// Whether a summable type has a real in it (so that its translated zero is not the
+/// interpreter's).
+fn has_real_leaf(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().any(has_real_leaf),
+        Type::Array(t) => has_real_leaf(t),
+        _ => false,
+    }
+}
