@@ -670,3 +670,48 @@ fn verifier_types_differential_operators_by_the_tangent_type() {
     m.codes[main.0 as usize].ret = tuple(vec![Type::Real, Type::Int]);
     assert_rejected(&m, "declared (Real, Int) but its value has type (Real, ())");
 }
+
+// ---------------------------------------------------------------- derived codes
+
+/// A lambda code derived on its own (registered in `derived_codes`) whose body uses
+/// `used` with `captures` as its captures: what a translation that got scoping wrong
+/// would emit.
+fn derived_lambda(m: &mut Module, captures: Vec<VarId>, used: VarId) -> CodeId {
+    let p = m.fresh_var("p", Type::Real);
+    let r = m.fresh_var("r", Type::Real);
+    let id = m.add_code(Code {
+        name: "g_fwd".into(),
+        kind: CodeKind::Lambda,
+        captures,
+        params: vec![p],
+        ret: Type::Real,
+        body: Body {
+            bindings: vec![Binding {
+                var: r,
+                rhs: Rhs::Prim(Prim::Mul, vec![Atom::Var(p), Atom::Var(used)]),
+                span: Span::default(),
+            }],
+            result: Atom::Var(r),
+        },
+        span: Span::default(),
+    });
+    m.derived_codes.insert(format!("fwd#{}", id.0), id);
+    id
+}
+
+#[test]
+fn a_derived_code_using_a_variable_out_of_its_scope_fails_verification() {
+    let mut m = Module::default();
+    let c = m.fresh_var("c", Type::Real);
+    derived_lambda(&mut m, vec![c], c);
+    assert!(verify_module(&m).is_ok(), "a root binds its own captures");
+    let stray = m.fresh_var("stray", Type::Real);
+    let first = m.codes.len();
+    let d = m.fresh_var("d", Type::Real);
+    derived_lambda(&mut m, vec![d], stray);
+    let errors = crate::verify::verify_codes_from(&m, first).expect_err("stray is bound nowhere");
+    assert!(errors[0].message.contains("out of scope"), "{errors:?}");
+    // Only codes from `first` on are checked; the whole module reports the same error.
+    assert!(crate::verify::verify_codes_from(&m, m.codes.len()).is_ok());
+    assert!(verify_module(&m).is_err());
+}

@@ -17,14 +17,22 @@ use fluxion_driver::gradcheck::{check_gradient, check_transpose, eval_reals};
 use fluxion_driver::{AdMode, compile, with_big_stack};
 use generator::{Config, generate};
 
-/// The reverse-mode algorithms behind `grad`, `vjp`, ... that are checked; the first is
-/// the reference the others must agree with (to `MODE_TOLERANCE`). Add a mode here
-/// when it is implemented (and remove it from `PENDING_MODES`).
-const AD_MODES: &[AdMode] = &[AdMode::Fwd];
+/// The reverse-mode algorithms behind `grad`, `vjp`, ... that are checked: every mode
+/// that is built (`AdMode::implemented`), the reference (`fwd`) first, which the others
+/// must agree with (to `MODE_TOLERANCE`). A mode joins by being built.
+fn ad_modes() -> Vec<AdMode> {
+    AdMode::implemented()
+}
 
-/// Modes that are not implemented yet: `pending_features_are_still_unimplemented`
-/// asserts they still say so, so that we notice when they land.
-const PENDING_MODES: &[AdMode] = &[AdMode::Chad, AdMode::Delta];
+/// Modes not built yet: `pending_features_are_still_unimplemented` asserts they still
+/// say so.
+fn pending_modes() -> Vec<AdMode> {
+    AdMode::ALL
+        .iter()
+        .copied()
+        .filter(|m| !m.is_implemented())
+        .collect()
+}
 
 /// Expressions that must agree (to `MODE_TOLERANCE`) for every generated `f`, at the
 /// point `{x}` along the direction `{v}`: (name, expression, reference).
@@ -116,7 +124,7 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
     // 2. Per mode: gradient against finite differences, the transpose identity,
     //    value_and_grad against the value; every mode against the first.
     let mut reference: Option<(AdMode, Vec<f64>)> = None;
-    for &mode in AD_MODES {
+    for mode in ad_modes() {
         check_gradient(src, "f", x, mode).map_err(|m| fail(format!("gradient {mode:?}"), m))?;
         let with_fv = format!("{src}{FV}");
         check_transpose(&with_fv, "fv", x, &U, &W, mode)
@@ -498,9 +506,9 @@ fn regressions_pass_every_oracle_or_fail_as_known() {
 fn pending_features_are_still_unimplemented() {
     let src = "fn f(x: [Real]) -> Real { x[0] * sin(x[1]) + x[2] }";
     let x = [0.5, 1.0, -0.5];
-    for &mode in PENDING_MODES {
+    for mode in pending_modes() {
         let err = eval_reals(src, &format!("grad(f, {})", literal(&x)), mode)
-            .expect_err("a pending mode now runs: move it to AD_MODES");
+            .expect_err("a mode that is not built runs");
         assert!(err.contains("not implemented"), "{mode:?}: {err}");
     }
     for (name, expr, reference) in PENDING_AGREEMENTS {

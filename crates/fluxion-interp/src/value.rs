@@ -33,20 +33,19 @@ pub struct Closure {
 }
 
 impl Value {
-    /// Builds an array, unboxing it when its elements are reals.
+    /// Builds an array, unboxing it when its elements are reals (all of them: an array
+    /// of real tangents may hold a symbolic zero, which stays boxed).
     pub fn array(elems: Vec<Value>) -> Value {
-        if matches!(elems.first(), Some(Value::Real(_))) {
-            Value::RealArray(
-                elems
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::Real(x) => x,
-                        _ => f64::NAN,
-                    })
-                    .collect(),
-            )
-        } else {
-            Value::Array(elems.into())
+        let reals: Option<Vec<f64>> = elems
+            .iter()
+            .map(|v| match v {
+                Value::Real(x) => Some(*x),
+                _ => None,
+            })
+            .collect();
+        match reals {
+            Some(xs) if !xs.is_empty() => Value::RealArray(xs.into()),
+            _ => Value::Array(elems.into()),
         }
     }
 
