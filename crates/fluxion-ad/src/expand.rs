@@ -15,7 +15,7 @@ use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Type};
 use crate::AdError;
 use crate::builder::{Builder, real};
 use crate::helpers::var_of;
-use crate::mode::{AdMode, ReverseAlgorithm, Site};
+use crate::mode::{AdMode, ReverseAlgorithm, Site, call_at, jvp_tangent};
 
 /// Whether a primitive is expanded here.
 fn is_expanded(p: Prim) -> bool {
@@ -121,23 +121,6 @@ fn site(b: &mut Builder, f: Atom, x: Atom) -> Site {
         b: *ret,
         n_params: params.len(),
     }
-}
-
-/// `f(x)`, where `x` is the tuple of the arguments if `f` has several.
-pub(crate) fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: Type) -> Atom {
-    let args = if n_params == 1 {
-        vec![x]
-    } else {
-        (0..n_params).map(|i| b.proj(&x, i)).collect()
-    };
-    b.emit("value", Rhs::Call(f, args), ret)
-}
-
-/// `jvp(f, x, d).1`
-pub(crate) fn jvp_tangent(b: &mut Builder, f: Atom, x: Atom, d: Atom, ret: &Type) -> Atom {
-    let tret = b.m.tangent_type(ret);
-    let pair = b.prim(Prim::Jvp, &[f, x, d], Type::Tuple(vec![ret.clone(), tret]));
-    b.proj(&pair, 1)
 }
 
 fn expand_op(b: &mut Builder, p: Prim, args: &[Atom], alg: &dyn ReverseAlgorithm) -> Atom {

@@ -11,9 +11,8 @@ use fluxion_core::{Atom, Prim, Type};
 
 use crate::builder::{Builder, int};
 use crate::coordinates::{basis_of, coords_of, dim_of, dot, from_coords};
-use crate::expand::{call_at, jvp_tangent};
 use crate::helpers::var_of;
-use crate::mode::{ReverseAlgorithm, Site};
+use crate::mode::{ReverseAlgorithm, Site, call_at, jvp_tangent};
 
 /// The forward-mode algorithm.
 pub(crate) struct FwdMode;

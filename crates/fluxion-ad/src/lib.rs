@@ -42,3 +42,51 @@ pub use taylor::taylor_code;
 /// operator was applied).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AdError(pub String);
+
+#[cfg(test)]
+mod layering {
+    /// The transformations and their sources: each depends on the shared layers only,
+    /// never on another transformation (so a reverse mode is added without touching
+    /// forward or Taylor code).
+    const TRANSFORMATIONS: &[(&str, &str)] = &[
+        ("forward", include_str!("forward.rs")),
+        ("taylor", include_str!("taylor.rs")),
+        ("fwd_mode", include_str!("fwd_mode.rs")),
+        ("expand", include_str!("expand.rs")),
+    ];
+
+    /// The shared layers, which name no transformation (`mode.rs` names the algorithms
+    /// in its registry, one line each, and nothing else of them).
+    const SHARED: &[(&str, &str)] = &[
+        ("builder", include_str!("builder.rs")),
+        ("calculus", include_str!("calculus.rs")),
+        ("cleanup", include_str!("cleanup.rs")),
+        ("coordinates", include_str!("coordinates.rs")),
+        ("helpers", include_str!("helpers.rs")),
+        ("jets", include_str!("jets.rs")),
+        ("layer", include_str!("layer.rs")),
+        ("structural", include_str!("structural.rs")),
+        ("tangent", include_str!("tangent.rs")),
+    ];
+
+    fn uses(src: &str, module: &str) -> bool {
+        src.contains(&format!("crate::{module}::")) || src.contains(&format!("crate::{module};"))
+    }
+
+    #[test]
+    fn transformations_depend_on_shared_layers_only() {
+        for (name, src) in TRANSFORMATIONS.iter().chain(SHARED) {
+            for (other, _) in TRANSFORMATIONS {
+                assert!(
+                    name == other || !uses(src, other),
+                    "`{name}` depends on the transformation `{other}`"
+                );
+            }
+        }
+        let mode = include_str!("mode.rs");
+        for (other, _) in TRANSFORMATIONS {
+            let mentions = mode.matches(&format!("crate::{other}::")).count();
+            assert!(mentions <= 1, "mode.rs names `{other}` {mentions} times");
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! Adding a mode is adding a module that implements [`ReverseAlgorithm`] and one line
 //! in [`AdMode::algorithm`].
 
-use fluxion_core::{Atom, Type, VarId};
+use fluxion_core::{Atom, Prim, Rhs, Type, VarId};
 
 use crate::builder::Builder;
 
@@ -83,4 +83,21 @@ pub(crate) trait ReverseAlgorithm: Sync {
     /// `jacobian(f, x): [[Real]]` for `f: [Real] -> [Real]`, row i the gradient of
     /// output i.
     fn jacobian(&self, b: &mut Builder, site: &Site) -> Atom;
+}
+
+/// `f(x)`, where `x` is the tuple of the arguments if `f` has several.
+pub(crate) fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: Type) -> Atom {
+    let args = if n_params == 1 {
+        vec![x]
+    } else {
+        (0..n_params).map(|i| b.proj(&x, i)).collect()
+    };
+    b.emit("value", Rhs::Call(f, args), ret)
+}
+
+/// `jvp(f, x, d).1`
+pub(crate) fn jvp_tangent(b: &mut Builder, f: Atom, x: Atom, d: Atom, ret: &Type) -> Atom {
+    let tret = b.m.tangent_type(ret);
+    let pair = b.prim(Prim::Jvp, &[f, x, d], Type::Tuple(vec![ret.clone(), tret]));
+    b.proj(&pair, 1)
 }
