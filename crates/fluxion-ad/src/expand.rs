@@ -10,7 +10,7 @@
 //! like user code: nested operators need no special case.
 
 use fluxion_core::verify::differentiated_argument;
-use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Type};
+use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Span, Type};
 
 use crate::AdError;
 use crate::builder::{Builder, real};
@@ -31,23 +31,38 @@ fn depends_on_mode(p: Prim) -> bool {
 /// Whether any code uses an operator whose algorithm `--ad` chooses (`grad`,
 /// `value_and_grad`, `vjp`, `jacobian`, `hessian`).
 pub fn uses_reverse_operators(m: &Module) -> bool {
-    m.codes
-        .iter()
-        .any(|c| body_has_prim(&c.body, &depends_on_mode))
+    first_reverse_operator(m).is_some()
+}
+
+/// Where the program first applies an operator whose algorithm `--ad` chooses (in
+/// code order: the prelude's codes come first, then the user's).
+pub fn first_reverse_operator(m: &Module) -> Option<Span> {
+    fn find(body: &Body) -> Option<Span> {
+        body.bindings.iter().find_map(|b| match &b.rhs {
+            Rhs::Prim(p, _) if depends_on_mode(*p) => Some(b.span),
+            Rhs::If(_, t, e) => find(t).or_else(|| find(e)),
+            Rhs::Match(_, arms, d) => arms
+                .iter()
+                .find_map(|a| find(&a.body))
+                .or_else(|| d.as_deref().and_then(find)),
+            _ => None,
+        })
+    }
+    m.codes.iter().find_map(|c| find(&c.body))
 }
 
 /// Expands every operator in every code of the module (including codes the expansion
 /// itself creates) with `mode`'s algorithm. A mode that is not built yet is an error
 /// only for a program that uses one of the operators it would compute.
 pub fn expand_module(m: &mut Module, mode: AdMode) -> Result<(), AdError> {
-    let algorithm = match mode.algorithm() {
-        Some(a) => a,
-        None if !uses_reverse_operators(m) => AdMode::Fwd.algorithm().expect("fwd is built"),
-        None => {
-            return Err(AdError(format!(
-                "--ad {} is not implemented yet; use --ad fwd",
-                mode.name()
-            )));
+    let algorithm = match (mode.algorithm(), first_reverse_operator(m)) {
+        (Some(a), _) => a,
+        (None, None) => AdMode::Fwd.algorithm().expect("fwd is built"),
+        (None, Some(span)) => {
+            return Err(AdError::at(
+                span,
+                format!("--ad {} is not implemented yet; use --ad fwd", mode.name()),
+            ));
         }
     };
     let mut next = 0;

@@ -39,9 +39,19 @@ pub use mode::AdMode;
 pub use taylor::taylor_code;
 
 /// A program the transformation cannot handle (reported as a runtime error where the
-/// operator was applied).
+/// operator was applied, or at the span given).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AdError(pub String);
+pub struct AdError(pub String, pub Option<fluxion_core::Span>);
+
+impl AdError {
+    pub fn new(message: impl Into<String>) -> AdError {
+        AdError(message.into(), None)
+    }
+
+    pub fn at(span: fluxion_core::Span, message: impl Into<String>) -> AdError {
+        AdError(message.into(), Some(span))
+    }
+}
 
 #[cfg(test)]
 mod layering {

@@ -354,7 +354,7 @@ impl<L: Layer> Translate<'_, L> {
                 }
             }
             Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian => {
-                return Err(AdError(format!(
+                return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation unexpanded",
                     p.name()
                 )));

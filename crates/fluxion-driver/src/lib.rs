@@ -219,7 +219,7 @@ impl Program {
         // Only the reverse-mode operators depend on the mode; a program without them
         // runs the same in every mode, built or not.
         if let Err(e) = fluxion_ad::expand_module(&mut self.module, mode) {
-            return Err(fail(Diagnostic::new(Phase::Input, None, e.0), self.sources));
+            return Err(fail(Diagnostic::new(Phase::Input, e.1, e.0), self.sources));
         }
         if let Err(d) = check_core(&self.module, "expanding differential operators") {
             return Err(fail(d, self.sources));
