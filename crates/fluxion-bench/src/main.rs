@@ -1,10 +1,14 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
+//! `cargo run --release -p fluxion-bench -- compile`: only the compile-time table.
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
-//! repetitions each), never a lone absolute time.
+//! repetitions each), never a lone absolute time — except compile times, whose
+//! targets are absolute; they are printed beside the ratios that show linearity.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+use fluxion_bench::programs;
 
 /// Median wall time of `reps` runs of `f`.
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
@@ -102,6 +106,74 @@ fn hessian_by_taylor(x: [Real]) -> [[Real]] {
 fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
 
 fn main() {
+    let only = std::env::args().nth(1);
+    match only.as_deref() {
+        None => {
+            runtime_tables();
+            compile_table();
+        }
+        Some("compile") => compile_table(),
+        Some(other) => {
+            eprintln!("unknown table `{other}`; the only one that can be chosen is `compile`");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Median time of `fluxion_driver::compile` on `src` (parse, elaborate, expand; the
+/// verifier too in debug builds).
+fn time_compile(src: &str, reps: usize) -> Duration {
+    let src = src.to_string();
+    fluxion_driver::with_big_stack(move || {
+        median_time(reps, || {
+            let program = fluxion_driver::compile("bench.flx", &src)
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            black_box(program.module.codes.len());
+        })
+    })
+}
+
+/// Compile time of generated programs of growing size: time per line relative to the
+/// smallest program of the same shape is 1.00 at every size when compiling is linear.
+fn compile_table() {
+    let reps = 3;
+    println!("\n## Compile time (parse, type-check, lower, expand), median of {reps}\n");
+    println!("| program | lines | compile | time per line / smallest's |");
+    println!("|---|---|---|---|");
+    compile_rows(&[1_000, 4_000, 16_000, 40_000], reps, |lines| {
+        (
+            format!("many functions, {}k lines", lines / 1000),
+            programs::many_functions(lines),
+        )
+    });
+    compile_rows(&[2_500, 10_000, 40_000], reps, |lets| {
+        (
+            format!("one function of {lets} `let`s"),
+            programs::many_lets(lets),
+        )
+    });
+}
+
+/// Rows of the compile table for one shape of program, one per size; `generate`
+/// gives a row's name and source.
+fn compile_rows(sizes: &[usize], reps: usize, generate: impl Fn(usize) -> (String, String)) {
+    let mut baseline = None;
+    for &size in sizes {
+        let (name, src) = generate(size);
+        let lines = src.lines().count();
+        let t = time_compile(&src, reps);
+        let per_line = t.as_secs_f64() / lines as f64;
+        let base = *baseline.get_or_insert(per_line);
+        println!(
+            "| {name} | {lines} | {:.1} ms | {:.2} |",
+            t.as_secs_f64() * 1e3,
+            per_line / base
+        );
+    }
+}
+
+/// The interpreter and AD tables.
+fn runtime_tables() {
     let reps = 5;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
     println!("| program | interpreter / Rust |");
