@@ -15,7 +15,7 @@
 //! so that `map(|p| p.0, pairs)` knows `p`'s type. Checks that need a type to be known
 //! (`.N`, differential operators, `+` on numbers only) are deferred until the end.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fluxion_core::prim::{Constraint, SchemeTy};
 use fluxion_core::{
@@ -26,6 +26,7 @@ use fluxion_syntax::ast::{self, BinOp, ExprKind, PatKind, UnOp};
 
 use crate::TypeError;
 use crate::infer::{Ty, Unifier};
+use crate::scope::{Local, Scope};
 
 pub(crate) fn span(s: fluxion_syntax::Span) -> Span {
     Span {
@@ -43,15 +44,21 @@ pub(crate) fn result_expr(e: &ast::Expr) -> &ast::Expr {
     }
 }
 
-struct ScopeEntry {
-    name: String,
-    var: VarId,
-    /// Lambda nesting depth where the variable is bound.
-    depth: usize,
+/// A lambda being elaborated: the variables of enclosing scopes it uses.
+#[derive(Default)]
+struct LambdaCtx {
+    /// In order of first use (the closure's capture list).
+    captures: Vec<VarId>,
+    /// The same variables, for a membership test that does not scan the list.
+    captured: HashSet<VarId>,
 }
 
-struct LambdaCtx {
-    captures: Vec<VarId>,
+impl LambdaCtx {
+    fn capture(&mut self, var: VarId) {
+        if self.captured.insert(var) {
+            self.captures.push(var);
+        }
+    }
 }
 
 pub(crate) enum Deferred {
@@ -87,7 +94,7 @@ pub(crate) struct Elab {
     pub(crate) u: Unifier,
     pub(crate) errors: Vec<TypeError>,
     pub(crate) deferred: Vec<Deferred>,
-    scope: Vec<ScopeEntry>,
+    scope: Scope,
     lambdas: Vec<LambdaCtx>,
     blocks: Vec<Vec<Binding>>,
     functions: HashMap<String, FnSig>,
@@ -112,7 +119,7 @@ impl Elab {
             u: Unifier::default(),
             errors: Vec::new(),
             deferred: Vec::new(),
-            scope: Vec::new(),
+            scope: Scope::default(),
             lambdas: Vec::new(),
             blocks: Vec::new(),
             functions: HashMap::new(),
@@ -183,11 +190,8 @@ impl Elab {
     }
 
     pub(crate) fn push_scope(&mut self, name: &str, var: VarId) {
-        self.scope.push(ScopeEntry {
-            name: name.to_string(),
-            var,
-            depth: self.lambdas.len(),
-        });
+        let depth = self.lambdas.len();
+        self.scope.push(name, Local { var, depth });
     }
 
     // ------------------------------------------------------------ declarations
@@ -697,18 +701,15 @@ impl Elab {
         )
     }
 
-    fn lookup_local(&self, name: &str) -> Option<&ScopeEntry> {
-        self.scope.iter().rev().find(|e| e.name == name)
+    fn lookup_local(&self, name: &str) -> Option<Local> {
+        self.scope.lookup(name)
     }
 
     fn var_ref(&mut self, name: &str, sp: Span) -> (Atom, Ty) {
-        if let Some(entry) = self.lookup_local(name) {
-            let (var, depth) = (entry.var, entry.depth);
+        if let Some(Local { var, depth }) = self.lookup_local(name) {
             // Every lambda between the binder and this use captures the variable.
             for ctx in &mut self.lambdas[depth..] {
-                if !ctx.captures.contains(&var) {
-                    ctx.captures.push(var);
-                }
+                ctx.capture(var);
             }
             return (Atom::Var(var), self.var_tys[var.0 as usize].clone());
         }
@@ -882,7 +883,7 @@ impl Elab {
             param_tys.push(ty);
         }
         let mark = self.scope.len();
-        self.lambdas.push(LambdaCtx { captures: vec![] });
+        self.lambdas.push(LambdaCtx::default());
         let mut param_vars = Vec::new();
         let ret = expected_ret.unwrap_or_else(|| self.u.fresh());
         let body = self.in_block(|el| {

@@ -8,6 +8,7 @@ mod builtins;
 mod elaborate;
 mod infer;
 mod patterns;
+mod scope;
 
 use fluxion_core::{Module, Span};
 use fluxion_syntax::ast;
