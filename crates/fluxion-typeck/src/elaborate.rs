@@ -93,7 +93,14 @@ pub(crate) struct Elab {
     pub(crate) var_tys: Vec<Ty>,
     pub(crate) u: Unifier,
     pub(crate) errors: Vec<TypeError>,
-    pub(crate) deferred: Vec<Deferred>,
+    /// Projections and differential operators waiting for a type to become known,
+    /// each with its [`Elab::defer`] sequence number; retried whenever one is added.
+    pub(crate) deferred: Vec<(usize, Deferred)>,
+    /// Constraints, checked only at the end (with their sequence numbers), so kept
+    /// apart: retrying them at every `.N` would make elaboration quadratic.
+    pub(crate) constraints: Vec<(usize, Deferred)>,
+    /// How many checks were ever deferred: the next sequence number.
+    pub(crate) deferred_count: usize,
     scope: Scope,
     lambdas: Vec<LambdaCtx>,
     blocks: Vec<Vec<Binding>>,
@@ -119,6 +126,8 @@ impl Elab {
             u: Unifier::default(),
             errors: Vec::new(),
             deferred: Vec::new(),
+            constraints: Vec::new(),
+            deferred_count: 0,
             scope: Scope::default(),
             lambdas: Vec::new(),
             blocks: Vec::new(),
@@ -530,7 +539,7 @@ impl Elab {
             ExprKind::Proj(t, index) => {
                 let (ta, tty) = self.expr(t, None);
                 let result = self.u.fresh();
-                self.deferred.push(Deferred::Proj {
+                self.defer(Deferred::Proj {
                     tuple: tty,
                     index: *index,
                     result: result.clone(),
@@ -598,7 +607,7 @@ impl Elab {
     }
 
     pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: &str, span: Span) {
-        self.deferred.push(Deferred::Constraint {
+        self.defer(Deferred::Constraint {
             ty: ty.clone(),
             constraint,
             what: what.to_string(),
