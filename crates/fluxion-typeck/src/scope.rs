@@ -6,6 +6,7 @@
 //! scope (a function of 40,000 `let`s would otherwise be quadratic to elaborate).
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use fluxion_core::VarId;
 
@@ -18,7 +19,8 @@ pub(crate) struct Local {
 }
 
 struct Entry {
-    name: String,
+    /// Shared with the index's key: one allocation per distinct name.
+    name: Rc<str>,
     local: Local,
     /// The entry this one shadows (the same name, bound further out), if any.
     shadowed: Option<usize>,
@@ -27,16 +29,19 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct Scope {
     entries: Vec<Entry>,
-    innermost: HashMap<String, usize>,
+    innermost: HashMap<Rc<str>, usize>,
 }
 
 impl Scope {
     /// Binds `name`, shadowing any outer binding of it until [`Scope::truncate`].
     pub(crate) fn push(&mut self, name: &str, local: Local) {
-        let index = self.entries.len();
-        let shadowed = self.innermost.insert(name.to_string(), index);
+        let (name, shadowed) = match self.innermost.get_key_value(name) {
+            Some((key, &outer)) => (Rc::clone(key), Some(outer)),
+            None => (Rc::from(name), None),
+        };
+        self.innermost.insert(Rc::clone(&name), self.entries.len());
         self.entries.push(Entry {
-            name: name.to_string(),
+            name,
             local,
             shadowed,
         });
