@@ -61,6 +61,25 @@ impl LambdaCtx {
     }
 }
 
+/// What a constraint is on, for its message. Static, so that recording one of the
+/// many constraints (one per arithmetic operator) allocates nothing.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject {
+    /// An operator or built-in, shown in backticks.
+    Named(&'static str),
+    /// A phrase, shown as it is.
+    Phrase(&'static str),
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Named(name) => write!(f, "`{name}`"),
+            Subject::Phrase(phrase) => f.write_str(phrase),
+        }
+    }
+}
+
 pub(crate) enum Deferred {
     Proj {
         tuple: Ty,
@@ -71,7 +90,7 @@ pub(crate) enum Deferred {
     Constraint {
         ty: Ty,
         constraint: Constraint,
-        what: String,
+        what: Subject,
         span: Span,
     },
     Differential {
@@ -587,7 +606,7 @@ impl Elab {
                 let (xa, xty) = self.expr(x, None);
                 match op {
                     UnOp::Neg => {
-                        self.constrain(&xty, Constraint::Num, "negation", sp);
+                        self.constrain(&xty, Constraint::Num, Subject::Phrase("negation"), sp);
                         (
                             self.emit("neg", Rhs::Prim(Prim::Neg, vec![xa]), xty.clone(), sp),
                             xty,
@@ -606,11 +625,11 @@ impl Elab {
         }
     }
 
-    pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: &str, span: Span) {
+    pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: Subject, span: Span) {
         self.defer(Deferred::Constraint {
             ty: ty.clone(),
             constraint,
-            what: what.to_string(),
+            what,
             span,
         });
     }
@@ -689,18 +708,18 @@ impl Elab {
             BinOp::Ge => (Prim::Ge, "ge"),
             BinOp::And | BinOp::Or => unreachable!("handled above"),
         };
-        let what = format!("`{}`", op.symbol());
+        let what = Subject::Named(op.symbol());
         let ty = match op {
             BinOp::Eq | BinOp::Ne => {
-                self.constrain(&lty, Constraint::Eq, &what, sp);
+                self.constrain(&lty, Constraint::Eq, what, sp);
                 Ty::Bool
             }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                self.constrain(&lty, Constraint::Num, &what, sp);
+                self.constrain(&lty, Constraint::Num, what, sp);
                 Ty::Bool
             }
             _ => {
-                self.constrain(&lty, Constraint::Num, &what, sp);
+                self.constrain(&lty, Constraint::Num, what, sp);
                 lty
             }
         };
@@ -785,13 +804,13 @@ impl Elab {
         vars: &[Constraint],
         params: &[SchemeTy],
         ret: &SchemeTy,
-        what: &str,
+        what: &'static str,
         sp: Span,
     ) -> (Vec<Ty>, Ty) {
         let args: Vec<Ty> = vars.iter().map(|_| self.u.fresh()).collect();
         for (t, c) in args.iter().zip(vars) {
             if *c != Constraint::Any {
-                self.constrain(t, *c, &format!("`{what}`"), sp);
+                self.constrain(t, *c, Subject::Named(what), sp);
             }
         }
         fn inst(s: &SchemeTy, args: &[Ty]) -> Ty {
