@@ -30,7 +30,7 @@ pub struct VerifyError {
 pub fn verify_module(module: &Module) -> Result<(), Vec<VerifyError>> {
     let mut v = Verifier {
         module,
-        bound: HashSet::new(),
+        bound: vec![false; module.vars.len()],
         scope: Scope::new(module.vars.len()),
         errors: Vec::new(),
         code_name: String::new(),
@@ -49,7 +49,8 @@ pub fn verify_module(module: &Module) -> Result<(), Vec<VerifyError>> {
 
 struct Verifier<'a> {
     module: &'a Module,
-    bound: HashSet<VarId>,
+    /// Per variable (indexed by `VarId`): whether a binding of it was seen.
+    bound: Vec<bool>,
     scope: Scope,
     errors: Vec<VerifyError>,
     code_name: String,
@@ -129,7 +130,7 @@ impl Verifier<'_> {
             ));
             return;
         }
-        if !self.bound.insert(v) {
+        if std::mem::replace(&mut self.bound[v.0 as usize], true) {
             self.err(format!("variable {} is bound twice", v.0));
         }
         self.scope.push(v);
