@@ -625,7 +625,15 @@ impl Elab {
         }
     }
 
+    /// Records that `ty` must satisfy `constraint`, checked when elaboration ends —
+    /// unless `ty` is already fully known and satisfies it (so the end would find the
+    /// same), as most are: that keeps the list of waiting checks short.
     pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: Subject, span: Span) {
+        if let Some(known) = self.u.concrete(ty)
+            && fluxion_core::prim::satisfies(&known, constraint, &self.module.enums)
+        {
+            return;
+        }
         self.defer(Deferred::Constraint {
             ty: ty.clone(),
             constraint,
