@@ -112,6 +112,8 @@ pub(crate) struct Elab {
     pub(crate) var_tys: Vec<Ty>,
     pub(crate) u: Unifier,
     pub(crate) errors: Vec<TypeError>,
+    /// The errors above, to find a repeated one without scanning them all.
+    reported: HashSet<TypeError>,
     /// Projections and differential operators waiting for a type to become known,
     /// each with its [`Elab::defer`] sequence number; retried whenever one is added.
     pub(crate) deferred: Vec<(usize, Deferred)>,
@@ -144,6 +146,7 @@ impl Elab {
             var_tys: Vec::new(),
             u: Unifier::default(),
             errors: Vec::new(),
+            reported: HashSet::new(),
             deferred: Vec::new(),
             constraints: Vec::new(),
             deferred_count: 0,
@@ -160,16 +163,14 @@ impl Elab {
     }
 
     pub(crate) fn error(&mut self, span: Span, message: impl Into<String>) {
-        let message = message.into();
+        let error = TypeError {
+            span,
+            message: message.into(),
+        };
         // Bodies compiled twice by pattern matching would report twice.
-        if self
-            .errors
-            .iter()
-            .any(|e| e.span == span && e.message == message)
-        {
-            return;
+        if self.reported.insert(error.clone()) {
+            self.errors.push(error);
         }
-        self.errors.push(TypeError { span, message });
     }
 
     pub(crate) fn show(&self, t: &Ty) -> String {

@@ -17,7 +17,7 @@ use fluxion_syntax::ast;
 pub const EXPR_ENTRY: &str = "repl_expr";
 
 /// A type error (or a name-resolution error): where, and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TypeError {
     pub span: Span,
     pub message: String,
