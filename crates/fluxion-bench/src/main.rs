@@ -125,8 +125,9 @@ fn main() {
     }
 }
 
-/// Median time of `fluxion_driver::compile` on `src` (parse, elaborate, expand; the
-/// verifier too in debug builds). Freeing the program afterwards is not counted.
+/// Median time of `fluxion_driver::compile` on `src` (parse, then elaborate: names,
+/// inference, lowering to Core; the verifier only in debug builds). Freeing the program
+/// afterwards is not counted.
 fn time_compile(src: &str, reps: usize) -> Duration {
     let src = src.to_string();
     fluxion_driver::with_big_stack(move || {
@@ -147,8 +148,8 @@ fn time_compile(src: &str, reps: usize) -> Duration {
 /// Compile time of generated programs of growing size: time per line relative to the
 /// smallest program of the same shape is 1.00 at every size when compiling is linear.
 fn compile_table() {
-    let reps = 3;
-    println!("\n## Compile time (parse, type-check, lower, expand), median of {reps}\n");
+    let reps = 5;
+    println!("\n## Compile time (`fluxion_driver::compile`), median of {reps}\n");
     println!("| program | lines | compile | time per line / smallest's |");
     println!("|---|---|---|---|");
     compile_rows(&[1_000, 4_000, 16_000, 40_000], reps, |lines| {

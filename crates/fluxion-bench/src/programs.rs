@@ -1,15 +1,16 @@
 //! Generated Fluxion programs of a chosen size, for measuring how compile time grows.
 //!
-//! Two shapes stress different things: many top-level functions (every construct of
-//! the language, so each pass sees realistic code), and one function with very many
-//! `let`s (one long scope, where a linear name lookup shows up as quadratic time).
+//! Two shapes stress different things: many top-level functions (a mix of the
+//! language's constructs, so that each pass sees realistic code), and one function
+//! with very many `let`s (one long scope, where a name lookup that scans the scope
+//! shows up as quadratic time).
 
 use std::fmt::Write;
 
 /// Lines of one generated function in [`many_functions`] (with its blank line).
 const LINES_PER_FUNCTION: usize = 12;
 
-/// A program of about `lines` lines (never fewer): an enum and a chain of functions,
+/// A program of about `lines` lines: an enum and a chain of functions,
 /// each using `let` patterns, a lambda, a `match`, an `if`, a differential operator
 /// and a call of the previous function, and a `main` calling the last one.
 pub fn many_functions(lines: usize) -> String {
