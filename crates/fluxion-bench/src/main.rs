@@ -1,5 +1,7 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
 //! `cargo run --release -p fluxion-bench -- compile`: only the compile-time table.
+//! `cargo run --release -p fluxion-bench -- source functions|lets N`: prints a
+//! generated program of N lines or N `let`s (to compile it under a profiler).
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
 //! repetitions each), never a lone absolute time — except compile times, whose
@@ -111,17 +113,31 @@ fn hessian_by_taylor(x: [Real]) -> [[Real]] {
 fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
 
 fn main() {
-    let only = std::env::args().nth(1);
-    match only.as_deref() {
-        None => {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args[..] {
+        [] => {
             runtime_tables();
             compile_table();
         }
-        Some("compile") => compile_table(),
-        Some(other) => {
-            eprintln!("unknown table `{other}`; the only one that can be chosen is `compile`");
-            std::process::exit(2);
-        }
+        ["compile"] => compile_table(),
+        ["source", shape, size] => print_source(shape, size),
+        _ => usage(),
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: fluxion-bench [compile | source functions|lets N]");
+    std::process::exit(2);
+}
+
+/// Prints a generated program of the compile table.
+fn print_source(shape: &str, size: &str) {
+    let Ok(size) = size.parse() else { usage() };
+    match shape {
+        "functions" => print!("{}", programs::many_functions(size)),
+        "lets" => print!("{}", programs::many_lets(size)),
+        _ => usage(),
     }
 }
 
