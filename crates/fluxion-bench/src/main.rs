@@ -142,39 +142,49 @@ fn print_source(shape: &str, size: &str) {
 }
 
 /// Median time of `fluxion_driver::compile` on `src` (parse, then elaborate: names,
-/// inference, lowering to Core; the verifier only in debug builds). Freeing the program
-/// afterwards is not counted.
-fn time_compile(src: &str, reps: usize) -> Duration {
+/// inference, lowering to Core; the verifier only in debug builds), after one warm-up
+/// compile. At least `MIN_COMPILE_REPS` compiles, more for small programs, so that each
+/// program is compiled for about `COMPILE_BUDGET` (a few milliseconds each are easily
+/// disturbed). Freeing the program afterwards is not counted.
+fn time_compile(src: &str) -> Duration {
     let src = src.to_string();
     fluxion_driver::with_big_stack(move || {
-        let times = (0..reps)
-            .map(|_| {
-                let start = Instant::now();
-                let program = fluxion_driver::compile("bench.flx", &src)
-                    .unwrap_or_else(|f| panic!("{}", f.render()));
-                let elapsed = start.elapsed();
-                drop(black_box(program));
-                elapsed
-            })
-            .collect();
-        median(times)
+        let compile = || {
+            let start = Instant::now();
+            let program = fluxion_driver::compile("bench.flx", &src)
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            let elapsed = start.elapsed();
+            drop(black_box(program));
+            elapsed
+        };
+        let warm_up = compile();
+        let reps = (COMPILE_BUDGET.as_secs_f64() / warm_up.as_secs_f64()) as usize;
+        median(
+            (0..reps.max(MIN_COMPILE_REPS) | 1)
+                .map(|_| compile())
+                .collect(),
+        )
     })
 }
+
+const MIN_COMPILE_REPS: usize = 5;
+const COMPILE_BUDGET: Duration = Duration::from_millis(300);
 
 /// Compile time of generated programs of growing size: time per line relative to the
 /// smallest program of the same shape is 1.00 at every size when compiling is linear.
 fn compile_table() {
-    let reps = 5;
-    println!("\n## Compile time (`fluxion_driver::compile`), median of {reps}\n");
+    println!(
+        "\n## Compile time (`fluxion_driver::compile`), median of at least {MIN_COMPILE_REPS}\n"
+    );
     println!("| program | lines | compile | time per line / smallest's |");
     println!("|---|---|---|---|");
-    compile_rows(&[1_000, 4_000, 16_000, 40_000], reps, |lines| {
+    compile_rows(&[1_000, 4_000, 16_000, 40_000], |lines| {
         (
             format!("many functions, {}k lines", lines / 1000),
             programs::many_functions(lines),
         )
     });
-    compile_rows(&[2_500, 10_000, 40_000], reps, |lets| {
+    compile_rows(&[2_500, 10_000, 40_000], |lets| {
         (
             format!("one function of {lets} `let`s"),
             programs::many_lets(lets),
@@ -184,12 +194,12 @@ fn compile_table() {
 
 /// Rows of the compile table for one shape of program, one per size; `generate`
 /// gives a row's name and source.
-fn compile_rows(sizes: &[usize], reps: usize, generate: impl Fn(usize) -> (String, String)) {
+fn compile_rows(sizes: &[usize], generate: impl Fn(usize) -> (String, String)) {
     let mut baseline = None;
     for &size in sizes {
         let (name, src) = generate(size);
         let lines = src.lines().count();
-        let t = time_compile(&src, reps);
+        let t = time_compile(&src);
         let per_line = t.as_secs_f64() / lines as f64;
         let base = *baseline.get_or_insert(per_line);
         println!(
