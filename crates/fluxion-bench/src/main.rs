@@ -1,22 +1,33 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
+//! `cargo run --release -p fluxion-bench -- compile`: only the compile-time table.
+//! `cargo run --release -p fluxion-bench -- source functions|lets N`: prints a
+//! generated program of N lines or N `let`s (to compile it under a profiler).
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
-//! repetitions each), never a lone absolute time.
+//! repetitions each), never a lone absolute time — except compile times, whose
+//! targets are absolute; they are printed beside the ratios that show linearity.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use fluxion_bench::programs;
+
 /// Median wall time of `reps` runs of `f`.
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..reps)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
+    median(
+        (0..reps)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
-    times[reps / 2]
+    times[times.len() / 2]
 }
 
 /// Times `entry` of a Fluxion program (compiled once; each repetition evaluates).
@@ -102,6 +113,103 @@ fn hessian_by_taylor(x: [Real]) -> [[Real]] {
 fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args[..] {
+        [] => {
+            runtime_tables();
+            compile_table();
+        }
+        ["compile"] => compile_table(),
+        ["source", shape, size] => print_source(shape, size),
+        _ => usage(),
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: fluxion-bench [compile | source functions|lets N]");
+    std::process::exit(2);
+}
+
+/// Prints a generated program of the compile table.
+fn print_source(shape: &str, size: &str) {
+    let Ok(size) = size.parse() else { usage() };
+    match shape {
+        "functions" => print!("{}", programs::many_functions(size)),
+        "lets" => print!("{}", programs::many_lets(size)),
+        _ => usage(),
+    }
+}
+
+/// Median time of `fluxion_driver::compile` on `src` (parse, then elaborate: names,
+/// inference, lowering to Core; the verifier only in debug builds), after one warm-up
+/// compile. At least `MIN_COMPILE_REPS` compiles, more for small programs, so that each
+/// program is compiled for about `COMPILE_BUDGET` (a few milliseconds each are easily
+/// disturbed). Freeing the program afterwards is not counted.
+fn time_compile(src: &str) -> Duration {
+    let src = src.to_string();
+    fluxion_driver::with_big_stack(move || {
+        let compile = || {
+            let start = Instant::now();
+            let program = fluxion_driver::compile("bench.flx", &src)
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            let elapsed = start.elapsed();
+            drop(black_box(program));
+            elapsed
+        };
+        let warm_up = compile();
+        let reps = (COMPILE_BUDGET.as_secs_f64() / warm_up.as_secs_f64()) as usize;
+        // An odd number, so that the median is one of the times.
+        let reps = reps.max(MIN_COMPILE_REPS) | 1;
+        median((0..reps).map(|_| compile()).collect())
+    })
+}
+
+const MIN_COMPILE_REPS: usize = 5;
+const COMPILE_BUDGET: Duration = Duration::from_millis(300);
+
+/// Compile time of generated programs of growing size: time per line relative to the
+/// smallest program of the same shape is 1.00 at every size when compiling is linear.
+fn compile_table() {
+    println!(
+        "\n## Compile time (`fluxion_driver::compile`), median of at least {MIN_COMPILE_REPS}\n"
+    );
+    println!("| program | lines | compile | time per line / smallest's |");
+    println!("|---|---|---|---|");
+    compile_rows(&[1_000, 4_000, 16_000, 40_000], |lines| {
+        (
+            format!("many functions, {}k lines", lines / 1000),
+            programs::many_functions(lines),
+        )
+    });
+    compile_rows(&[2_500, 10_000, 40_000], |lets| {
+        (
+            format!("one function of {lets} `let`s"),
+            programs::many_lets(lets),
+        )
+    });
+}
+
+/// Rows of the compile table for one shape of program, one per size; `generate`
+/// gives a row's name and source.
+fn compile_rows(sizes: &[usize], generate: impl Fn(usize) -> (String, String)) {
+    let mut baseline = None;
+    for &size in sizes {
+        let (name, src) = generate(size);
+        let lines = src.lines().count();
+        let t = time_compile(&src);
+        let per_line = t.as_secs_f64() / lines as f64;
+        let base = *baseline.get_or_insert(per_line);
+        println!(
+            "| {name} | {lines} | {:.1} ms | {:.2} |",
+            t.as_secs_f64() * 1e3,
+            per_line / base
+        );
+    }
+}
+
+/// The interpreter and AD tables.
+fn runtime_tables() {
     let reps = 5;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
     println!("| program | interpreter / Rust |");

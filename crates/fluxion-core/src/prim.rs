@@ -6,6 +6,9 @@
 //! `fluxion-typeck` and by the Core verifier. The differential operators have types
 //! that depend on `T(A)` and are typed specially (see [`Prim::is_differential`]).
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use crate::ty::Type;
 
 macro_rules! prims {
@@ -132,11 +135,19 @@ pub fn satisfies(ty: &Type, c: Constraint, enums: &[crate::EnumDef]) -> bool {
 
 impl Prim {
     /// Looks up a surface built-in by name (internal `%` names are not found).
+    /// A hash lookup: elaboration asks this for every name it binds or calls.
     pub fn from_surface_name(name: &str) -> Option<Prim> {
-        Prim::ALL
-            .iter()
+        static SURFACE: OnceLock<HashMap<&'static str, Prim>> = OnceLock::new();
+        SURFACE
+            .get_or_init(|| {
+                Prim::ALL
+                    .iter()
+                    .filter(|p| !p.is_internal())
+                    .map(|p| (p.name(), *p))
+                    .collect()
+            })
+            .get(name)
             .copied()
-            .find(|p| !p.is_internal() && p.name() == name)
     }
 
     /// Internal primitives cannot be named in source.

@@ -414,6 +414,123 @@ fn verifier_rejects_a_variable_used_outside_its_branch() {
 }
 
 #[test]
+fn verifier_rejects_a_match_field_used_after_its_arm() {
+    // main(s: E) = { let r = match s { A(f) => f }; f }   -- f is the arm's only.
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Int])]);
+    let s = m.fresh_var("s", Type::Enum(e));
+    let f = m.fresh_var("f", Type::Int);
+    let r = m.fresh_var("r", Type::Int);
+    let arm = Arm {
+        tag: 0,
+        fields: vec![f],
+        body: Body {
+            bindings: vec![],
+            result: Atom::Var(f),
+        },
+    };
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![s],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![bind(r, Rhs::Match(Atom::Var(s), vec![arm], None))],
+            result: Atom::Var(r),
+        },
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), main);
+    assert_eq!(messages(&m), Vec::<String>::new());
+    m.codes[main.0 as usize].body.result = Atom::Var(f);
+    assert_rejected(&m, "used out of scope");
+}
+
+/// A module whose `main(x: Int)` has the body `body` builds from `x` and the binding
+/// `let f = closure(lambda, [x])`, where the lambda (code 0) captures `x` and returns
+/// `x + 1` through its own binding `y`. Returns the module and `y`.
+fn closure_module(body: impl FnOnce(&mut Module, VarId, Binding) -> Body) -> (Module, VarId) {
+    let mut m = Module::default();
+    let x = m.fresh_var("x", Type::Int);
+    let y = m.fresh_var("y", Type::Int);
+    let lam = m.add_code(Code {
+        name: "main_lambda1".into(),
+        kind: CodeKind::Lambda,
+        captures: vec![x],
+        params: vec![],
+        ret: Type::Int,
+        body: Body {
+            bindings: vec![bind(y, Rhs::Prim(Prim::Add, vec![Atom::Var(x), int(1)]))],
+            result: Atom::Var(y),
+        },
+        span: Span::default(),
+    });
+    let f = m.fresh_var("f", Type::func(vec![], Type::Int));
+    let make = bind(f, Rhs::Closure(lam, vec![Atom::Var(x)]));
+    let body = body(&mut m, x, make);
+    let main = m.add_code(Code {
+        name: "main".into(),
+        kind: CodeKind::TopLevel,
+        captures: vec![],
+        params: vec![x],
+        ret: Type::Int,
+        body,
+        span: Span::default(),
+    });
+    m.functions.insert("main".into(), main);
+    (m, y)
+}
+
+#[test]
+fn verifier_sees_the_enclosing_scope_again_after_a_lambda() {
+    // main(x) = { let f = closure(lambda, [x]); let s = x + 1; s }
+    let (m, _) = closure_module(|m, x, make| {
+        let s = m.fresh_var("s", Type::Int);
+        Body {
+            bindings: vec![
+                make,
+                bind(s, Rhs::Prim(Prim::Add, vec![Atom::Var(x), int(1)])),
+            ],
+            result: Atom::Var(s),
+        }
+    });
+    assert_eq!(messages(&m), Vec::<String>::new());
+}
+
+#[test]
+fn verifier_rejects_a_lambda_binding_used_after_the_closure() {
+    // main(x) = { let f = closure(lambda, [x]); y }   -- y is the lambda's own.
+    let (mut m, y) = closure_module(|_, _, make| Body {
+        bindings: vec![make],
+        result: int(0),
+    });
+    assert_eq!(messages(&m), Vec::<String>::new());
+    let main = m.functions["main"];
+    m.codes[main.0 as usize].body.result = Atom::Var(y);
+    assert_rejected(&m, "used out of scope");
+}
+
+#[test]
+fn verifier_rejects_a_capture_not_in_scope_where_the_closure_is_made() {
+    // main(x) = { let f = closure(lambda, [x]); let r = 2; r }, well formed; then
+    // the lambda captures `r` instead, which is bound only after the closure is made.
+    let (mut m, _) = closure_module(|m, _, make| {
+        let r = m.fresh_var("r", Type::Int);
+        Body {
+            bindings: vec![make, bind(r, Rhs::Atom(int(2)))],
+            result: Atom::Var(r),
+        }
+    });
+    assert_eq!(messages(&m), Vec::<String>::new());
+    let r = VarId(3);
+    assert_eq!(m.vars[r.0 as usize].name, "r");
+    // (The closure's argument stays `x`, so that only the code's capture is wrong.)
+    m.codes[0].captures = vec![r];
+    assert_rejected(&m, "captured variable 3 is not in scope");
+}
+
+#[test]
 fn verifier_rejects_a_variable_bound_twice() {
     let m = one_function(Type::Int, |m, _| {
         let a = m.fresh_var("a", Type::Int);

@@ -41,14 +41,15 @@ pub fn verify_codes_from(module: &Module, first: usize) -> Result<(), Vec<Verify
     let derived: HashSet<CodeId> = module.derived_codes.values().copied().collect();
     let mut v = Verifier {
         module,
-        bound: HashSet::new(),
+        bound: vec![false; module.vars.len()],
+        scope: Scope::new(module.vars.len()),
         errors: Vec::new(),
         code_name: String::new(),
     };
     for i in first..module.codes.len() {
         let id = CodeId(i as u32);
         if module.code(id).kind == CodeKind::TopLevel || derived.contains(&id) {
-            v.code(id, None);
+            v.code(id, true);
         }
     }
     if v.errors.is_empty() {
@@ -60,9 +61,60 @@ pub fn verify_codes_from(module: &Module, first: usize) -> Result<(), Vec<Verify
 
 struct Verifier<'a> {
     module: &'a Module,
-    bound: HashSet<VarId>,
+    /// Per variable (indexed by `VarId`): whether a binding of it was seen.
+    bound: Vec<bool>,
+    scope: Scope,
     errors: Vec<VerifyError>,
     code_name: String,
+}
+
+/// The variables in scope at the point being checked.
+///
+/// Each variable records the code nesting level whose scope holds it, so a membership
+/// test is one array read however many variables are in scope, and a lambda's body
+/// (one level deeper) does not see the enclosing code's variables. An undo log
+/// restores what a binding overwrote when its block, arm or code is left.
+struct Scope {
+    /// Per variable (indexed by `VarId`): the level whose scope holds it, or 0.
+    level_of: Vec<u32>,
+    /// The level of the code being checked: 1 for a top-level code, +1 per lambda.
+    level: u32,
+    /// Each binding in scope, innermost last, with the level it overwrote.
+    undo: Vec<(VarId, u32)>,
+}
+
+impl Scope {
+    fn new(vars: usize) -> Scope {
+        Scope {
+            level_of: vec![0; vars],
+            level: 0,
+            undo: Vec::new(),
+        }
+    }
+
+    fn contains(&self, v: VarId) -> bool {
+        self.level_of.get(v.0 as usize) == Some(&self.level)
+    }
+
+    /// Brings `v`, which must have an entry in the variable table, into scope.
+    fn push(&mut self, v: VarId) {
+        let slot = &mut self.level_of[v.0 as usize];
+        self.undo.push((v, *slot));
+        *slot = self.level;
+    }
+
+    /// A mark to [`Scope::truncate`] back to.
+    fn mark(&self) -> usize {
+        self.undo.len()
+    }
+
+    /// Takes the bindings made since `mark` out of scope.
+    fn truncate(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            let (v, previous) = self.undo.pop().expect("length checked");
+            self.level_of[v.0 as usize] = previous;
+        }
+    }
 }
 
 impl Verifier<'_> {
@@ -82,7 +134,7 @@ impl Verifier<'_> {
         self.module.vars.get(v.0 as usize).map(|info| &info.ty)
     }
 
-    fn bind(&mut self, v: VarId, scope: &mut Vec<VarId>) {
+    fn bind(&mut self, v: VarId) {
         if v.0 as usize >= self.module.vars.len() {
             self.err(format!(
                 "variable {} has no entry in the variable table",
@@ -90,33 +142,41 @@ impl Verifier<'_> {
             ));
             return;
         }
-        if !self.bound.insert(v) {
+        if std::mem::replace(&mut self.bound[v.0 as usize], true) {
             self.err(format!("variable {} is bound twice", v.0));
         }
-        scope.push(v);
+        self.scope.push(v);
     }
 
-    /// Checks one code; `outer` is the scope where its closure is made (`None` for a
-    /// root, which binds its own captures).
-    fn code(&mut self, id: CodeId, outer: Option<&[VarId]>) {
+    /// Checks one code. A root (a top-level or derived code) binds its own captures;
+    /// a lambda's captures are looked up where its closure is made — the current
+    /// scope — before entering it.
+    fn code(&mut self, id: CodeId, root: bool) {
         let code = self.module.code(id);
         let saved = std::mem::replace(&mut self.code_name, code.name.clone());
-        let mut scope: Vec<VarId> = Vec::new();
-        for c in &code.captures {
-            let Some(outer) = outer else {
-                self.bind(*c, &mut scope);
-                continue;
-            };
-            if !outer.contains(c) {
+        let mut captured = Vec::new();
+        for &c in &code.captures {
+            if !root && !self.scope.contains(c) {
                 self.err(format!("captured variable {} is not in scope", c.0));
             } else {
-                scope.push(*c);
+                captured.push(c);
+            }
+        }
+        let mark = self.scope.mark();
+        self.scope.level += 1;
+        for c in captured {
+            if root {
+                self.bind(c);
+            } else {
+                self.scope.push(c);
             }
         }
         for p in &code.params {
-            self.bind(*p, &mut scope);
+            self.bind(*p);
         }
-        let ty = self.body(&code.body, &mut scope);
+        let ty = self.body(&code.body);
+        self.scope.truncate(mark);
+        self.scope.level -= 1;
         if let Some(ty) = ty
             && ty != code.ret
         {
@@ -130,11 +190,11 @@ impl Verifier<'_> {
         self.code_name = saved;
     }
 
-    fn atom(&mut self, a: &Atom, scope: &[VarId]) -> Option<Type> {
+    fn atom(&mut self, a: &Atom) -> Option<Type> {
         match a {
             Atom::Lit(l) => Some(l.ty()),
             Atom::Var(v) => {
-                if !scope.contains(v) {
+                if !self.scope.contains(*v) {
                     self.err(format!("variable {} used out of scope", v.0));
                     return None;
                 }
@@ -143,12 +203,12 @@ impl Verifier<'_> {
         }
     }
 
-    fn atoms(&mut self, atoms: &[Atom], scope: &[VarId]) -> Option<Vec<Type>> {
-        atoms.iter().map(|a| self.atom(a, scope)).collect()
+    fn atoms(&mut self, atoms: &[Atom]) -> Option<Vec<Type>> {
+        atoms.iter().map(|a| self.atom(a)).collect()
     }
 
-    fn body(&mut self, body: &Body, scope: &mut Vec<VarId>) -> Option<Type> {
-        let mark = scope.len();
+    fn body(&mut self, body: &Body) -> Option<Type> {
+        let mark = self.scope.mark();
         for b in &body.bindings {
             // A variable missing from the table is reported by `bind`.
             let declared = self.declared_ty(b.var).cloned();
@@ -157,7 +217,7 @@ impl Verifier<'_> {
                 Rhs::Prim(Prim::TanZero, args) if args.is_empty() => declared
                     .clone()
                     .filter(|t| self.is_tangent_type(t, "%tzero")),
-                rhs => self.rhs(rhs, scope),
+                rhs => self.rhs(rhs),
             };
             if let (Some(ty), Some(declared)) = (ty, declared)
                 && ty != declared
@@ -170,23 +230,23 @@ impl Verifier<'_> {
                 );
                 self.err(msg);
             }
-            self.bind(b.var, scope);
+            self.bind(b.var);
         }
-        let ty = self.atom(&body.result, scope);
-        scope.truncate(mark);
+        let ty = self.atom(&body.result);
+        self.scope.truncate(mark);
         ty
     }
 
-    fn rhs(&mut self, rhs: &Rhs, scope: &mut Vec<VarId>) -> Option<Type> {
+    fn rhs(&mut self, rhs: &Rhs) -> Option<Type> {
         match rhs {
-            Rhs::Atom(a) => self.atom(a, scope),
+            Rhs::Atom(a) => self.atom(a),
             Rhs::Prim(p, args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 self.prim(*p, &tys)
             }
             Rhs::Call(f, args) => {
-                let fty = self.atom(f, scope)?;
-                let tys = self.atoms(args, scope)?;
+                let fty = self.atom(f)?;
+                let tys = self.atoms(args)?;
                 match fty {
                     Type::Fn(ps, r) if ps == tys => Some(*r),
                     other => {
@@ -204,7 +264,7 @@ impl Verifier<'_> {
                 }
             }
             Rhs::CallDirect(id, args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 match self.module.code_ty(*id) {
                     Type::Fn(ps, r) if ps == tys && self.module.code(*id).captures.is_empty() => {
                         Some(*r)
@@ -217,7 +277,7 @@ impl Verifier<'_> {
                 }
             }
             Rhs::Closure(id, args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 let code = self.module.code(*id);
                 let want: Vec<Type> = code
                     .captures
@@ -228,19 +288,18 @@ impl Verifier<'_> {
                     self.err(format!("closure of {} captures the wrong types", code.name));
                 }
                 if code.kind == CodeKind::Lambda {
-                    let outer: Vec<VarId> = scope.clone();
-                    self.code(*id, Some(&outer));
+                    self.code(*id, false);
                 }
                 Some(self.module.code_ty(*id))
             }
             Rhs::Tuple(args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 if tys.len() < 2 {
                     self.err("tuple with fewer than two components".into());
                 }
                 Some(Type::Tuple(tys))
             }
-            Rhs::Proj(a, i) => match self.atom(a, scope)? {
+            Rhs::Proj(a, i) => match self.atom(a)? {
                 Type::Tuple(ts) if *i < ts.len() => Some(ts[*i].clone()),
                 other => {
                     let msg = format!("projection .{i} of {}", self.show(&other));
@@ -249,7 +308,7 @@ impl Verifier<'_> {
                 }
             },
             Rhs::Array(args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 // The element type of an empty literal is the binding's; checked by caller.
                 let first = tys.first().cloned()?;
                 if tys.iter().any(|t| *t != first) {
@@ -258,7 +317,7 @@ impl Verifier<'_> {
                 Some(Type::array(first))
             }
             Rhs::Ctor(e, tag, args) => {
-                let tys = self.atoms(args, scope)?;
+                let tys = self.atoms(args)?;
                 let def = self.module.enums.get(e.0 as usize)?;
                 match def.variants.get(*tag as usize) {
                     Some(v) if v.fields == tys => Some(Type::Enum(*e)),
@@ -269,18 +328,18 @@ impl Verifier<'_> {
                 }
             }
             Rhs::If(c, t, e) => {
-                if self.atom(c, scope)? != Type::Bool {
+                if self.atom(c)? != Type::Bool {
                     self.err("`if` condition is not Bool".into());
                 }
-                let tt = self.body(t, scope);
-                let te = self.body(e, scope);
+                let tt = self.body(t);
+                let te = self.body(e);
                 if tt.is_some() && te.is_some() && tt != te {
                     self.err("`if` branches differ in type".into());
                 }
                 tt.or(te)
             }
             Rhs::Match(s, arms, default) => {
-                let Type::Enum(eid) = self.atom(s, scope)? else {
+                let Type::Enum(eid) = self.atom(s)? else {
                     self.err("match scrutinee is not an enum".into());
                     return None;
                 };
@@ -295,7 +354,7 @@ impl Verifier<'_> {
                     if !seen.insert(arm.tag) {
                         self.err(format!("two arms for {}", variant.name));
                     }
-                    let mark = scope.len();
+                    let mark = self.scope.mark();
                     if arm.fields.len() != variant.fields.len() {
                         self.err(format!(
                             "arm for {} binds the wrong number of fields",
@@ -306,14 +365,14 @@ impl Verifier<'_> {
                         if self.declared_ty(*f).is_some_and(|t| t != fty) {
                             self.err(format!("field of {} has the wrong type", variant.name));
                         }
-                        self.bind(*f, scope);
+                        self.bind(*f);
                     }
-                    let t = self.body(&arm.body, scope);
-                    scope.truncate(mark);
+                    let t = self.body(&arm.body);
+                    self.scope.truncate(mark);
                     self.join(&mut ty, t);
                 }
                 if let Some(d) = default {
-                    let t = self.body(d, scope);
+                    let t = self.body(d);
                     self.join(&mut ty, t);
                 }
                 ty

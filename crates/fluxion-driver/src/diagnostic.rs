@@ -3,6 +3,7 @@
 
 use ariadne::{Config, IndexType, Label, Report, ReportKind};
 use fluxion_core::Span;
+use fluxion_syntax::LineIndex;
 
 /// A source text the diagnostics can point into.
 #[derive(Clone, Debug)]
@@ -53,6 +54,9 @@ impl Diagnostic {
 /// Renders diagnostics as plain text (no colour), each starting with a
 /// `FILE:LINE:COL: heading: message` line followed by ariadne's snippet.
 pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
+    // Made once for all the diagnostics, so that rendering them takes linear time.
+    let lines: Vec<LineIndex> = sources.iter().map(|s| LineIndex::new(&s.text)).collect();
+    let mut cache = ariadne::sources(sources.iter().map(|s| (s.name.clone(), s.text.clone())));
     let mut out = String::new();
     for d in diagnostics {
         let located = d
@@ -64,7 +68,7 @@ pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
         };
         let start = (span.start as usize).min(file.text.len());
         let end = (span.end as usize).clamp(start, file.text.len());
-        let (line, col) = fluxion_syntax::line_col(&file.text, start);
+        let (line, col) = lines[span.source as usize].line_col(&file.text, start);
         out.push_str(&format!(
             "{}:{line}:{col}: {}: {}\n",
             file.name,
@@ -82,8 +86,7 @@ pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
             .with_message(d.heading())
             .with_label(Label::new((name.clone(), start..end)).with_message(&d.message))
             .finish();
-        let cache = ariadne::sources(sources.iter().map(|s| (s.name.clone(), s.text.clone())));
-        if report.write(cache, &mut buf).is_ok() {
+        if report.write(&mut cache, &mut buf).is_ok() {
             out.push_str(&String::from_utf8_lossy(&buf));
         }
     }

@@ -9,7 +9,7 @@ pub mod parser;
 pub mod span;
 
 pub use parser::{Parse, SyntaxError, parse_expr, parse_module};
-pub use span::{SourceId, Span, line_col};
+pub use span::{LineIndex, SourceId, Span, line_col};
 
 #[cfg(test)]
 mod tests;

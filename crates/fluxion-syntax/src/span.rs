@@ -40,6 +40,30 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Where each line of a text starts, so that many offsets can be turned into lines and
+/// columns without rescanning the text before each one (rendering thousands of
+/// diagnostics would otherwise take time quadratic in their number).
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let after_newlines = text.match_indices('\n').map(|(i, _)| i + 1);
+        LineIndex {
+            starts: std::iter::once(0).chain(after_newlines).collect(),
+        }
+    }
+
+    /// [`line_col`] of `offset` in `text`, the text this index was made from.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let col = text[self.starts[line - 1]..offset].chars().count() + 1;
+        (line, col)
+    }
+}
+
 fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     while !text.is_char_boundary(offset) {
         offset -= 1;

@@ -674,3 +674,19 @@ fn nesting_within_the_limit_parses() {
     let text = format!("{}1{}", "(".repeat(n), ")".repeat(n));
     assert_eq!(parse_expr_on_small_stack(text), Vec::<String>::new());
 }
+
+#[test]
+fn line_index_agrees_with_line_col_at_every_offset() {
+    // Empty lines, a multi-byte character, a final line without a newline, offsets
+    // inside a character and past the end.
+    let text = "fn f() -> Int {\n\n  let é = 1;\r\n  é }\nx";
+    let index = crate::LineIndex::new(text);
+    for offset in 0..=text.len() + 2 {
+        assert_eq!(
+            index.line_col(text, offset),
+            crate::line_col(text, offset),
+            "offset {offset}"
+        );
+    }
+    assert_eq!(index.line_col(text, text.len()), (5, 2));
+}

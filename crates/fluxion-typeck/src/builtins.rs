@@ -132,7 +132,7 @@ impl Elab {
         atoms[0] = fa;
         tys[0] = fty;
         let result = self.u.fresh();
-        self.deferred.push(Deferred::Differential {
+        self.defer(Deferred::Differential {
             prim,
             args: tys,
             result: result.clone(),
@@ -148,13 +148,19 @@ impl Elab {
     /// Resolves deferred checks whose types are now known. With `last`, reports the
     /// ones that never became known (and checks constraints, defaulting unknowns).
     pub(crate) fn solve_deferred(&mut self, last: bool) {
+        if last {
+            // Every check in the order it was deferred, as if in one list.
+            let constraints = std::mem::take(&mut self.constraints);
+            self.deferred.extend(constraints);
+            self.deferred.sort_by_key(|(seq, _)| *seq);
+        }
         loop {
             let mut progress = false;
             let pending = std::mem::take(&mut self.deferred);
-            for d in pending {
+            for (seq, d) in pending {
                 match self.try_solve(&d, last) {
                     true => progress = true,
-                    false => self.deferred.push(d),
+                    false => self.deferred.push((seq, d)),
                 }
             }
             if !progress {
@@ -164,7 +170,7 @@ impl Elab {
         if last {
             // After other errors, an unknown type is usually their consequence.
             let quiet = !self.errors.is_empty();
-            for d in std::mem::take(&mut self.deferred) {
+            for (_, d) in std::mem::take(&mut self.deferred) {
                 if quiet {
                     continue;
                 }
@@ -179,6 +185,18 @@ impl Elab {
                     ),
                     Deferred::Constraint { .. } => {}
                 }
+            }
+        }
+    }
+
+    /// Queues a check that needs a type to be known (see [`Elab::solve_deferred`]).
+    pub(crate) fn defer(&mut self, check: Deferred) {
+        let seq = self.deferred_count;
+        self.deferred_count += 1;
+        match check {
+            Deferred::Constraint { .. } => self.constraints.push((seq, check)),
+            Deferred::Proj { .. } | Deferred::Differential { .. } => {
+                self.deferred.push((seq, check))
             }
         }
     }

@@ -15,7 +15,7 @@
 //! so that `map(|p| p.0, pairs)` knows `p`'s type. Checks that need a type to be known
 //! (`.N`, differential operators, `+` on numbers only) are deferred until the end.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fluxion_core::prim::{Constraint, SchemeTy};
 use fluxion_core::{
@@ -26,6 +26,7 @@ use fluxion_syntax::ast::{self, BinOp, ExprKind, PatKind, UnOp};
 
 use crate::TypeError;
 use crate::infer::{Ty, Unifier};
+use crate::scope::{Local, Scope};
 
 pub(crate) fn span(s: fluxion_syntax::Span) -> Span {
     Span {
@@ -43,15 +44,40 @@ pub(crate) fn result_expr(e: &ast::Expr) -> &ast::Expr {
     }
 }
 
-struct ScopeEntry {
-    name: String,
-    var: VarId,
-    /// Lambda nesting depth where the variable is bound.
-    depth: usize,
+/// A lambda being elaborated: the variables of enclosing scopes it uses.
+#[derive(Default)]
+struct LambdaCtx {
+    /// In order of first use (the closure's capture list).
+    captures: Vec<VarId>,
+    /// The same variables, for a membership test that does not scan the list.
+    captured: HashSet<VarId>,
 }
 
-struct LambdaCtx {
-    captures: Vec<VarId>,
+impl LambdaCtx {
+    fn capture(&mut self, var: VarId) {
+        if self.captured.insert(var) {
+            self.captures.push(var);
+        }
+    }
+}
+
+/// What a constraint is on, for its message. Static, so that recording one of the
+/// many constraints (one per arithmetic operator) allocates nothing.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject {
+    /// An operator or built-in, shown in backticks.
+    Named(&'static str),
+    /// A phrase, shown as it is.
+    Phrase(&'static str),
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Named(name) => write!(f, "`{name}`"),
+            Subject::Phrase(phrase) => f.write_str(phrase),
+        }
+    }
 }
 
 pub(crate) enum Deferred {
@@ -64,7 +90,7 @@ pub(crate) enum Deferred {
     Constraint {
         ty: Ty,
         constraint: Constraint,
-        what: String,
+        what: Subject,
         span: Span,
     },
     Differential {
@@ -86,8 +112,17 @@ pub(crate) struct Elab {
     pub(crate) var_tys: Vec<Ty>,
     pub(crate) u: Unifier,
     pub(crate) errors: Vec<TypeError>,
-    pub(crate) deferred: Vec<Deferred>,
-    scope: Vec<ScopeEntry>,
+    /// The errors above, to find a repeated one without scanning them all.
+    reported: HashSet<TypeError>,
+    /// Projections and differential operators waiting for a type to become known,
+    /// each with its [`Elab::defer`] sequence number; retried whenever one is added.
+    pub(crate) deferred: Vec<(usize, Deferred)>,
+    /// Constraints, checked only at the end (with their sequence numbers), so kept
+    /// apart: retrying them at every `.N` would make elaboration quadratic.
+    pub(crate) constraints: Vec<(usize, Deferred)>,
+    /// How many checks were ever deferred: the next sequence number.
+    pub(crate) deferred_count: usize,
+    scope: Scope,
     lambdas: Vec<LambdaCtx>,
     blocks: Vec<Vec<Binding>>,
     functions: HashMap<String, FnSig>,
@@ -111,8 +146,11 @@ impl Elab {
             var_tys: Vec::new(),
             u: Unifier::default(),
             errors: Vec::new(),
+            reported: HashSet::new(),
             deferred: Vec::new(),
-            scope: Vec::new(),
+            constraints: Vec::new(),
+            deferred_count: 0,
+            scope: Scope::default(),
             lambdas: Vec::new(),
             blocks: Vec::new(),
             functions: HashMap::new(),
@@ -125,16 +163,14 @@ impl Elab {
     }
 
     pub(crate) fn error(&mut self, span: Span, message: impl Into<String>) {
-        let message = message.into();
+        let error = TypeError {
+            span,
+            message: message.into(),
+        };
         // Bodies compiled twice by pattern matching would report twice.
-        if self
-            .errors
-            .iter()
-            .any(|e| e.span == span && e.message == message)
-        {
-            return;
+        if self.reported.insert(error.clone()) {
+            self.errors.push(error);
         }
-        self.errors.push(TypeError { span, message });
     }
 
     pub(crate) fn show(&self, t: &Ty) -> String {
@@ -183,11 +219,8 @@ impl Elab {
     }
 
     pub(crate) fn push_scope(&mut self, name: &str, var: VarId) {
-        self.scope.push(ScopeEntry {
-            name: name.to_string(),
-            var,
-            depth: self.lambdas.len(),
-        });
+        let depth = self.lambdas.len();
+        self.scope.push(name, Local { var, depth });
     }
 
     // ------------------------------------------------------------ declarations
@@ -526,7 +559,7 @@ impl Elab {
             ExprKind::Proj(t, index) => {
                 let (ta, tty) = self.expr(t, None);
                 let result = self.u.fresh();
-                self.deferred.push(Deferred::Proj {
+                self.defer(Deferred::Proj {
                     tuple: tty,
                     index: *index,
                     result: result.clone(),
@@ -574,7 +607,7 @@ impl Elab {
                 let (xa, xty) = self.expr(x, None);
                 match op {
                     UnOp::Neg => {
-                        self.constrain(&xty, Constraint::Num, "negation", sp);
+                        self.constrain(&xty, Constraint::Num, Subject::Phrase("negation"), sp);
                         (
                             self.emit("neg", Rhs::Prim(Prim::Neg, vec![xa]), xty.clone(), sp),
                             xty,
@@ -593,11 +626,19 @@ impl Elab {
         }
     }
 
-    pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: &str, span: Span) {
-        self.deferred.push(Deferred::Constraint {
+    /// Records that `ty` must satisfy `constraint`, checked when elaboration ends —
+    /// unless `ty` is already fully known and satisfies it (so the end would find the
+    /// same), as most are: that keeps the list of waiting checks short.
+    pub(crate) fn constrain(&mut self, ty: &Ty, constraint: Constraint, what: Subject, span: Span) {
+        if let Some(known) = self.u.concrete(ty)
+            && fluxion_core::prim::satisfies(&known, constraint, &self.module.enums)
+        {
+            return;
+        }
+        self.defer(Deferred::Constraint {
             ty: ty.clone(),
             constraint,
-            what: what.to_string(),
+            what,
             span,
         });
     }
@@ -676,18 +717,18 @@ impl Elab {
             BinOp::Ge => (Prim::Ge, "ge"),
             BinOp::And | BinOp::Or => unreachable!("handled above"),
         };
-        let what = format!("`{}`", op.symbol());
+        let what = Subject::Named(op.symbol());
         let ty = match op {
             BinOp::Eq | BinOp::Ne => {
-                self.constrain(&lty, Constraint::Eq, &what, sp);
+                self.constrain(&lty, Constraint::Eq, what, sp);
                 Ty::Bool
             }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                self.constrain(&lty, Constraint::Num, &what, sp);
+                self.constrain(&lty, Constraint::Num, what, sp);
                 Ty::Bool
             }
             _ => {
-                self.constrain(&lty, Constraint::Num, &what, sp);
+                self.constrain(&lty, Constraint::Num, what, sp);
                 lty
             }
         };
@@ -697,18 +738,15 @@ impl Elab {
         )
     }
 
-    fn lookup_local(&self, name: &str) -> Option<&ScopeEntry> {
-        self.scope.iter().rev().find(|e| e.name == name)
+    fn lookup_local(&self, name: &str) -> Option<Local> {
+        self.scope.lookup(name)
     }
 
     fn var_ref(&mut self, name: &str, sp: Span) -> (Atom, Ty) {
-        if let Some(entry) = self.lookup_local(name) {
-            let (var, depth) = (entry.var, entry.depth);
+        if let Some(Local { var, depth }) = self.lookup_local(name) {
             // Every lambda between the binder and this use captures the variable.
             for ctx in &mut self.lambdas[depth..] {
-                if !ctx.captures.contains(&var) {
-                    ctx.captures.push(var);
-                }
+                ctx.capture(var);
             }
             return (Atom::Var(var), self.var_tys[var.0 as usize].clone());
         }
@@ -775,13 +813,13 @@ impl Elab {
         vars: &[Constraint],
         params: &[SchemeTy],
         ret: &SchemeTy,
-        what: &str,
+        what: &'static str,
         sp: Span,
     ) -> (Vec<Ty>, Ty) {
         let args: Vec<Ty> = vars.iter().map(|_| self.u.fresh()).collect();
         for (t, c) in args.iter().zip(vars) {
             if *c != Constraint::Any {
-                self.constrain(t, *c, &format!("`{what}`"), sp);
+                self.constrain(t, *c, Subject::Named(what), sp);
             }
         }
         fn inst(s: &SchemeTy, args: &[Ty]) -> Ty {
@@ -882,7 +920,7 @@ impl Elab {
             param_tys.push(ty);
         }
         let mark = self.scope.len();
-        self.lambdas.push(LambdaCtx { captures: vec![] });
+        self.lambdas.push(LambdaCtx::default());
         let mut param_vars = Vec::new();
         let ret = expected_ret.unwrap_or_else(|| self.u.fresh());
         let body = self.in_block(|el| {

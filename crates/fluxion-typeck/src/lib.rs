@@ -8,6 +8,7 @@ mod builtins;
 mod elaborate;
 mod infer;
 mod patterns;
+mod scope;
 
 use fluxion_core::{Module, Span};
 use fluxion_syntax::ast;
@@ -16,7 +17,7 @@ use fluxion_syntax::ast;
 pub const EXPR_ENTRY: &str = "repl_expr";
 
 /// A type error (or a name-resolution error): where, and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TypeError {
     pub span: Span,
     pub message: String,

@@ -190,6 +190,54 @@ fn lambda_called_through_a_variable() {
 }
 
 #[test]
+fn a_later_let_shadows_an_earlier_one() {
+    elab("fn f() -> Real { let x = 1; let x = to_real(x) * 2.0; x }");
+}
+
+#[test]
+fn inner_block_bindings_end_with_the_block() {
+    // The inner `x` (Real) shadows the outer one (Int) only inside the block.
+    elab("fn f() -> Int { let x = 1; let y = { let x = 2.0; x * 2.0 }; x }");
+    assert_mentions(
+        &errors("fn f() -> Real { let y = { let z = 1.0; z }; z }"),
+        &["unknown variable `z`"],
+    );
+}
+
+#[test]
+fn lambda_parameters_shadow_only_inside_the_lambda() {
+    let m = elab("fn f(x: Int) -> Int { let g = |x: Real| x * 2.0; let r = g(1.0); x }");
+    let lam = m.codes.iter().find(|c| c.name == "f_lambda1").unwrap();
+    assert!(lam.captures.is_empty(), "the parameter is not a capture");
+}
+
+#[test]
+fn match_arm_fields_are_scoped_to_their_arm() {
+    let enum_e = "enum E { A(Real), B }\n";
+    elab(&format!(
+        "{enum_e}fn f(x: Int, e: E) -> Int {{ let r = match e {{ A(x) => x, B => 0.0 }}; x }}"
+    ));
+    assert_mentions(
+        &errors(&format!(
+            "{enum_e}fn f(e: E) -> Real {{ let r = match e {{ A(v) => v, B => 0.0 }}; v }}"
+        )),
+        &["unknown variable `v`"],
+    );
+}
+
+#[test]
+fn a_lambda_lists_each_captured_variable_once_in_order_of_first_use() {
+    let m = elab("fn f(a: Int, b: Int) -> Int { let g = |x: Int| b + a + b * a + x; g(1) }");
+    let lam = m.codes.iter().find(|c| c.name == "f_lambda1").unwrap();
+    let names: Vec<&str> = lam
+        .captures
+        .iter()
+        .map(|v| m.vars[v.0 as usize].name.as_str())
+        .collect();
+    assert_eq!(names, ["b", "a"]);
+}
+
+#[test]
 fn unconstrained_type_defaults_to_real() {
     // Nothing says what `[]` holds: its element type defaults to Real.
     let m = elab("fn f() -> Int { length([]) }");
