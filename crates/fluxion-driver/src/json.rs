@@ -43,13 +43,12 @@ pub fn decode(json: &Json, ty: &Type, module: &Module, path: &str) -> Result<Val
             _ => bad(),
         },
         Type::Tuple(ts) => match json {
-            Json::Array(xs) if xs.len() == ts.len() => Ok(Value::Tuple(
+            Json::Array(xs) if xs.len() == ts.len() => Ok(Value::tuple(
                 xs.iter()
                     .zip(ts)
                     .enumerate()
                     .map(|(i, (x, t))| decode(x, t, module, &format!("{path}[{i}]")))
-                    .collect::<Result<Vec<_>, _>>()?
-                    .into(),
+                    .collect::<Result<Vec<_>, _>>()?,
             )),
             _ => bad(),
         },
@@ -63,11 +62,7 @@ pub fn decode(json: &Json, ty: &Type, module: &Module, path: &str) -> Result<Val
                     .enumerate()
                     .map(|(i, x)| decode(x, t, module, &format!("{path}[{i}]")))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(if **t == Type::Real {
-                    Value::array(elems)
-                } else {
-                    Value::Array(elems.into())
-                })
+                Ok(Value::array(elems))
             }
             _ => bad(),
         },
@@ -127,15 +122,17 @@ pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
         (Value::Int(i), _) => Json::from(*i),
         (Value::Bool(b), _) => Json::Bool(*b),
         (Value::Unit, _) => Json::Null,
-        (Value::Tuple(vs), Type::Tuple(ts)) => Json::Array(
-            vs.iter()
+        (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => Json::Array(
+            v.tuple_fields()
+                .unwrap_or_default()
+                .iter()
                 .zip(ts)
                 .map(|(v, t)| encode(v, t, module))
                 .collect(),
         ),
         (Value::RealArray(xs), _) => Json::Array(xs.iter().map(|x| real_json(*x)).collect()),
-        (Value::Array(vs), Type::Array(t)) => {
-            Json::Array(vs.iter().map(|v| encode(v, t, module)).collect())
+        (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
+            Json::Array(v.array_iter().map(|v| encode(&v, t, module)).collect())
         }
         (Value::Enum(tag, fields), Type::Enum(e)) => {
             let variant = &module.enum_def(*e).variants[*tag as usize];

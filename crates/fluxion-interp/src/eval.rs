@@ -130,6 +130,15 @@ impl Interp {
         }
     }
 
+    /// An atom's value, borrowed (no reference count changes).
+    #[inline]
+    fn atom_ref<'a>(frame: &'a [Value], a: &'a CAtom) -> &'a Value {
+        match a {
+            CAtom::Slot(s) => &frame[*s as usize],
+            CAtom::Const(v) => v,
+        }
+    }
+
     fn atoms(frame: &[Value], atoms: &[CAtom]) -> Vec<Value> {
         atoms.iter().map(|a| Self::atom(frame, a)).collect()
     }
@@ -231,12 +240,18 @@ impl Interp {
                 code: *c,
                 env: Self::atoms(frame, args),
             })),
-            CRhs::Tuple(args) => Value::Tuple(Self::atoms(frame, args).into()),
-            CRhs::Proj(a, i) => match Self::atom(frame, a) {
-                Value::Tuple(vs) if *i < vs.len() => vs[*i].clone(),
-                _ => return fail(span, "internal error: projection of a non-tuple"),
+            CRhs::Tuple(args) => match args[..] {
+                [ref p, ref t] => match (Self::atom_ref(frame, p), Self::atom_ref(frame, t)) {
+                    (Value::Real(p), Value::Real(t)) => Value::Dual(*p, *t),
+                    (p, t) => Value::Tuple(Rc::new([p.clone(), t.clone()])),
+                },
+                _ => Value::tuple(Self::atoms(frame, args)),
             },
-            CRhs::Array(args) => Value::array(Self::atoms(frame, args)),
+            CRhs::Proj(a, i) => match Self::atom_ref(frame, a).tuple_get(*i) {
+                Some(v) => v,
+                None => return fail(span, "internal error: projection of a non-tuple"),
+            },
+            CRhs::Array(args) => Value::array_from(args.iter().map(|a| Self::atom(frame, a))),
             CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
             CRhs::If(..) | CRhs::Match(..) => {
                 return fail(span, "internal error: branch evaluated as a value");
