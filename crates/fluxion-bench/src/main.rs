@@ -1,4 +1,6 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
+//! `-- native|jvp|taylor|hessian` prints only that table (for quicker iteration; the
+//! published tables come from one full run).
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
 //! repetitions each), never a lone absolute time.
@@ -101,8 +103,31 @@ fn hessian_by_taylor(x: [Real]) -> [[Real]] {
 }
 fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
 
+const REPS: usize = 5;
+
 fn main() {
-    let reps = 5;
+    let only = std::env::args().nth(1);
+    let tables: [(&str, fn()); 4] = [
+        ("native", native_table),
+        ("jvp", jvp_table),
+        ("taylor", taylor_table),
+        ("hessian", hessian_table),
+    ];
+    if let Some(name) = &only
+        && !tables.iter().any(|(t, _)| t == name)
+    {
+        eprintln!("unknown table `{name}`: expected native, jvp, taylor or hessian");
+        std::process::exit(2);
+    }
+    for (name, table) in tables {
+        if only.as_deref().is_none_or(|o| o == name) {
+            table();
+        }
+    }
+}
+
+fn native_table() {
+    let reps = REPS;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
     println!("| program | interpreter / Rust |");
     println!("|---|---|");
@@ -138,7 +163,10 @@ fn main() {
             interp.as_secs_f64() / rust.as_secs_f64()
         );
     }
+}
 
+fn jvp_table() {
+    let reps = REPS;
     println!("\n## Forward mode: JVP / primal (interpreter, --ad fwd), median of {reps}\n");
     println!("| program | jvp / primal |");
     println!("|---|---|");
@@ -170,7 +198,10 @@ fn main() {
             jvp.as_secs_f64() / primal.as_secs_f64()
         );
     }
+}
 
+fn taylor_table() {
+    let reps = REPS;
     println!(
         "\n## Taylor mode: cost of order k / primal, against nested forward mode of the same order\n"
     );
@@ -196,7 +227,10 @@ fn main() {
             taylor.as_secs_f64() / primal.as_secs_f64()
         );
     }
+}
 
+fn hessian_table() {
+    let reps = REPS;
     println!("\n## Hessian of an 8-input function: forward over forward / Taylor polarisation\n");
     let fof = time_fluxion(
         &format!("{HESSIAN_PROG}\nfn main() -> [[Real]] {{ hessian(f, point()) }}"),

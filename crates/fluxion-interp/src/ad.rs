@@ -19,7 +19,7 @@ use crate::eval::{EvalResult, Interp, RuntimeError, fail};
 use crate::value::{Closure, DualArray, Value};
 
 impl Interp {
-    pub(crate) fn differential(&self, p: Prim, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+    pub(crate) fn differential(&self, p: Prim, args: &[Value], span: Span) -> EvalResult<Value> {
         match p {
             Prim::Jvp => {
                 let (y, dy) =

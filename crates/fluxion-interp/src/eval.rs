@@ -7,9 +7,10 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use fluxion_core::{CodeId, Module, Span};
+use fluxion_core::{CodeId, Module, Prim, Span, Type};
 
 use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
+use crate::prims::{arith, order, real_arith};
 use crate::value::{Closure, Value};
 
 /// A runtime fault in the program: where and what.
@@ -92,16 +93,19 @@ impl Interp {
         Ok(())
     }
 
-    /// Calls a top-level function or lambda code with captured values and arguments.
+    /// Calls a top-level function or lambda code with captured values and arguments
+    /// (any exact-size collection: the interpreter passes arrays and iterators, so a
+    /// call allocates nothing but its frame).
     pub fn call_code(
         &self,
         id: CodeId,
         env: &[Value],
-        args: Vec<Value>,
+        args: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
         span: Span,
     ) -> EvalResult<Value> {
         self.check_stack(span)?;
         let code = self.compiled(id);
+        let args = args.into_iter();
         if env.len() != code.n_captures || args.len() != code.n_params {
             return fail(
                 span,
@@ -116,7 +120,12 @@ impl Interp {
     }
 
     /// Applies a function value.
-    pub fn apply(&self, f: &Value, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+    pub fn apply(
+        &self,
+        f: &Value,
+        args: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
+        span: Span,
+    ) -> EvalResult<Value> {
         match f {
             Value::Closure(c) => self.call_code(c.code, &c.env, args, span),
             _ => fail(span, "internal error: call of a non-function"),
@@ -153,19 +162,26 @@ impl Interp {
         let (mut current, mut next) = (body, 0);
         loop {
             if let Some(b) = current.binds.get(next) {
-                if let Some(nested) = self.branch(frame, &b.rhs, b.span)? {
-                    // A branch whose value is the body's result needs no return point.
-                    let tail = next + 1 == current.binds.len()
-                        && matches!(current.result, CAtom::Slot(s) if s == b.slot);
-                    if !tail {
-                        pending.push((current, next + 1, b.slot));
-                    }
-                    (current, next) = (nested, 0);
-                    continue;
-                }
-                let v = self.rhs(frame, &b.rhs, b.span)?;
-                frame[b.slot as usize] = v;
                 next += 1;
+                // The commonest right-hand sides (arithmetic and projections: most of a
+                // forward-mode translation) are evaluated here, without a call.
+                let v = match &b.rhs {
+                    CRhs::If(..) | CRhs::Match(..) => {
+                        let nested = self.branch(frame, &b.rhs, b.span)?;
+                        // A branch whose value is the body's result needs no return point.
+                        let tail = next == current.binds.len()
+                            && matches!(current.result, CAtom::Slot(s) if s == b.slot);
+                        if !tail {
+                            pending.push((current, next, b.slot));
+                        }
+                        (current, next) = (nested, 0);
+                        continue;
+                    }
+                    CRhs::Arith(p, x, y) => Self::arith(frame, *p, x, y, b.span)?,
+                    CRhs::Proj(a, i) => Self::proj(frame, a, *i, b.span)?,
+                    rhs => self.rhs(frame, rhs, b.span)?,
+                };
+                frame[b.slot as usize] = v;
                 continue;
             }
             let result = Self::atom(frame, &current.result);
@@ -179,15 +195,9 @@ impl Interp {
         }
     }
 
-    /// For `if` and `match`, the body to run (binding a match's fields); `None` for
-    /// every other right-hand side.
-    fn branch<'b>(
-        &self,
-        frame: &mut [Value],
-        rhs: &'b CRhs,
-        span: Span,
-    ) -> EvalResult<Option<&'b CBody>> {
-        Ok(Some(match rhs {
+    /// For `if` and `match`, the body to run (binding a match's fields).
+    fn branch<'b>(&self, frame: &mut [Value], rhs: &'b CRhs, span: Span) -> EvalResult<&'b CBody> {
+        Ok(match rhs {
             CRhs::If(c, t, e) => match Self::atom(frame, c) {
                 Value::Bool(true) => t,
                 Value::Bool(false) => e,
@@ -216,24 +226,58 @@ impl Interp {
                     },
                 }
             }
-            _ => return Ok(None),
-        }))
+            _ => return fail(span, "internal error: not a branch"),
+        })
     }
 
-    fn rhs(&self, frame: &mut [Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
+    /// A primitive applied to atoms; up to four arguments are passed from the stack.
+    fn prim_on_atoms(
+        &self,
+        frame: &[Value],
+        p: Prim,
+        args: &[CAtom],
+        ty: &Type,
+        span: Span,
+    ) -> EvalResult<Value> {
+        const INLINE: usize = 4;
+        if args.len() > INLINE {
+            return self.prim(p, &Self::atoms(frame, args), ty, span);
+        }
+        let values: [Value; INLINE] =
+            std::array::from_fn(|i| args.get(i).map_or(Value::Unit, |a| Self::atom(frame, a)));
+        self.prim(p, &values[..args.len()], ty, span)
+    }
+
+    #[inline(always)]
+    fn arith(frame: &[Value], p: Prim, x: &CAtom, y: &CAtom, span: Span) -> EvalResult<Value> {
+        match (Self::atom_ref(frame, x), Self::atom_ref(frame, y)) {
+            (Value::Real(x), Value::Real(y)) => Ok(Value::Real(real_arith(p, *x, *y))),
+            (x, y) => arith(p, x, y, span),
+        }
+    }
+
+    #[inline(always)]
+    fn proj(frame: &[Value], a: &CAtom, i: usize, span: Span) -> EvalResult<Value> {
+        match Self::atom_ref(frame, a).tuple_get(i) {
+            Some(v) => Ok(v),
+            None => fail(span, "internal error: projection of a non-tuple"),
+        }
+    }
+
+    /// The value of a right-hand side other than a branch.
+    #[inline(never)]
+    fn rhs(&self, frame: &[Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
-            CRhs::Prim(p, args, ty) => {
-                let args = Self::atoms(frame, args);
-                return self.prim(*p, args, ty, span);
-            }
+            CRhs::Arith(p, x, y) => return Self::arith(frame, *p, x, y, span),
+            CRhs::Compare(p, x, y) => order(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y)),
+            CRhs::Prim(p, args, ty) => return self.prim_on_atoms(frame, *p, args, ty, span),
             CRhs::Call(f, args) => {
-                let f = Self::atom(frame, f);
-                let args = Self::atoms(frame, args);
-                return self.apply(&f, args, span);
+                let f = Self::atom_ref(frame, f);
+                return self.apply(f, args.iter().map(|a| Self::atom(frame, a)), span);
             }
             CRhs::CallDirect(c, args) => {
-                let args = Self::atoms(frame, args);
+                let args = args.iter().map(|a| Self::atom(frame, a));
                 return self.call_code(*c, &[], args, span);
             }
             CRhs::Closure(c, args) => Value::Closure(Rc::new(Closure {
@@ -247,10 +291,7 @@ impl Interp {
                 },
                 _ => Value::tuple(Self::atoms(frame, args)),
             },
-            CRhs::Proj(a, i) => match Self::atom_ref(frame, a).tuple_get(*i) {
-                Some(v) => v,
-                None => return fail(span, "internal error: projection of a non-tuple"),
-            },
+            CRhs::Proj(a, i) => return Self::proj(frame, a, *i, span),
             CRhs::Array(args) => Value::array_from(args.iter().map(|a| Self::atom(frame, a))),
             CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
             CRhs::If(..) | CRhs::Match(..) => {

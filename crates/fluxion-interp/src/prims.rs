@@ -119,13 +119,7 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 
 impl Interp {
     #[inline(never)]
-    pub(crate) fn prim(
-        &self,
-        p: Prim,
-        args: Vec<Value>,
-        ty: &Type,
-        span: Span,
-    ) -> EvalResult<Value> {
+    pub(crate) fn prim(&self, p: Prim, args: &[Value], ty: &Type, span: Span) -> EvalResult<Value> {
         use Prim::*;
         let a = |i: usize| &args[i];
         Ok(match p {
@@ -140,16 +134,7 @@ impl Interp {
             Not => Value::Bool(!matches!(a(0), Value::Bool(true))),
             Eq => Value::Bool(a(0).equals(a(1))),
             Ne => Value::Bool(!a(0).equals(a(1))),
-            Lt | Le | Gt | Ge => {
-                use std::cmp::Ordering::*;
-                let ord = compare(a(0), a(1));
-                Value::Bool(match p {
-                    Lt => ord == Some(Less),
-                    Le => matches!(ord, Some(Less | Equal)),
-                    Gt => ord == Some(Greater),
-                    _ => matches!(ord, Some(Greater | Equal)),
-                })
-            }
+            Lt | Le | Gt | Ge => order(p, a(0), a(1)),
             Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
             | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil | Digamma | Trigamma => {
                 Value::Real(real_fn(p, real(a(0))))
@@ -213,7 +198,7 @@ impl Interp {
                 let n = length_arg(a(0), "build", span)?;
                 let mut out = ArrayBuilder::with_capacity(n);
                 for i in 0..n {
-                    out.push(self.apply(a(1), vec![Value::Int(i as i64)], span)?);
+                    out.push(self.apply(a(1), [Value::Int(i as i64)], span)?);
                 }
                 out.finish()
             }
@@ -244,7 +229,7 @@ impl Interp {
                 let xs = a(1).array_iter();
                 let mut out = ArrayBuilder::with_capacity(xs.len());
                 for x in xs {
-                    out.push(self.apply(a(0), vec![x], span)?);
+                    out.push(self.apply(a(0), [x], span)?);
                 }
                 out.finish()
             }
@@ -253,7 +238,7 @@ impl Interp {
                 same_length("map2", xs.len(), ys.len(), span)?;
                 let mut out = ArrayBuilder::with_capacity(xs.len());
                 for (x, y) in xs.zip(ys) {
-                    out.push(self.apply(a(0), vec![x, y], span)?);
+                    out.push(self.apply(a(0), [x, y], span)?);
                 }
                 out.finish()
             }
@@ -276,7 +261,7 @@ impl Interp {
             Fold => {
                 let mut acc = a(1).clone();
                 for x in a(2).array_iter() {
-                    acc = self.apply(a(0), vec![acc, x], span)?;
+                    acc = self.apply(a(0), [acc, x], span)?;
                 }
                 acc
             }
@@ -285,7 +270,7 @@ impl Interp {
                 let xs = a(2).array_iter();
                 let mut out = ArrayBuilder::with_capacity(xs.len());
                 for x in xs {
-                    acc = self.apply(a(0), vec![acc, x], span)?;
+                    acc = self.apply(a(0), [acc, x], span)?;
                     out.push(acc.clone());
                 }
                 out.finish()
@@ -297,7 +282,7 @@ impl Interp {
                 }
                 let mut x = a(2).clone();
                 for _ in 0..n {
-                    x = self.apply(a(1), vec![x], span)?;
+                    x = self.apply(a(1), [x], span)?;
                 }
                 x
             }
@@ -435,7 +420,32 @@ fn same_length(what: &str, n: usize, m: usize, span: Span) -> EvalResult<()> {
     Ok(())
 }
 
-fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
+/// `x < y` (or `<=`, `>`, `>=`, as `p` says) on two numbers.
+pub(crate) fn order(p: Prim, x: &Value, y: &Value) -> Value {
+    use std::cmp::Ordering::*;
+    let ord = compare(x, y);
+    Value::Bool(match p {
+        Prim::Lt => ord == Some(Less),
+        Prim::Le => matches!(ord, Some(Less | Equal)),
+        Prim::Gt => ord == Some(Greater),
+        _ => matches!(ord, Some(Greater | Equal)),
+    })
+}
+
+/// `+ - * / %` on two reals.
+#[inline]
+pub(crate) fn real_arith(p: Prim, a: f64, b: f64) -> f64 {
+    match p {
+        Prim::Add => a + b,
+        Prim::Sub => a - b,
+        Prim::Mul => a * b,
+        Prim::Div => a / b,
+        _ => a % b,
+    }
+}
+
+/// `+ - * / %` on two Ints (checked) or two Reals.
+pub(crate) fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
     use Prim::*;
     match (x, y) {
         (Value::Int(a), Value::Int(b)) => {
@@ -455,13 +465,7 @@ fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
                 None => int_overflow(span, p.operator_symbol().unwrap_or("?")),
             }
         }
-        (Value::Real(a), Value::Real(b)) => Ok(Value::Real(match p {
-            Add => a + b,
-            Sub => a - b,
-            Mul => a * b,
-            Div => a / b,
-            _ => a % b,
-        })),
+        (Value::Real(a), Value::Real(b)) => Ok(Value::Real(real_arith(p, *a, *b))),
         _ => fail(span, "internal error: arithmetic on mismatched values"),
     }
 }
