@@ -163,3 +163,43 @@ fn real_json(x: f64) -> Json {
         serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use fluxion_interp::Value;
+
+    /// Runs `main` with `args` (JSON): the result as JSON and as a literal, and
+    /// whether the representation is the one `expect` asks for.
+    fn round_trip(src: &str, args: &str, expect: fn(&Value) -> bool) -> (String, String, bool) {
+        let (src, args) = (src.to_string(), args.to_string());
+        crate::with_big_stack(move || {
+            let program =
+                crate::compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+            let out = program
+                .run("main", Some(&args))
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            (out.to_json(), out.to_literal(), expect(&out.value))
+        })
+    }
+
+    #[test]
+    fn dual_numbers_round_trip_through_json_as_pairs() {
+        let src = "fn main(p: (Real, Real), xs: [(Real, Real)]) -> ((Real, Real), [(Real, Real)]) { (p, xs) }";
+        let args = r#"[[1.5,-2.0],[[1.0,2.0],[3.0,"NaN"]]]"#;
+        let (json, literal, unboxed) = round_trip(src, args, |v| {
+            matches!(
+                v.tuple_fields().as_deref(),
+                Some([Value::Dual(..), Value::DualArray(_)])
+            )
+        });
+        assert!(unboxed, "decoded arguments are in canonical form");
+        assert_eq!(json, r#"[[1.5,-2.0],[[1.0,2.0],[3.0,"NaN"]]]"#);
+        assert_eq!(literal, "((1.5, -2.0), [(1.0, 2.0), (3.0, NaN)])");
+        let (json, _, _) = round_trip(
+            "fn main(xs: [(Real, Real)]) -> [(Real, Real)] { xs }",
+            "[[]]",
+            |_| true,
+        );
+        assert_eq!(json, "[]");
+    }
+}

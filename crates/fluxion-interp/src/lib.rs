@@ -18,4 +18,6 @@ pub use prims::{MAX_ARRAY_LEN, real_fn};
 pub use value::{ArrayIter, Closure, DualArray, Value, write_value};
 
 #[cfg(test)]
+mod dual_tests;
+#[cfg(test)]
 mod tests;

@@ -41,9 +41,11 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
         },
         (Value::Unit, Value::Unit) => Value::Unit,
         (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
-        (Value::Tuple(xs), Value::Tuple(ys)) => Value::tuple(
-            xs.iter()
-                .zip(ys.iter())
+        (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => Value::tuple(
+            a.tuple_fields()
+                .unwrap_or_default()
+                .iter()
+                .zip(b.tuple_fields().unwrap_or_default().iter())
                 .map(|(x, y)| add_values(x, y, span))
                 .collect::<EvalResult<Vec<_>>>()?,
         ),
