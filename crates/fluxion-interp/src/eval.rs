@@ -29,6 +29,17 @@ pub(crate) fn fail<T>(span: Span, message: impl Into<String>) -> EvalResult<T> {
     })
 }
 
+/// Stores a binding's value. A slot is written once per call and starts as `Unit`:
+/// testing that inline skips a call of the drop glue per binding.
+#[inline(always)]
+fn store(slot: &mut Value, v: Value) {
+    if matches!(slot, Value::Unit) {
+        std::mem::forget(std::mem::replace(slot, v));
+    } else {
+        *slot = v;
+    }
+}
+
 /// Evaluates Core code. Holds the module (which AD may grow at run time) and the
 /// slot-compiled form of each code, made on first call.
 pub struct Interp {
@@ -115,7 +126,7 @@ impl Interp {
         let mut frame: Vec<Value> = Vec::with_capacity(code.n_slots);
         frame.extend_from_slice(env);
         frame.extend(args);
-        frame.resize(code.n_slots, Value::Unit);
+        frame.resize_with(code.n_slots, || Value::Unit);
         self.body(&mut frame, &code.body)
     }
 
@@ -163,9 +174,8 @@ impl Interp {
         loop {
             if let Some(b) = current.binds.get(next) {
                 next += 1;
-                // The commonest right-hand sides (arithmetic and projections: most of a
-                // forward-mode translation) are evaluated here, without a call.
-                let v = match &b.rhs {
+                let slot = b.slot as usize;
+                match &b.rhs {
                     CRhs::If(..) | CRhs::Match(..) => {
                         let nested = self.branch(frame, &b.rhs, b.span)?;
                         // A branch whose value is the body's result needs no return point.
@@ -177,11 +187,40 @@ impl Interp {
                         (current, next) = (nested, 0);
                         continue;
                     }
-                    CRhs::Arith(p, x, y) => Self::arith(frame, *p, x, y, b.span)?,
-                    CRhs::Proj(a, i) => Self::proj(frame, a, *i, b.span)?,
-                    rhs => self.rhs(frame, rhs, b.span)?,
-                };
-                frame[b.slot as usize] = v;
+                    // Fast paths for most of a forward-mode translation: real arithmetic,
+                    // projections of dual numbers, pairs of reals. Each stores its value
+                    // straight into the slot: no call, and no copy of a freshly built
+                    // value through a temporary (which stalls the store buffer).
+                    CRhs::Arith(p, x, y) => {
+                        if let (Value::Real(x), Value::Real(y)) =
+                            (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
+                        {
+                            let r = real_arith(*p, *x, *y);
+                            store(&mut frame[slot], Value::Real(r));
+                            continue;
+                        }
+                    }
+                    CRhs::Proj(a, i @ (0 | 1)) => {
+                        if let Value::Dual(p, t) = Self::atom_ref(frame, a) {
+                            let r = if *i == 0 { *p } else { *t };
+                            store(&mut frame[slot], Value::Real(r));
+                            continue;
+                        }
+                    }
+                    CRhs::Tuple(args) => {
+                        if let [x, y] = &args[..]
+                            && let (Value::Real(p), Value::Real(t)) =
+                                (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
+                        {
+                            let d = Value::Dual(*p, *t);
+                            store(&mut frame[slot], d);
+                            continue;
+                        }
+                    }
+                    _ => {}
+                }
+                let v = self.rhs(frame, &b.rhs, b.span)?;
+                store(&mut frame[slot], v);
                 continue;
             }
             let result = Self::atom(frame, &current.result);
@@ -230,7 +269,7 @@ impl Interp {
         })
     }
 
-    /// A primitive applied to atoms; up to four arguments are passed from the stack.
+    /// A primitive applied to atoms; up to three arguments are passed from the stack.
     fn prim_on_atoms(
         &self,
         frame: &[Value],
@@ -239,26 +278,18 @@ impl Interp {
         ty: &Type,
         span: Span,
     ) -> EvalResult<Value> {
-        const INLINE: usize = 4;
-        if args.len() > INLINE {
-            return self.prim(p, &Self::atoms(frame, args), ty, span);
-        }
-        let values: [Value; INLINE] =
-            std::array::from_fn(|i| args.get(i).map_or(Value::Unit, |a| Self::atom(frame, a)));
-        self.prim(p, &values[..args.len()], ty, span)
-    }
-
-    #[inline(always)]
-    fn arith(frame: &[Value], p: Prim, x: &CAtom, y: &CAtom, span: Span) -> EvalResult<Value> {
-        match (Self::atom_ref(frame, x), Self::atom_ref(frame, y)) {
-            (Value::Real(x), Value::Real(y)) => Ok(Value::Real(real_arith(p, *x, *y))),
-            (x, y) => arith(p, x, y, span),
+        let at = |a| Self::atom(frame, a);
+        match args {
+            [] => self.prim(p, &[], ty, span),
+            [x] => self.prim(p, &[at(x)], ty, span),
+            [x, y] => self.prim(p, &[at(x), at(y)], ty, span),
+            [x, y, z] => self.prim(p, &[at(x), at(y), at(z)], ty, span),
+            _ => self.prim(p, &Self::atoms(frame, args), ty, span),
         }
     }
 
-    #[inline(always)]
-    fn proj(frame: &[Value], a: &CAtom, i: usize, span: Span) -> EvalResult<Value> {
-        match Self::atom_ref(frame, a).tuple_get(i) {
+    fn proj(t: &Value, i: usize, span: Span) -> EvalResult<Value> {
+        match t.tuple_get(i) {
             Some(v) => Ok(v),
             None => fail(span, "internal error: projection of a non-tuple"),
         }
@@ -269,7 +300,9 @@ impl Interp {
     fn rhs(&self, frame: &[Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
-            CRhs::Arith(p, x, y) => return Self::arith(frame, *p, x, y, span),
+            CRhs::Arith(p, x, y) => {
+                return arith(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y), span);
+            }
             CRhs::Compare(p, x, y) => order(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y)),
             CRhs::Prim(p, args, ty) => return self.prim_on_atoms(frame, *p, args, ty, span),
             CRhs::Call(f, args) => {
@@ -284,14 +317,8 @@ impl Interp {
                 code: *c,
                 env: Self::atoms(frame, args),
             })),
-            CRhs::Tuple(args) => match args[..] {
-                [ref p, ref t] => match (Self::atom_ref(frame, p), Self::atom_ref(frame, t)) {
-                    (Value::Real(p), Value::Real(t)) => Value::Dual(*p, *t),
-                    (p, t) => Value::Tuple(Rc::new([p.clone(), t.clone()])),
-                },
-                _ => Value::tuple(Self::atoms(frame, args)),
-            },
-            CRhs::Proj(a, i) => return Self::proj(frame, a, *i, span),
+            CRhs::Tuple(args) => Value::tuple(Self::atoms(frame, args)),
+            CRhs::Proj(a, i) => return Self::proj(Self::atom_ref(frame, a), *i, span),
             CRhs::Array(args) => Value::array_from(args.iter().map(|a| Self::atom(frame, a))),
             CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
             CRhs::If(..) | CRhs::Match(..) => {
