@@ -1,7 +1,8 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
-//! `cargo run --release -p fluxion-bench -- compile`: only the compile-time table.
-//! `cargo run --release -p fluxion-bench -- source functions|lets N`: prints a
-//! generated program of N lines or N `let`s (to compile it under a profiler).
+//! `cargo run --release -p fluxion-bench -- TABLE` prints only that table (`native`,
+//! `jvp`, `taylor`, `hessian`, `compile`; for quicker iteration — the published tables
+//! come from one full run). `-- source functions|lets N` prints a generated program of
+//! N lines or N `let`s (to compile it under a profiler).
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
 //! repetitions each), never a lone absolute time — except compile times, whose
@@ -112,22 +113,31 @@ fn hessian_by_taylor(x: [Real]) -> [[Real]] {
 }
 fn point() -> [Real] { build(8, |i| 0.1 * to_real(i) - 0.3) }";
 
+const REPS: usize = 5;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let tables: [(&str, fn()); 5] = [
+        ("native", native_table),
+        ("jvp", jvp_table),
+        ("taylor", taylor_table),
+        ("hessian", hessian_table),
+        ("compile", compile_table),
+    ];
     match args[..] {
-        [] => {
-            runtime_tables();
-            compile_table();
-        }
-        ["compile"] => compile_table(),
+        [] => tables.iter().for_each(|(_, table)| table()),
         ["source", shape, size] => print_source(shape, size),
+        [name] => match tables.iter().find(|(t, _)| *t == name) {
+            Some((_, table)) => table(),
+            None => usage(),
+        },
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fluxion-bench [compile | source functions|lets N]");
+    eprintln!("usage: fluxion-bench [native|jvp|taylor|hessian|compile | source functions|lets N]");
     std::process::exit(2);
 }
 
@@ -208,9 +218,8 @@ fn compile_rows(sizes: &[usize], generate: impl Fn(usize) -> (String, String)) {
     }
 }
 
-/// The interpreter and AD tables.
-fn runtime_tables() {
-    let reps = 5;
+fn native_table() {
+    let reps = REPS;
     println!("## Interpreter / native Rust (release), median of {reps}\n");
     println!("| program | interpreter / Rust |");
     println!("|---|---|");
@@ -246,7 +255,10 @@ fn runtime_tables() {
             interp.as_secs_f64() / rust.as_secs_f64()
         );
     }
+}
 
+fn jvp_table() {
+    let reps = REPS;
     println!("\n## Forward mode: JVP / primal (interpreter, --ad fwd), median of {reps}\n");
     println!("| program | jvp / primal |");
     println!("|---|---|");
@@ -278,7 +290,10 @@ fn runtime_tables() {
             jvp.as_secs_f64() / primal.as_secs_f64()
         );
     }
+}
 
+fn taylor_table() {
+    let reps = REPS;
     println!(
         "\n## Taylor mode: cost of order k / primal, against nested forward mode of the same order\n"
     );
@@ -304,7 +319,10 @@ fn runtime_tables() {
             taylor.as_secs_f64() / primal.as_secs_f64()
         );
     }
+}
 
+fn hessian_table() {
+    let reps = REPS;
     println!("\n## Hessian of an 8-input function: forward over forward / Taylor polarisation\n");
     let fof = time_fluxion(
         &format!("{HESSIAN_PROG}\nfn main() -> [[Real]] {{ hessian(f, point()) }}"),

@@ -43,13 +43,12 @@ pub fn decode(json: &Json, ty: &Type, module: &Module, path: &str) -> Result<Val
             _ => bad(),
         },
         Type::Tuple(ts) => match json {
-            Json::Array(xs) if xs.len() == ts.len() => Ok(Value::Tuple(
+            Json::Array(xs) if xs.len() == ts.len() => Ok(Value::tuple(
                 xs.iter()
                     .zip(ts)
                     .enumerate()
                     .map(|(i, (x, t))| decode(x, t, module, &format!("{path}[{i}]")))
-                    .collect::<Result<Vec<_>, _>>()?
-                    .into(),
+                    .collect::<Result<Vec<_>, _>>()?,
             )),
             _ => bad(),
         },
@@ -63,11 +62,7 @@ pub fn decode(json: &Json, ty: &Type, module: &Module, path: &str) -> Result<Val
                     .enumerate()
                     .map(|(i, x)| decode(x, t, module, &format!("{path}[{i}]")))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(if **t == Type::Real {
-                    Value::array(elems)
-                } else {
-                    Value::Array(elems.into())
-                })
+                Ok(Value::array(elems))
             }
             _ => bad(),
         },
@@ -127,15 +122,17 @@ pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
         (Value::Int(i), _) => Json::from(*i),
         (Value::Bool(b), _) => Json::Bool(*b),
         (Value::Unit, _) => Json::Null,
-        (Value::Tuple(vs), Type::Tuple(ts)) => Json::Array(
-            vs.iter()
+        (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => Json::Array(
+            v.tuple_fields()
+                .unwrap_or_default()
+                .iter()
                 .zip(ts)
                 .map(|(v, t)| encode(v, t, module))
                 .collect(),
         ),
         (Value::RealArray(xs), _) => Json::Array(xs.iter().map(|x| real_json(*x)).collect()),
-        (Value::Array(vs), Type::Array(t)) => {
-            Json::Array(vs.iter().map(|v| encode(v, t, module)).collect())
+        (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
+            Json::Array(v.array_iter().map(|v| encode(&v, t, module)).collect())
         }
         (Value::Enum(tag, fields), Type::Enum(e)) => {
             let variant = &module.enum_def(*e).variants[*tag as usize];
@@ -164,5 +161,45 @@ fn real_json(x: f64) -> Json {
         Json::String(if x > 0.0 { "inf" } else { "-inf" }.into())
     } else {
         serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fluxion_interp::Value;
+
+    /// Runs `main` with `args` (JSON): the result as JSON and as a literal, and
+    /// whether the representation is the one `expect` asks for.
+    fn round_trip(src: &str, args: &str, expect: fn(&Value) -> bool) -> (String, String, bool) {
+        let (src, args) = (src.to_string(), args.to_string());
+        crate::with_big_stack(move || {
+            let program =
+                crate::compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+            let out = program
+                .run("main", Some(&args))
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            (out.to_json(), out.to_literal(), expect(&out.value))
+        })
+    }
+
+    #[test]
+    fn dual_numbers_round_trip_through_json_as_pairs() {
+        let src = "fn main(p: (Real, Real), xs: [(Real, Real)]) -> ((Real, Real), [(Real, Real)]) { (p, xs) }";
+        let args = r#"[[1.5,-2.0],[[1.0,2.0],[3.0,"NaN"]]]"#;
+        let (json, literal, unboxed) = round_trip(src, args, |v| {
+            matches!(
+                v.tuple_fields().as_deref(),
+                Some([Value::Dual(..), Value::DualArray(_)])
+            )
+        });
+        assert!(unboxed, "decoded arguments are in canonical form");
+        assert_eq!(json, r#"[[1.5,-2.0],[[1.0,2.0],[3.0,"NaN"]]]"#);
+        assert_eq!(literal, "((1.5, -2.0), [(1.0, 2.0), (3.0, NaN)])");
+        let (json, _, _) = round_trip(
+            "fn main(xs: [(Real, Real)]) -> [(Real, Real)] { xs }",
+            "[[]]",
+            |_| true,
+        );
+        assert_eq!(json, "[]");
     }
 }

@@ -14,19 +14,20 @@ use std::rc::Rc;
 use fluxion_core::verify::differentiated_argument;
 use fluxion_core::{Module, Prim, Span, Type, TypeMap};
 
+use crate::array::ArrayBuilder;
 use crate::eval::{EvalResult, Interp, RuntimeError, fail};
-use crate::value::{Closure, Value};
+use crate::value::{Closure, DualArray, Value};
 
 impl Interp {
-    pub(crate) fn differential(&self, p: Prim, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+    pub(crate) fn differential(&self, p: Prim, args: &[Value], span: Span) -> EvalResult<Value> {
         match p {
             Prim::Jvp => {
                 let (y, dy) =
                     self.push_forward(&args[0], &args[1], &args[2], TypeMap::Fwd, span)?;
-                Ok(Value::Tuple(Rc::new([
+                Ok(Value::tuple(vec![
                     y,
                     dy.into_iter().next().unwrap_or(Value::Unit),
-                ])))
+                ]))
             }
             Prim::Taylor => {
                 let k = match args[3] {
@@ -38,7 +39,7 @@ impl Interp {
                 };
                 let (y, coefs) =
                     self.push_forward(&args[0], &args[1], &args[2], TypeMap::Taylor(k), span)?;
-                Ok(Value::Tuple(Rc::new([y, Value::array(coefs)])))
+                Ok(Value::tuple(vec![y, Value::array(coefs)]))
             }
             // Under every mode built so far, the other operators are expanded before
             // evaluation; a mode that runs one at run time dispatches on the mode here.
@@ -79,9 +80,9 @@ impl Interp {
         } else if params.len() == 1 {
             vec![point]
         } else {
-            match point {
-                Value::Tuple(vs) => vs.to_vec(),
-                _ => return fail(span, "internal error: multi-argument point is not a tuple"),
+            match point.tuple_fields() {
+                Some(vs) => vs.into_owned(),
+                None => return fail(span, "internal error: multi-argument point is not a tuple"),
             }
         };
         let result = self.apply(&translated, args, span)?;
@@ -127,22 +128,28 @@ impl Interp {
     fn lift(&self, v: &Value, ty: &Type, layer: TypeMap, span: Span) -> EvalResult<Value> {
         Ok(match (v, ty) {
             (Value::Real(x), _) => leaf(*x, 0.0, layer),
-            (Value::RealArray(xs), _) => {
-                Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
+            (Value::RealArray(xs), _) => match layer {
+                TypeMap::Taylor(_) => {
+                    Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
+                }
+                _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
+            },
+            (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => {
+                let vs = v.tuple_fields().unwrap_or_default();
+                Value::tuple(
+                    vs.iter()
+                        .zip(ts)
+                        .map(|(v, t)| self.lift(v, t, layer, span))
+                        .collect::<EvalResult<Vec<_>>>()?,
+                )
             }
-            (Value::Tuple(vs), Type::Tuple(ts)) => Value::Tuple(
-                vs.iter()
-                    .zip(ts)
-                    .map(|(v, t)| self.lift(v, t, layer, span))
-                    .collect::<EvalResult<Vec<_>>>()?
-                    .into(),
-            ),
-            (Value::Array(vs), Type::Array(t)) => Value::Array(
-                vs.iter()
-                    .map(|v| self.lift(v, t, layer, span))
-                    .collect::<EvalResult<Vec<_>>>()?
-                    .into(),
-            ),
+            (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
+                let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
+                for v in v.array_iter() {
+                    out.push(self.lift(&v, t, layer, span)?);
+                }
+                out.finish()
+            }
             (Value::Enum(tag, fields), Type::Enum(e)) => {
                 let field_tys = self.module().enum_def(*e).variants[*tag as usize]
                     .fields
@@ -194,7 +201,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             c[1] = dx;
             Value::RealArray(c.into())
         }
-        _ => Value::Tuple(Rc::new([Value::Real(x), Value::Real(dx)])),
+        _ => Value::Dual(x, dx),
     }
 }
 
@@ -210,14 +217,13 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
     Ok(match ty {
         Type::Real => leaf(real_of(x), real_of(dx), layer),
         Type::Int | Type::Bool | Type::Unit => x.clone(),
-        Type::Tuple(ts) => match (x, dx) {
-            (Value::Tuple(xs), Value::Tuple(ds)) => Value::Tuple(
+        Type::Tuple(ts) => match (x.tuple_fields(), dx.tuple_fields()) {
+            (Some(xs), Some(ds)) => Value::tuple(
                 xs.iter()
                     .zip(ds.iter())
                     .zip(ts)
                     .map(|((x, d), t)| combine(m, x, d, t, layer))
-                    .collect::<Result<Vec<_>, _>>()?
-                    .into(),
+                    .collect::<Result<Vec<_>, _>>()?,
             ),
             _ => return Err("internal error: tuple point without a tuple direction".into()),
         },
@@ -228,20 +234,22 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
                     "the direction has length {k} but the point has length {n}"
                 ));
             }
-            Value::Array(
-                (0..n)
-                    .map(|i| {
-                        combine(
-                            m,
-                            &x.array_get(i).expect("in range"),
-                            &dx.array_get(i).expect("in range"),
-                            t,
-                            layer,
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()?
-                    .into(),
-            )
+            match (x, dx, layer) {
+                // The point and the direction become the two halves, shared.
+                (Value::RealArray(xs), Value::RealArray(ds), TypeMap::Fwd) => {
+                    match DualArray::new(xs.clone(), ds.clone()) {
+                        Some(d) => Value::DualArray(Rc::new(d)),
+                        None => return Err("internal error: halves of different lengths".into()),
+                    }
+                }
+                _ => {
+                    let mut out = ArrayBuilder::with_capacity(n);
+                    for (x, d) in x.array_iter().zip(dx.array_iter()) {
+                        out.push(combine(m, &x, &d, t, layer)?);
+                    }
+                    out.finish()
+                }
+            }
         }
         Type::Enum(e) => match (x, dx) {
             (Value::Enum(tag, xs), Value::Enum(dtag, ds)) => {
@@ -272,7 +280,7 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
 fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
     match ty {
         Type::Real => match v {
-            Value::Tuple(p) => p.get(j).cloned().unwrap_or(Value::Real(f64::NAN)),
+            Value::Tuple(_) | Value::Dual(..) => v.tuple_get(j).unwrap_or(Value::Real(f64::NAN)),
             other => other.array_get(j).unwrap_or(Value::Real(f64::NAN)),
         },
         Type::Int | Type::Bool | Type::Unit => {
@@ -282,28 +290,21 @@ fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
                 Value::Unit
             }
         }
-        Type::Tuple(ts) => match v {
-            Value::Tuple(vs) => Value::Tuple(
+        Type::Tuple(ts) => match v.tuple_fields() {
+            Some(vs) => Value::tuple(
                 vs.iter()
                     .zip(ts)
                     .map(|(v, t)| coefficient(m, v, t, j))
-                    .collect::<Vec<_>>()
-                    .into(),
+                    .collect(),
             ),
-            other => other.clone(),
+            None => v.clone(),
         },
-        Type::Array(t) => {
-            let elems: Vec<Value> = v
-                .array_elems()
-                .iter()
-                .map(|v| coefficient(m, v, t, j))
-                .collect();
-            if **t == Type::Real {
-                Value::array(elems)
-            } else {
-                Value::Array(elems.into())
-            }
-        }
+        Type::Array(t) => match (v, j) {
+            // The primal or tangent half, shared.
+            (Value::DualArray(d), 0) if **t == Type::Real => Value::RealArray(d.primal().clone()),
+            (Value::DualArray(d), 1) if **t == Type::Real => Value::RealArray(d.tangent().clone()),
+            _ => Value::array_from(v.array_iter().map(|v| coefficient(m, &v, t, j))),
+        },
         Type::Enum(e) => match v {
             Value::Enum(tag, fields) => {
                 let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;

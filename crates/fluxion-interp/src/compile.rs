@@ -43,6 +43,11 @@ pub(crate) enum CRhs {
     Atom(CAtom),
     /// The result type is kept for primitives that need it (the zero of `sum`).
     Prim(Prim, Vec<CAtom>, Rc<Type>),
+    /// `+ - * / %`, the commonest primitives, evaluated on borrowed operands (no
+    /// argument vector, no reference counting).
+    Arith(Prim, CAtom, CAtom),
+    /// `< <= > >=`, likewise.
+    Compare(Prim, CAtom, CAtom),
     Call(CAtom, Vec<CAtom>),
     CallDirect(CodeId, Vec<CAtom>),
     Closure(CodeId, Vec<CAtom>),
@@ -128,6 +133,14 @@ impl Compiler<'_> {
     fn rhs(&mut self, rhs: &Rhs, var: VarId) -> CRhs {
         match rhs {
             Rhs::Atom(a) => CRhs::Atom(self.atom(a)),
+            Rhs::Prim(p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem), args)
+                if args.len() == 2 =>
+            {
+                CRhs::Arith(*p, self.atom(&args[0]), self.atom(&args[1]))
+            }
+            Rhs::Prim(p @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge), args) if args.len() == 2 => {
+                CRhs::Compare(*p, self.atom(&args[0]), self.atom(&args[1]))
+            }
             Rhs::Prim(p, args) => CRhs::Prim(
                 *p,
                 self.atoms(args),

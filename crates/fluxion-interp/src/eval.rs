@@ -8,9 +8,10 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use fluxion_ad::AdMode;
-use fluxion_core::{CodeId, Module, Span};
+use fluxion_core::{CodeId, Module, Prim, Span, Type};
 
 use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
+use crate::prims::{arith, order, real_arith};
 use crate::value::{Closure, Value};
 
 /// A runtime fault in the program: where and what.
@@ -27,6 +28,17 @@ pub(crate) fn fail<T>(span: Span, message: impl Into<String>) -> EvalResult<T> {
         span,
         message: message.into(),
     })
+}
+
+/// Stores a binding's value. A slot is written once per call and starts as `Unit`:
+/// testing that inline skips a call of the drop glue per binding.
+#[inline(always)]
+fn store(slot: &mut Value, v: Value) {
+    if matches!(slot, Value::Unit) {
+        std::mem::forget(std::mem::replace(slot, v));
+    } else {
+        *slot = v;
+    }
 }
 
 /// Evaluates Core code. Holds the module (which AD may grow at run time) and the
@@ -106,16 +118,19 @@ impl Interp {
         Ok(())
     }
 
-    /// Calls a top-level function or lambda code with captured values and arguments.
+    /// Calls a top-level function or lambda code with captured values and arguments
+    /// (any exact-size collection: the interpreter passes arrays and iterators, so a
+    /// call allocates nothing but its frame).
     pub fn call_code(
         &self,
         id: CodeId,
         env: &[Value],
-        args: Vec<Value>,
+        args: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
         span: Span,
     ) -> EvalResult<Value> {
         self.check_stack(span)?;
         let code = self.compiled(id);
+        let args = args.into_iter();
         if env.len() != code.n_captures || args.len() != code.n_params {
             return fail(
                 span,
@@ -125,12 +140,17 @@ impl Interp {
         let mut frame: Vec<Value> = Vec::with_capacity(code.n_slots);
         frame.extend_from_slice(env);
         frame.extend(args);
-        frame.resize(code.n_slots, Value::Unit);
+        frame.resize_with(code.n_slots, || Value::Unit);
         self.body(&mut frame, &code.body)
     }
 
     /// Applies a function value.
-    pub fn apply(&self, f: &Value, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+    pub fn apply(
+        &self,
+        f: &Value,
+        args: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
+        span: Span,
+    ) -> EvalResult<Value> {
         match f {
             Value::Closure(c) => self.call_code(c.code, &c.env, args, span),
             _ => fail(span, "internal error: call of a non-function"),
@@ -141,6 +161,15 @@ impl Interp {
         match a {
             CAtom::Slot(s) => frame[*s as usize].clone(),
             CAtom::Const(v) => v.clone(),
+        }
+    }
+
+    /// An atom's value, borrowed (no reference count changes).
+    #[inline]
+    fn atom_ref<'a>(frame: &'a [Value], a: &'a CAtom) -> &'a Value {
+        match a {
+            CAtom::Slot(s) => &frame[*s as usize],
+            CAtom::Const(v) => v,
         }
     }
 
@@ -158,19 +187,54 @@ impl Interp {
         let (mut current, mut next) = (body, 0);
         loop {
             if let Some(b) = current.binds.get(next) {
-                if let Some(nested) = self.branch(frame, &b.rhs, b.span)? {
-                    // A branch whose value is the body's result needs no return point.
-                    let tail = next + 1 == current.binds.len()
-                        && matches!(current.result, CAtom::Slot(s) if s == b.slot);
-                    if !tail {
-                        pending.push((current, next + 1, b.slot));
+                next += 1;
+                let slot = b.slot as usize;
+                match &b.rhs {
+                    CRhs::If(..) | CRhs::Match(..) => {
+                        let nested = self.branch(frame, &b.rhs, b.span)?;
+                        // A branch whose value is the body's result needs no return point.
+                        let tail = next == current.binds.len()
+                            && matches!(current.result, CAtom::Slot(s) if s == b.slot);
+                        if !tail {
+                            pending.push((current, next, b.slot));
+                        }
+                        (current, next) = (nested, 0);
+                        continue;
                     }
-                    (current, next) = (nested, 0);
-                    continue;
+                    // Fast paths for most of a forward-mode translation: real arithmetic,
+                    // projections of dual numbers, pairs of reals. Each stores its value
+                    // straight into the slot: no call, and no copy of a freshly built
+                    // value through a temporary (which stalls the store buffer).
+                    CRhs::Arith(p, x, y) => {
+                        if let (Value::Real(x), Value::Real(y)) =
+                            (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
+                        {
+                            let r = real_arith(*p, *x, *y);
+                            store(&mut frame[slot], Value::Real(r));
+                            continue;
+                        }
+                    }
+                    CRhs::Proj(a, i @ (0 | 1)) => {
+                        if let Value::Dual(p, t) = Self::atom_ref(frame, a) {
+                            let r = if *i == 0 { *p } else { *t };
+                            store(&mut frame[slot], Value::Real(r));
+                            continue;
+                        }
+                    }
+                    CRhs::Tuple(args) => {
+                        if let [x, y] = &args[..]
+                            && let (Value::Real(p), Value::Real(t)) =
+                                (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
+                        {
+                            let d = Value::Dual(*p, *t);
+                            store(&mut frame[slot], d);
+                            continue;
+                        }
+                    }
+                    _ => {}
                 }
                 let v = self.rhs(frame, &b.rhs, b.span)?;
-                frame[b.slot as usize] = v;
-                next += 1;
+                store(&mut frame[slot], v);
                 continue;
             }
             let result = Self::atom(frame, &current.result);
@@ -184,15 +248,9 @@ impl Interp {
         }
     }
 
-    /// For `if` and `match`, the body to run (binding a match's fields); `None` for
-    /// every other right-hand side.
-    fn branch<'b>(
-        &self,
-        frame: &mut [Value],
-        rhs: &'b CRhs,
-        span: Span,
-    ) -> EvalResult<Option<&'b CBody>> {
-        Ok(Some(match rhs {
+    /// For `if` and `match`, the body to run (binding a match's fields).
+    fn branch<'b>(&self, frame: &mut [Value], rhs: &'b CRhs, span: Span) -> EvalResult<&'b CBody> {
+        Ok(match rhs {
             CRhs::If(c, t, e) => match Self::atom(frame, c) {
                 Value::Bool(true) => t,
                 Value::Bool(false) => e,
@@ -221,36 +279,61 @@ impl Interp {
                     },
                 }
             }
-            _ => return Ok(None),
-        }))
+            _ => return fail(span, "internal error: not a branch"),
+        })
     }
 
-    fn rhs(&self, frame: &mut [Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
+    /// A primitive applied to atoms; up to three arguments are passed from the stack.
+    fn prim_on_atoms(
+        &self,
+        frame: &[Value],
+        p: Prim,
+        args: &[CAtom],
+        ty: &Type,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let at = |a| Self::atom(frame, a);
+        match args {
+            [] => self.prim(p, &[], ty, span),
+            [x] => self.prim(p, &[at(x)], ty, span),
+            [x, y] => self.prim(p, &[at(x), at(y)], ty, span),
+            [x, y, z] => self.prim(p, &[at(x), at(y), at(z)], ty, span),
+            _ => self.prim(p, &Self::atoms(frame, args), ty, span),
+        }
+    }
+
+    fn proj(t: &Value, i: usize, span: Span) -> EvalResult<Value> {
+        match t.tuple_get(i) {
+            Some(v) => Ok(v),
+            None => fail(span, "internal error: projection of a non-tuple"),
+        }
+    }
+
+    /// The value of a right-hand side other than a branch.
+    #[inline(never)]
+    fn rhs(&self, frame: &[Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
-            CRhs::Prim(p, args, ty) => {
-                let args = Self::atoms(frame, args);
-                return self.prim(*p, args, ty, span);
+            CRhs::Arith(p, x, y) => {
+                return arith(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y), span);
             }
+            CRhs::Compare(p, x, y) => order(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y)),
+            CRhs::Prim(p, args, ty) => return self.prim_on_atoms(frame, *p, args, ty, span),
             CRhs::Call(f, args) => {
-                let f = Self::atom(frame, f);
-                let args = Self::atoms(frame, args);
-                return self.apply(&f, args, span);
+                let f = Self::atom_ref(frame, f);
+                return self.apply(f, args.iter().map(|a| Self::atom(frame, a)), span);
             }
             CRhs::CallDirect(c, args) => {
-                let args = Self::atoms(frame, args);
+                let args = args.iter().map(|a| Self::atom(frame, a));
                 return self.call_code(*c, &[], args, span);
             }
             CRhs::Closure(c, args) => Value::Closure(Rc::new(Closure {
                 code: *c,
                 env: Self::atoms(frame, args),
             })),
-            CRhs::Tuple(args) => Value::Tuple(Self::atoms(frame, args).into()),
-            CRhs::Proj(a, i) => match Self::atom(frame, a) {
-                Value::Tuple(vs) if *i < vs.len() => vs[*i].clone(),
-                _ => return fail(span, "internal error: projection of a non-tuple"),
-            },
-            CRhs::Array(args) => Value::array(Self::atoms(frame, args)),
+            CRhs::Tuple(args) => Value::tuple(Self::atoms(frame, args)),
+            CRhs::Proj(a, i) => return Self::proj(Self::atom_ref(frame, a), *i, span),
+            CRhs::Array(args) => Value::array_from(args.iter().map(|a| Self::atom(frame, a))),
             CRhs::Ctor(tag, args) => Value::Enum(*tag, Self::atoms(frame, args).into()),
             CRhs::If(..) | CRhs::Match(..) => {
                 return fail(span, "internal error: branch evaluated as a value");

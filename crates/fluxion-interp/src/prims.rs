@@ -5,8 +5,9 @@ use std::rc::Rc;
 
 use fluxion_core::{Prim, Span, Type};
 
+use crate::array::ArrayBuilder;
 use crate::eval::{EvalResult, Interp, RuntimeError, fail};
-use crate::value::Value;
+use crate::value::{DualArray, Value};
 
 /// Largest array a program may allocate (elements); larger requests are a clean
 /// runtime error rather than an allocation failure.
@@ -39,15 +40,25 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
             None => return int_overflow(span, "+"),
         },
         (Value::Unit, Value::Unit) => Value::Unit,
-        (Value::Tuple(xs), Value::Tuple(ys)) => Value::Tuple(
-            xs.iter()
-                .zip(ys.iter())
+        (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
+        (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => Value::tuple(
+            a.tuple_fields()
+                .unwrap_or_default()
+                .iter()
+                .zip(b.tuple_fields().unwrap_or_default().iter())
                 .map(|(x, y)| add_values(x, y, span))
-                .collect::<EvalResult<Vec<_>>>()?
-                .into(),
+                .collect::<EvalResult<Vec<_>>>()?,
         ),
         (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
             Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
+        }
+        (Value::DualArray(xs), Value::DualArray(ys)) if xs.len() == ys.len() => {
+            let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect();
+            let sum = DualArray::new(
+                add(xs.primal(), ys.primal()),
+                add(xs.tangent(), ys.tangent()),
+            );
+            Value::DualArray(Rc::new(sum.expect("equal lengths")))
         }
         (x, y) => match (x.array_len(), y.array_len()) {
             (Some(n), Some(m)) if n == m => Value::array(
@@ -78,7 +89,7 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
 pub(crate) fn zero_of(ty: &Type) -> Value {
     match ty {
         Type::Int => Value::Int(0),
-        Type::Tuple(ts) => Value::Tuple(ts.iter().map(zero_of).collect::<Vec<_>>().into()),
+        Type::Tuple(ts) => Value::tuple(ts.iter().map(zero_of).collect()),
         Type::Array(_) => Value::Array(Rc::new([])),
         Type::Unit => Value::Unit,
         _ => Value::Real(0.0),
@@ -138,13 +149,7 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 
 impl Interp {
     #[inline(never)]
-    pub(crate) fn prim(
-        &self,
-        p: Prim,
-        args: Vec<Value>,
-        ty: &Type,
-        span: Span,
-    ) -> EvalResult<Value> {
+    pub(crate) fn prim(&self, p: Prim, args: &[Value], ty: &Type, span: Span) -> EvalResult<Value> {
         use Prim::*;
         let a = |i: usize| &args[i];
         Ok(match p {
@@ -159,16 +164,7 @@ impl Interp {
             Not => Value::Bool(!matches!(a(0), Value::Bool(true))),
             Eq => Value::Bool(a(0).equals(a(1))),
             Ne => Value::Bool(!a(0).equals(a(1))),
-            Lt | Le | Gt | Ge => {
-                use std::cmp::Ordering::*;
-                let ord = compare(a(0), a(1));
-                Value::Bool(match p {
-                    Lt => ord == Some(Less),
-                    Le => matches!(ord, Some(Less | Equal)),
-                    Gt => ord == Some(Greater),
-                    _ => matches!(ord, Some(Greater | Equal)),
-                })
-            }
+            Lt | Le | Gt | Ge => order(p, a(0), a(1)),
             Sin | Cos | Tan | Asin | Acos | Atan | Tanh | Sinh | Cosh | Exp | Log | Log1p
             | Expm1 | Sqrt | Sigmoid | Lgamma | Erf | Floor | Ceil | Digamma | Trigamma => {
                 Value::Real(real_fn(p, real(a(0))))
@@ -230,11 +226,11 @@ impl Interp {
             }
             Build => {
                 let n = length_arg(a(0), "build", span)?;
-                let mut out = Vec::with_capacity(n);
+                let mut out = ArrayBuilder::with_capacity(n);
                 for i in 0..n {
-                    out.push(self.apply(a(1), vec![Value::Int(i as i64)], span)?);
+                    out.push(self.apply(a(1), [Value::Int(i as i64)], span)?);
                 }
-                Value::array(out)
+                out.finish()
             }
             Sumbuild => {
                 let n = length_arg(a(0), "sumbuild", span)?;
@@ -243,51 +239,61 @@ impl Interp {
             }
             Sum => match a(0) {
                 Value::RealArray(xs) => Value::Real(xs.iter().fold(0.0, |acc, x| acc + x)),
+                Value::DualArray(d) => Value::Dual(
+                    d.primal().iter().fold(0.0, |acc, x| acc + x),
+                    d.tangent().iter().fold(0.0, |acc, x| acc + x),
+                ),
                 arr => sum_of(arr.array_elems().into_iter().map(Ok), ty, span)?,
             },
             Map => {
-                let xs = a(1).array_elems();
-                let mut out = Vec::with_capacity(xs.len());
+                let xs = a(1).array_iter();
+                let mut out = ArrayBuilder::with_capacity(xs.len());
                 for x in xs {
-                    out.push(self.apply(a(0), vec![x], span)?);
+                    out.push(self.apply(a(0), [x], span)?);
                 }
-                Value::array(out)
+                out.finish()
             }
             Map2 => {
-                let (xs, ys) = (a(1).array_elems(), a(2).array_elems());
+                let (xs, ys) = (a(1).array_iter(), a(2).array_iter());
                 same_length("map2", xs.len(), ys.len(), span)?;
-                let mut out = Vec::with_capacity(xs.len());
-                for (x, y) in xs.into_iter().zip(ys) {
-                    out.push(self.apply(a(0), vec![x, y], span)?);
+                let mut out = ArrayBuilder::with_capacity(xs.len());
+                for (x, y) in xs.zip(ys) {
+                    out.push(self.apply(a(0), [x, y], span)?);
                 }
-                Value::array(out)
+                out.finish()
             }
             Zip => {
-                let (xs, ys) = (a(0).array_elems(), a(1).array_elems());
-                same_length("zip", xs.len(), ys.len(), span)?;
-                Value::Array(
-                    xs.into_iter()
-                        .zip(ys)
-                        .map(|(x, y)| Value::Tuple(Rc::new([x, y])))
-                        .collect(),
-                )
+                let (xs, ys) = (a(0), a(1));
+                let (n, m) = (xs.array_len().unwrap_or(0), ys.array_len().unwrap_or(0));
+                same_length("zip", n, m, span)?;
+                match (xs, ys) {
+                    // Two arrays of reals are the two halves of an array of pairs.
+                    (Value::RealArray(p), Value::RealArray(t)) => Value::DualArray(Rc::new(
+                        DualArray::new(p.clone(), t.clone()).expect("equal lengths"),
+                    )),
+                    _ => Value::array_from(
+                        xs.array_iter()
+                            .zip(ys.array_iter())
+                            .map(|(x, y)| Value::tuple(vec![x, y])),
+                    ),
+                }
             }
             Fold => {
                 let mut acc = a(1).clone();
-                for x in a(2).array_elems() {
-                    acc = self.apply(a(0), vec![acc, x], span)?;
+                for x in a(2).array_iter() {
+                    acc = self.apply(a(0), [acc, x], span)?;
                 }
                 acc
             }
             Scan => {
                 let mut acc = a(1).clone();
-                let xs = a(2).array_elems();
-                let mut out = Vec::with_capacity(xs.len());
+                let xs = a(2).array_iter();
+                let mut out = ArrayBuilder::with_capacity(xs.len());
                 for x in xs {
-                    acc = self.apply(a(0), vec![acc, x], span)?;
+                    acc = self.apply(a(0), [acc, x], span)?;
                     out.push(acc.clone());
                 }
-                Value::array(out)
+                out.finish()
             }
             Iterate => {
                 let n = int(a(0));
@@ -296,7 +302,7 @@ impl Interp {
                 }
                 let mut x = a(2).clone();
                 for _ in 0..n {
-                    x = self.apply(a(1), vec![x], span)?;
+                    x = self.apply(a(1), [x], span)?;
                 }
                 x
             }
@@ -304,6 +310,10 @@ impl Interp {
                 let n = length_arg(a(0), "replicate", span)?;
                 match a(1) {
                     Value::Real(x) => Value::RealArray(vec![*x; n].into()),
+                    Value::Dual(p, t) => Value::DualArray(Rc::new(
+                        DualArray::new(vec![*p; n].into(), vec![*t; n].into())
+                            .expect("equal lengths"),
+                    )),
                     v => Value::Array(vec![v.clone(); n].into()),
                 }
             }
@@ -313,16 +323,17 @@ impl Interp {
             }
             Reverse => match a(0) {
                 Value::RealArray(xs) => Value::RealArray(xs.iter().rev().copied().collect()),
-                v => Value::Array(v.array_elems().into_iter().rev().collect()),
+                Value::DualArray(d) => Value::DualArray(Rc::new(
+                    d.map_buffers(|xs| xs.iter().rev().copied().collect()),
+                )),
+                v => Value::Array(v.array_iter().rev().collect()),
             },
             Concat => {
                 let (n, m) = (a(0).array_len().unwrap_or(0), a(1).array_len().unwrap_or(0));
                 if (n + m) as i64 > MAX_ARRAY_LEN {
                     return fail(span, "concat: result too large");
                 }
-                let mut xs = a(0).array_elems();
-                xs.extend(a(1).array_elems());
-                Value::array(xs)
+                Value::array_from(a(0).array_iter().chain(a(1).array_iter()))
             }
             Slice => {
                 let n = a(0).array_len().unwrap_or(0) as i64;
@@ -336,7 +347,10 @@ impl Interp {
                 let (start, len) = (start as usize, len as usize);
                 match a(0) {
                     Value::RealArray(xs) => Value::RealArray(xs[start..start + len].into()),
-                    v => Value::Array(v.array_elems()[start..start + len].into()),
+                    Value::DualArray(d) => {
+                        Value::DualArray(Rc::new(d.map_buffers(|xs| xs[start..start + len].into())))
+                    }
+                    v => Value::Array(v.array_iter().skip(start).take(len).collect()),
                 }
             }
             Maximum | Minimum | Argmax => {
@@ -399,10 +413,15 @@ fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
                 .zip(ys.iter())
                 .try_for_each(|(x, y)| same_shape(x, y))
         }
-        (Value::Tuple(xs), Value::Tuple(ys)) => xs
-            .iter()
-            .zip(ys.iter())
-            .try_for_each(|(x, y)| same_shape(x, y)),
+        (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => {
+            match (v.tuple_fields(), t.tuple_fields()) {
+                (Some(xs), Some(ys)) => xs
+                    .iter()
+                    .zip(ys.iter())
+                    .try_for_each(|(x, y)| same_shape(x, y)),
+                _ => Ok(()),
+            }
+        }
         (x, y) => match (x.array_len(), y.array_len()) {
             (Some(n), Some(m)) if n != m => {
                 Err(format!("an array of length {m} where the result has {n}"))
@@ -428,7 +447,32 @@ fn same_length(what: &str, n: usize, m: usize, span: Span) -> EvalResult<()> {
     Ok(())
 }
 
-fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
+/// `x < y` (or `<=`, `>`, `>=`, as `p` says) on two numbers.
+pub(crate) fn order(p: Prim, x: &Value, y: &Value) -> Value {
+    use std::cmp::Ordering::*;
+    let ord = compare(x, y);
+    Value::Bool(match p {
+        Prim::Lt => ord == Some(Less),
+        Prim::Le => matches!(ord, Some(Less | Equal)),
+        Prim::Gt => ord == Some(Greater),
+        _ => matches!(ord, Some(Greater | Equal)),
+    })
+}
+
+/// `+ - * / %` on two reals.
+#[inline]
+pub(crate) fn real_arith(p: Prim, a: f64, b: f64) -> f64 {
+    match p {
+        Prim::Add => a + b,
+        Prim::Sub => a - b,
+        Prim::Mul => a * b,
+        Prim::Div => a / b,
+        _ => a % b,
+    }
+}
+
+/// `+ - * / %` on two Ints (checked) or two Reals.
+pub(crate) fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
     use Prim::*;
     match (x, y) {
         (Value::Int(a), Value::Int(b)) => {
@@ -448,13 +492,7 @@ fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Value> {
                 None => int_overflow(span, p.operator_symbol().unwrap_or("?")),
             }
         }
-        (Value::Real(a), Value::Real(b)) => Ok(Value::Real(match p {
-            Add => a + b,
-            Sub => a - b,
-            Mul => a * b,
-            Div => a / b,
-            _ => a % b,
-        })),
+        (Value::Real(a), Value::Real(b)) => Ok(Value::Real(real_arith(p, *a, *b))),
         _ => fail(span, "internal error: arithmetic on mismatched values"),
     }
 }

@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use crate::value::Value;
+use crate::value::{DualArray, Value};
 
 /// `u + v` for two tangents of one type. Arrays of different lengths and enums of
 /// different constructors are errors (the message says which).
@@ -15,8 +15,24 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
         (Value::Zero, t) | (t, Value::Zero) => t.clone(),
         (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
         (Value::Unit, Value::Unit) => Value::Unit,
-        (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
-            Value::Tuple(pairwise(xs, ys)?)
+        (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
+        (Value::DualArray(a), Value::DualArray(b)) if a.len() == b.len() => {
+            let add = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(x, y)| x + y).collect();
+            Value::DualArray(Rc::new(
+                DualArray::new(add(a.primal(), b.primal()), add(a.tangent(), b.tangent()))
+                    .expect("equal lengths"),
+            ))
+        }
+        // A tuple of either representation (a pair of reals may be `Dual`).
+        (x, y) if x.tuple_fields().is_some() && y.tuple_fields().is_some() => {
+            let (xs, ys) = (
+                x.tuple_fields().expect("tuple"),
+                y.tuple_fields().expect("tuple"),
+            );
+            if xs.len() != ys.len() {
+                return Err("internal error: adding tuples of different sizes".into());
+            }
+            Value::tuple(pairwise(&xs, &ys)?.to_vec())
         }
         (Value::Enum(a, xs), Value::Enum(b, ys)) => {
             if a != b {
@@ -66,9 +82,16 @@ fn pairwise(xs: &[Value], ys: &[Value]) -> Result<Rc<[Value]>, String> {
 pub fn zero_at(x: &Value) -> Value {
     match x {
         Value::Real(_) => Value::Real(0.0),
+        Value::Dual(..) => Value::Dual(0.0, 0.0),
         Value::RealArray(xs) => Value::RealArray(vec![0.0; xs.len()].into()),
+        Value::DualArray(a) => {
+            let zeros: Rc<[f64]> = vec![0.0; a.len()].into();
+            Value::DualArray(Rc::new(
+                DualArray::new(zeros.clone(), zeros).expect("equal lengths"),
+            ))
+        }
         Value::Array(xs) => Value::array(xs.iter().map(zero_at).collect()),
-        Value::Tuple(xs) => Value::Tuple(xs.iter().map(zero_at).collect()),
+        Value::Tuple(xs) => Value::tuple(xs.iter().map(zero_at).collect()),
         Value::Enum(tag, fields) => Value::Enum(*tag, fields.iter().map(zero_at).collect()),
         _ => Value::Unit,
     }
@@ -79,13 +102,16 @@ pub fn zero_at(x: &Value) -> Value {
 pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
     Ok(match (x, t) {
         (x, Value::Zero) => zero_at(x),
-        (Value::Tuple(xs), Value::Tuple(ts)) => Value::Tuple(
-            xs.iter()
-                .zip(ts.iter())
-                .map(|(x, t)| dense(x, t))
-                .collect::<Result<Vec<_>, _>>()?
-                .into(),
-        ),
+        (_, Value::Dual(..)) => t.clone(),
+        (x, Value::Tuple(ts)) if x.tuple_fields().is_some() => {
+            let xs = x.tuple_fields().expect("tuple");
+            Value::tuple(
+                xs.iter()
+                    .zip(ts.iter())
+                    .map(|(x, t)| dense(x, t))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        }
         (Value::Enum(a, xs), Value::Enum(b, ts)) => {
             if a != b {
                 return Err("a tangent with another constructor than its point".into());
@@ -99,7 +125,10 @@ pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
                     .into(),
             )
         }
-        (_, Value::RealArray(_)) | (_, Value::Real(_)) | (_, Value::Unit) => {
+        (_, Value::RealArray(_))
+        | (_, Value::DualArray(_))
+        | (_, Value::Real(_))
+        | (_, Value::Unit) => {
             same_length(x, t)?;
             t.clone()
         }

@@ -7,7 +7,7 @@ use crate::{Interp, RuntimeError, Value};
 
 // ---------------------------------------------------------------- helpers
 
-fn compile(src: &str) -> Module {
+pub(crate) fn compile(src: &str) -> Module {
     let parse = fluxion_syntax::parse_module(src, 0);
     assert!(parse.errors.is_empty(), "syntax errors: {:?}", parse.errors);
     let module = fluxion_typeck::elaborate_program(&[&parse.module])
@@ -19,7 +19,7 @@ fn compile(src: &str) -> Module {
 }
 
 /// Calls `main` of `src` with `args`: the value (with its rendering) or the fault.
-fn call(src: &str, args: Vec<Value>) -> Result<(Value, String), RuntimeError> {
+pub(crate) fn call(src: &str, args: Vec<Value>) -> Result<(Value, String), RuntimeError> {
     let module = compile(src);
     let main = module.functions["main"];
     let ret = module.code(main).ret.clone();
@@ -31,7 +31,7 @@ fn call(src: &str, args: Vec<Value>) -> Result<(Value, String), RuntimeError> {
 }
 
 /// The value of `main`'s body `body` (a block's contents), rendered as Fluxion source.
-fn eval(ret: &str, body: &str) -> String {
+pub(crate) fn eval(ret: &str, body: &str) -> String {
     let src = format!("fn main() -> {ret} {{ {body} }}");
     match call(&src, vec![]) {
         Ok((_, shown)) => shown,
@@ -39,14 +39,14 @@ fn eval(ret: &str, body: &str) -> String {
     }
 }
 
-fn eval_value(ret: &str, body: &str) -> Value {
+pub(crate) fn eval_value(ret: &str, body: &str) -> Value {
     let src = format!("fn main() -> {ret} {{ {body} }}");
     call(&src, vec![]).unwrap_or_else(|e| panic!("{e:?}")).0
 }
 
 /// The runtime error of `src`'s `main(args)`; also checks that its span points into
 /// the source and covers `at`.
-fn fault(src: &str, args: Vec<Value>, at: &str) -> String {
+pub(crate) fn fault(src: &str, args: Vec<Value>, at: &str) -> String {
     match call(src, args) {
         Ok((_, v)) => panic!("expected a runtime error, got {v}"),
         Err(e) => {
@@ -58,7 +58,7 @@ fn fault(src: &str, args: Vec<Value>, at: &str) -> String {
 }
 
 /// The runtime error of `main` with body `body`, whose span must cover `at`.
-fn fault_in(ret: &str, body: &str, at: &str) -> String {
+pub(crate) fn fault_in(ret: &str, body: &str, at: &str) -> String {
     fault(&format!("fn main() -> {ret} {{ {body} }}"), vec![], at)
 }
 

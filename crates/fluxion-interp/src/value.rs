@@ -1,11 +1,22 @@
-//! Run-time values. Arrays of reals are unboxed (`RealArray`, one contiguous `f64`
-//! buffer); everything else is shared with `Rc`, so copying a value is cheap.
+//! Run-time values. Reals, and pairs of reals (forward mode's dual numbers), are held
+//! inline; arrays of either are unboxed buffers (`RealArray`, `DualArray`); everything
+//! else is shared with `Rc`, so copying a value is cheap.
+//!
+//! Invariant (canonical forms): a 2-tuple whose fields are both reals is always
+//! `Dual`, never `Tuple`; a non-empty array of reals is always `RealArray` and one of
+//! pairs of reals always `DualArray`. Build values with [`Value::tuple`] and
+//! [`Value::array`] to keep it. Readers also accept the boxed forms (through
+//! [`Value::tuple_fields`], [`Value::array_get`], …), so a value made by hand still
+//! behaves as the tuple or array it denotes.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::rc::Rc;
 
 use fluxion_core::print::format_real;
 use fluxion_core::{CodeId, Module};
+
+pub use crate::array::{ArrayIter, DualArray};
 
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -13,10 +24,16 @@ pub enum Value {
     Int(i64),
     Bool(bool),
     Unit,
+    /// A tuple of another shape than `(Real, Real)`.
     Tuple(Rc<[Value]>),
+    /// The tuple `(Real, Real)`: forward mode's `(primal, tangent)`, without a heap
+    /// allocation (it is the size of the `Rc` slice the other variants hold).
+    Dual(f64, f64),
     /// An array whose elements are reals.
     RealArray(Rc<[f64]>),
-    /// An array of anything else (an empty array may be either kind).
+    /// An array whose elements are pairs of reals, as two buffers.
+    DualArray(Rc<DualArray>),
+    /// An array of anything else (an empty array may be any of the three kinds).
     Array(Rc<[Value]>),
     Enum(u32, Rc<[Value]>),
     Closure(Rc<Closure>),
@@ -33,34 +50,55 @@ pub struct Closure {
 }
 
 impl Value {
-    /// Builds an array, unboxing it when its elements are reals (all of them: an array
-    /// of real tangents may hold a symbolic zero, which stays boxed).
-    pub fn array(elems: Vec<Value>) -> Value {
-        let reals: Option<Vec<f64>> = elems
-            .iter()
-            .map(|v| match v {
-                Value::Real(x) => Some(*x),
-                _ => None,
-            })
-            .collect();
-        match reals {
-            Some(xs) if !xs.is_empty() => Value::RealArray(xs.into()),
-            _ => Value::Array(elems.into()),
+    /// Builds a tuple in canonical form (a pair of reals is `Dual`).
+    pub fn tuple(fields: Vec<Value>) -> Value {
+        match fields[..] {
+            [Value::Real(p), Value::Real(t)] => Value::Dual(p, t),
+            _ => Value::Tuple(fields.into()),
         }
+    }
+
+    /// The fields of a tuple, of either representation (`None` for a non-tuple).
+    pub fn tuple_fields(&self) -> Option<Cow<'_, [Value]>> {
+        match self {
+            Value::Tuple(vs) => Some(Cow::Borrowed(vs)),
+            Value::Dual(p, t) => Some(Cow::Owned(vec![Value::Real(*p), Value::Real(*t)])),
+            _ => None,
+        }
+    }
+
+    /// Field `i` of a tuple (`None` when out of range or not a tuple).
+    #[inline]
+    pub fn tuple_get(&self, i: usize) -> Option<Value> {
+        match (self, i) {
+            (Value::Dual(p, _), 0) => Some(Value::Real(*p)),
+            (Value::Dual(_, t), 1) => Some(Value::Real(*t)),
+            (Value::Tuple(vs), i) => vs.get(i).cloned(),
+            _ => None,
+        }
+    }
+
+    /// Builds an array in canonical form (unboxed when its elements are reals or
+    /// pairs of reals).
+    pub fn array(elems: Vec<Value>) -> Value {
+        Value::array_from(elems)
     }
 
     pub fn array_len(&self) -> Option<usize> {
         match self {
             Value::RealArray(a) => Some(a.len()),
+            Value::DualArray(a) => Some(a.len()),
             Value::Array(a) => Some(a.len()),
             _ => None,
         }
     }
 
     /// Element `i` of an array (`None` when out of range or not an array).
+    #[inline]
     pub fn array_get(&self, i: usize) -> Option<Value> {
         match self {
             Value::RealArray(a) => a.get(i).map(|x| Value::Real(*x)),
+            Value::DualArray(a) => a.get(i).map(|(p, t)| Value::Dual(p, t)),
             Value::Array(a) => a.get(i).cloned(),
             _ => None,
         }
@@ -68,11 +106,7 @@ impl Value {
 
     /// The elements of an array, boxed.
     pub fn array_elems(&self) -> Vec<Value> {
-        match self {
-            Value::RealArray(a) => a.iter().map(|x| Value::Real(*x)).collect(),
-            Value::Array(a) => a.to_vec(),
-            _ => Vec::new(),
-        }
+        self.array_iter().collect()
     }
 
     /// Structural equality (`==`); reals compare as IEEE doubles.
@@ -82,8 +116,19 @@ impl Value {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Unit, Value::Unit) => true,
-            (Value::Tuple(a), Value::Tuple(b)) => {
-                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
+            (Value::Dual(p, t), Value::Dual(q, u)) => p == q && t == u,
+            // Slices of f64 compare elementwise as IEEE doubles (NaN differs).
+            (Value::RealArray(a), Value::RealArray(b)) => a[..] == b[..],
+            (Value::DualArray(a), Value::DualArray(b)) => {
+                a.primal()[..] == b.primal()[..] && a.tangent()[..] == b.tangent()[..]
+            }
+            (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => {
+                match (self.tuple_fields(), other.tuple_fields()) {
+                    (Some(a), Some(b)) => {
+                        a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
+                    }
+                    _ => false,
+                }
             }
             (Value::Enum(t, a), Value::Enum(u, b)) => {
                 t == u && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
@@ -165,6 +210,17 @@ pub fn write_value(
         Value::Int(i) => write!(f, "{i}"),
         Value::Bool(b) => write!(f, "{b}"),
         Value::Unit => write!(f, "()"),
+        Value::Dual(p, t) => write!(f, "({}, {})", format_real(*p), format_real(*t)),
+        Value::DualArray(d) => {
+            write!(f, "[")?;
+            for (i, (p, t)) in d.primal().iter().zip(d.tangent().iter()).enumerate() {
+                if i > 0 {
+                    write!(f, ", ")?;
+                }
+                write!(f, "({}, {})", format_real(*p), format_real(*t))?;
+            }
+            write!(f, "]")
+        }
         Value::Tuple(vs) => {
             write!(f, "(")?;
             for (i, x) in vs.iter().enumerate() {

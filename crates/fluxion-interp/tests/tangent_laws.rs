@@ -54,7 +54,15 @@ fn value(s: &Shape, r: &mut Rng, zeros: bool) -> Value {
     match s {
         Shape::Real => Value::Real(r.next(21) as f64 - 10.0),
         Shape::Unit => Value::Unit,
-        Shape::Tuple(ts) => Value::Tuple(ts.iter().map(|t| value(t, r, zeros)).collect()),
+        Shape::Tuple(ts) => {
+            let fields: Vec<Value> = ts.iter().map(|t| value(t, r, zeros)).collect();
+            // Both representations of a pair of reals: canonical (`Dual`) and boxed.
+            if r.next(2) == 0 {
+                Value::tuple(fields)
+            } else {
+                Value::Tuple(fields.into())
+            }
+        }
         Shape::Array(n, t) => Value::array((0..*n).map(|_| value(t, r, zeros)).collect()),
         Shape::Enum(tag, fs) => Value::Enum(
             *tag,
