@@ -19,6 +19,8 @@ const MAX_GROWTH: f64 = 5.0;
 /// Measurements of each size; the fastest counts, which cuts the noise of a shared
 /// machine.
 const REPS: usize = 3;
+/// Attempts before a growth beyond `MAX_GROWTH` fails the test.
+const ATTEMPTS: usize = 3;
 /// The smaller program is compiled this many times per measurement, so that both
 /// measurements are long beside the clock's resolution (a scheduler tick).
 const SMALL_COMPILES: u32 = 4;
@@ -67,12 +69,23 @@ fn assert_linear(shape: &str, generate: fn(usize) -> String, size: usize) {
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let (small, large) = fastest_compile_times(&generate(size), &generate(4 * size));
-    let growth = large.as_secs_f64() / small.as_secs_f64();
-    eprintln!(
-        "{shape}: {small:?} at size {size}, {large:?} at size {}: {growth:.2}x",
-        4 * size
-    );
+    let (small_src, large_src) = (generate(size), generate(4 * size));
+    // A quadratic step makes every attempt about 16x; a burst of memory traffic from
+    // other processes (these programs spill out of the caches) makes one attempt slow.
+    let mut attempt = 0;
+    let (small, large, growth) = loop {
+        attempt += 1;
+        let (small, large) = fastest_compile_times(&small_src, &large_src);
+        let growth = large.as_secs_f64() / small.as_secs_f64();
+        eprintln!(
+            "{shape}, attempt {attempt}: {small:?} at size {size}, {large:?} at size {}: \
+             {growth:.2}x",
+            4 * size
+        );
+        if growth <= MAX_GROWTH || attempt == ATTEMPTS {
+            break (small, large, growth);
+        }
+    };
     assert!(
         growth <= MAX_GROWTH,
         "{shape}: compiling a 4x larger program took {growth:.1}x as long ({small:?} for size \
