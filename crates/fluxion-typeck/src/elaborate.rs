@@ -125,13 +125,31 @@ pub(crate) struct Elab {
     scope: Scope,
     lambdas: Vec<LambdaCtx>,
     blocks: Vec<Vec<Binding>>,
-    functions: HashMap<String, FnSig>,
+    /// Top-level functions by name, one table per input (the prelude's, then the
+    /// user's): code of input i sees inputs i, i-1, …, 0, innermost first, so user
+    /// definitions shadow prelude names in user code only (lexical scoping).
+    functions: Vec<HashMap<String, FnSig>>,
+    /// The input whose code is being elaborated.
+    current_input: usize,
     enum_names: HashMap<String, EnumId>,
     ctors: HashMap<String, (EnumId, u32)>,
     current_fn: String,
     lambda_counter: usize,
     /// Result types of lambda codes, resolved when elaboration ends.
     pub(crate) lambda_rets: Vec<(CodeId, Ty)>,
+}
+
+/// The Core name of a function whose name a later input's function takes: `name_prelude`,
+/// numbered if even that is taken.
+fn shadowed_name(name: &str, taken: &mut HashSet<String>) -> String {
+    let mut candidate = format!("{name}_prelude");
+    let mut n = 2;
+    while taken.contains(&candidate) {
+        candidate = format!("{name}_prelude{n}");
+        n += 1;
+    }
+    taken.insert(candidate.clone());
+    candidate
 }
 
 /// Which source a top-level item came from, to let user functions shadow the prelude.
@@ -153,7 +171,8 @@ impl Elab {
             scope: Scope::default(),
             lambdas: Vec::new(),
             blocks: Vec::new(),
-            functions: HashMap::new(),
+            functions: Vec::new(),
+            current_input: 0,
             enum_names: HashMap::new(),
             ctors: HashMap::new(),
             current_fn: String::new(),
@@ -316,34 +335,35 @@ impl Elab {
         }
     }
 
-    /// Declares every top-level function (user functions shadow prelude ones).
+    /// Declares every top-level function of every input. A later input's function
+    /// shadows an earlier one's of the same name for the later input's code only; the
+    /// shadowed code keeps its meaning for its own input and gets a distinct Core name
+    /// (`dot_prelude`), so that printed Core stays unambiguous.
     pub(crate) fn declare_functions<'a>(
         &mut self,
         inputs: &[Input<'a>],
-    ) -> Vec<(CodeId, &'a ast::FnDef)> {
+    ) -> Vec<(CodeId, &'a ast::FnDef, usize)> {
         let mut defs = Vec::new();
-        // Later inputs (the user's) win over earlier ones (the prelude).
-        let mut owner: HashMap<&str, usize> = HashMap::new();
+        // The last input defining each name: its code gets the plain name.
+        let mut last_owner: HashMap<&str, usize> = HashMap::new();
+        let mut all_names: HashSet<String> = HashSet::new();
         for (i, input) in inputs.iter().enumerate() {
-            let mut seen_here: HashMap<&str, ()> = HashMap::new();
             for item in &input.module.items {
                 if let ast::Item::Fn(f) = item {
-                    if seen_here.insert(&f.name.name, ()).is_some() {
-                        self.error(
-                            span(f.name.span),
-                            format!("function `{}` is defined twice", f.name.name),
-                        );
-                    }
-                    owner.insert(&f.name.name, i);
+                    last_owner.insert(&f.name.name, i);
+                    all_names.insert(f.name.name.clone());
                 }
             }
         }
+        self.functions = inputs.iter().map(|_| HashMap::new()).collect();
         for (i, input) in inputs.iter().enumerate() {
             for item in &input.module.items {
                 let ast::Item::Fn(f) = item else { continue };
-                if owner.get(f.name.name.as_str()) != Some(&i)
-                    || self.functions.contains_key(&f.name.name)
-                {
+                if self.functions[i].contains_key(&f.name.name) {
+                    self.error(
+                        span(f.name.span),
+                        format!("function `{}` is defined twice", f.name.name),
+                    );
                     continue;
                 }
                 if Prim::from_surface_name(&f.name.name).is_some() {
@@ -353,6 +373,11 @@ impl Elab {
                     );
                     continue;
                 }
+                let core_name = if last_owner[f.name.name.as_str()] == i {
+                    f.name.name.clone()
+                } else {
+                    shadowed_name(&f.name.name, &mut all_names)
+                };
                 let params: Vec<Ty> = f
                     .params
                     .iter()
@@ -361,10 +386,10 @@ impl Elab {
                 let ret_type = self.type_expr(&f.ret);
                 let code = self.module.add_code(Code {
                     ret: ret_type.clone(),
-                    ..Code::placeholder(f.name.name.clone(), CodeKind::TopLevel, span(f.span))
+                    ..Code::placeholder(core_name.clone(), CodeKind::TopLevel, span(f.span))
                 });
-                self.module.functions.insert(f.name.name.clone(), code);
-                self.functions.insert(
+                self.module.functions.insert(core_name, code);
+                self.functions[i].insert(
                     f.name.name.clone(),
                     FnSig {
                         code,
@@ -372,16 +397,26 @@ impl Elab {
                         ret: Ty::from_type(&ret_type),
                     },
                 );
-                defs.push((code, f));
+                defs.push((code, f, i));
             }
         }
         defs
     }
 
-    pub(crate) fn define_function(&mut self, code: CodeId, f: &ast::FnDef) {
+    /// The top-level function `name` as the current input's code sees it.
+    fn function(&self, name: &str) -> Option<&FnSig> {
+        let visible = self.functions.len().min(self.current_input + 1);
+        self.functions[..visible]
+            .iter()
+            .rev()
+            .find_map(|table| table.get(name))
+    }
+
+    pub(crate) fn define_function(&mut self, code: CodeId, f: &ast::FnDef, input: usize) {
         self.current_fn = f.name.name.clone();
+        self.current_input = input;
         self.lambda_counter = 0;
-        let sig = &self.functions[&f.name.name];
+        let sig = &self.functions[input][&f.name.name];
         let (param_tys, ret) = (sig.params.clone(), sig.ret.clone());
         let mut params = Vec::new();
         let mark = self.scope.len();
@@ -409,6 +444,8 @@ impl Elab {
     /// whose result type is inferred.
     pub(crate) fn define_expr_entry(&mut self, name: &str, e: &ast::Expr) {
         self.current_fn = name.to_string();
+        // The expression is the last input's (the user's) code.
+        self.current_input = self.functions.len().saturating_sub(1);
         let ret = self.u.fresh();
         let code = self.module.add_code(Code::placeholder(
             name.to_string(),
@@ -750,7 +787,7 @@ impl Elab {
             }
             return (Atom::Var(var), self.var_tys[var.0 as usize].clone());
         }
-        if let Some(sig) = self.functions.get(name) {
+        if let Some(sig) = self.function(name) {
             let ty = Ty::func(sig.params.clone(), sig.ret.clone());
             let code = sig.code;
             return (
@@ -955,7 +992,7 @@ impl Elab {
         if let ExprKind::Var(name) = &callee.kind
             && self.lookup_local(name).is_none()
         {
-            if let Some(sig) = self.functions.get(name) {
+            if let Some(sig) = self.function(name) {
                 let (code, params, ret) = (sig.code, sig.params.clone(), sig.ret.clone());
                 if params.len() != args.len() {
                     self.error(

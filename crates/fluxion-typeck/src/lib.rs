@@ -23,8 +23,9 @@ pub struct TypeError {
     pub message: String,
 }
 
-/// Elaborates the given modules (later ones shadow earlier ones' functions, so pass
-/// the prelude first) into one Core module.
+/// Elaborates the given modules (pass the prelude first) into one Core module. A later
+/// module's function shadows an earlier one's of the same name in the later module's
+/// code only: the prelude always calls its own functions.
 pub fn elaborate_program(modules: &[&ast::Module]) -> Result<Module, Vec<TypeError>> {
     elaborate_with_expr(modules, None)
 }
@@ -42,8 +43,8 @@ pub fn elaborate_with_expr(
     let mut el = elaborate::Elab::new();
     el.declare_enums(&inputs);
     let defs = el.declare_functions(&inputs);
-    for (code, def) in defs {
-        el.define_function(code, def);
+    for (code, def, input) in defs {
+        el.define_function(code, def, input);
     }
     if let Some(e) = expr {
         el.define_expr_entry(EXPR_ENTRY, e);

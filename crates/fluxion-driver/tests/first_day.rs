@@ -1,0 +1,77 @@
+//! What a new user meets on the first day (issue 14): the prelude is lexically scoped,
+//! and messages name the file and point at the mistake.
+
+use fluxion_driver::gradcheck::eval_literal;
+use fluxion_driver::{AdMode, compile, with_big_stack};
+
+fn run(src: &str) -> Result<String, String> {
+    let src = src.to_string();
+    with_big_stack(move || {
+        let program = compile("user.flx", &src).map_err(|f| f.render())?;
+        let out = program.run("main", None).map_err(|f| f.render())?;
+        Ok(out.to_literal())
+    })
+}
+
+/// A user `dot` of another type does not break the prelude (before: 12 type errors
+/// inside `<prelude>`).
+#[test]
+fn a_user_function_may_take_a_prelude_name_with_another_type() {
+    let src = "fn dot(a: Int, b: Int) -> Int { a * b }\n\
+               fn main() -> (Int, [Real]) { (dot(2, 3), matvec([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0])) }";
+    assert_eq!(run(src).as_deref(), Ok("(6, [3.0, 7.0])"));
+}
+
+/// With the prelude's own signature, prelude functions still call the prelude's `dot`
+/// (before: `matvec` used the user's and returned [100.0, 100.0]); the user's code
+/// calls the user's. matvec([[1, 2], [3, 4]], [1, 1]) = [3, 7].
+#[test]
+fn prelude_functions_always_mean_the_preludes() {
+    let src = "fn dot(u: [Real], v: [Real]) -> Real { 100.0 }\n\
+               fn main() -> ([Real], Real) { (matvec([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0]), dot([1.0], [2.0])) }";
+    assert_eq!(run(src).as_deref(), Ok("([3.0, 7.0], 100.0)"));
+}
+
+/// The printed Core of such a program names the shadowed prelude function apart, so it
+/// re-parses and computes the same.
+#[test]
+fn printed_core_keeps_the_two_functions_apart() {
+    let src = "fn dot(u: [Real], v: [Real]) -> Real { 100.0 }\n\
+               fn main() -> ([Real], Real) { (matvec([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0]), dot([1.0], [2.0])) }";
+    let printed = with_big_stack(|| {
+        compile("user.flx", src)
+            .ok()
+            .expect("compiles")
+            .show("core", None)
+            .expect("prints")
+    });
+    assert!(printed.contains("fn dot_prelude("), "{printed}");
+    assert_eq!(run(&printed).as_deref(), Ok("([3.0, 7.0], 100.0)"));
+}
+
+/// A user mistake is reported in the user's file, never at a `<prelude>` location.
+#[test]
+fn no_user_mistake_is_reported_in_the_prelude() {
+    for src in [
+        "fn dot(a: Int) -> Int { a }\nfn main() -> Real { norm([3.0, 4.0]) + to_real(dot(1)) }",
+        "fn transpose(x: Real) -> Real { x }\nfn main() -> [[Real]] { matmul([[1.0]], [[2.0]]) }",
+        "fn main() -> Real { dot([1.0], 2.0) }",
+    ] {
+        match run(src) {
+            Ok(_) => {}
+            Err(e) => assert!(!e.contains("<prelude>"), "{src}:\n{e}"),
+        }
+    }
+    // The first two are fine programs; the third is a mistake at the user's call.
+    let err = run("fn main() -> Real { dot([1.0], 2.0) }").expect_err("a type error");
+    assert!(err.contains("user.flx:1:"), "{err}");
+    assert_eq!(
+        eval_literal(
+            "fn transpose(x: Real) -> Real { x }",
+            "(matmul([[1.0]], [[2.0]]), transpose(3.0))",
+            AdMode::Fwd
+        )
+        .as_deref(),
+        Ok("([[2.0]], 3.0)")
+    );
+}
