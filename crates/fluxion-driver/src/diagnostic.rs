@@ -63,7 +63,14 @@ pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
             .span
             .and_then(|s| sources.get(s.source as usize).map(|f| (s, f)));
         let Some((span, file)) = located else {
-            out.push_str(&format!("{}: {}\n", d.heading(), d.message));
+            // Every error names its file: one without a location is about the
+            // user's program as a whole (no `main`, bad `--args`).
+            match sources.get(crate::USER_SOURCE as usize) {
+                Some(user) => {
+                    out.push_str(&format!("{}: {}: {}\n", user.name, d.heading(), d.message))
+                }
+                None => out.push_str(&format!("{}: {}\n", d.heading(), d.message)),
+            }
             continue;
         };
         let start = (span.start as usize).min(file.text.len());

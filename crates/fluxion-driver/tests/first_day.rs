@@ -75,3 +75,31 @@ fn no_user_mistake_is_reported_in_the_prelude() {
         Ok("([[2.0]], 3.0)")
     );
 }
+
+/// A value applied to itself needs an infinite type; the message shows it.
+#[test]
+fn an_infinite_type_is_named() {
+    let err = run("fn main() -> Int { let f = |x| x(x); 1 }").expect_err("x(x)");
+    assert!(err.contains("infinite type, `a = fn(a) -> _`"), "{err}");
+    let err = run("fn main() -> Bool { let g = |y| [y] == y; true }").expect_err("[y] == y");
+    assert!(err.contains("infinite type, `a = [a]`"), "{err}");
+}
+
+/// Every error names its file, even one about the program as a whole.
+#[test]
+fn an_error_without_a_location_names_the_file() {
+    let err = run("").expect_err("no main");
+    assert!(
+        err.starts_with("user.flx: error: no function named `main`"),
+        "{err}"
+    );
+}
+
+/// A parse error points at the unexpected token (column 22 is the `@`), once.
+#[test]
+fn a_parse_error_points_at_the_unexpected_token() {
+    let err = run("fn main() -> Int { 1 @ 2 }").expect_err("@");
+    assert!(err.starts_with("user.flx:1:22: syntax error:"), "{err}");
+    assert!(err.contains("unexpected character `@`"), "{err}");
+    assert_eq!(err.matches("syntax error:").count(), 1, "{err}");
+}

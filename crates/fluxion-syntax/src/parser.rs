@@ -837,9 +837,9 @@ impl<'a> Parser<'a> {
         let mut failed = false;
         while self.peek() != Token::RBrace && self.peek() != Token::Eof {
             let stmt_start = self.pos;
-            if let Some(r) = &result {
-                let span = r.span;
-                self.error(span, "expected `;` or `}` after this expression");
+            if result.is_some() {
+                // Point at what follows the expression: that is the mistake.
+                self.error_here("expected `;` or `}` after the expression");
                 failed = true;
                 result = None;
             }

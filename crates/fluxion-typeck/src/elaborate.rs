@@ -25,7 +25,7 @@ use fluxion_core::{
 use fluxion_syntax::ast::{self, BinOp, ExprKind, PatKind, UnOp};
 
 use crate::TypeError;
-use crate::infer::{Ty, Unifier};
+use crate::infer::{Ty, Unifier, UnifyError};
 use crate::scope::{Local, Scope};
 
 pub(crate) fn span(s: fluxion_syntax::Span) -> Span {
@@ -198,13 +198,24 @@ impl Elab {
 
     /// Unifies `found` with `expected`, reporting a mismatch at `span`.
     pub(crate) fn expect(&mut self, found: &Ty, expected: &Ty, span: Span, what: &str) {
-        if self.u.unify(found, expected).is_err() {
-            let msg = format!(
-                "{what}: expected {}, found {}",
-                self.show(expected),
-                self.show(found)
-            );
-            self.error(span, msg);
+        match self.u.unify(found, expected) {
+            Ok(()) => {}
+            Err(UnifyError::Mismatch) => {
+                let msg = format!(
+                    "{what}: expected {}, found {}",
+                    self.show(expected),
+                    self.show(found)
+                );
+                self.error(span, msg);
+            }
+            Err(UnifyError::Infinite(v, t)) => {
+                let msg = format!(
+                    "{what}: this needs an infinite type, `{}` (is a value applied to \
+                     itself, or put inside itself?)",
+                    self.u.show_infinite(v, &t, &self.module.enums)
+                );
+                self.error(span, msg);
+            }
         }
     }
 
@@ -719,8 +730,15 @@ impl Elab {
         }
         let (la, lty) = self.expr(l, None);
         let (ra, rty) = self.expr(r, None);
-        let mismatch = self.u.unify(&lty, &rty).is_err();
-        if mismatch {
+        let unified = self.u.unify(&lty, &rty);
+        if let Err(UnifyError::Infinite(v, t)) = &unified {
+            let msg = format!(
+                "`{}`: its operands would need an infinite type, `{}`",
+                op.symbol(),
+                self.u.show_infinite(*v, t, &self.module.enums)
+            );
+            self.error(sp, msg);
+        } else if unified.is_err() {
             let msg = format!(
                 "`{}` needs operands of the same type, found {} and {}{}",
                 op.symbol(),
@@ -739,7 +757,11 @@ impl Elab {
         }
         // After a mismatch, the result's type is unknown (not the left operand's), so
         // that one mistake gives one error.
-        let lty = if mismatch { self.u.fresh() } else { lty };
+        let lty = if unified.is_err() {
+            self.u.fresh()
+        } else {
+            lty
+        };
         let (prim, hint) = match op {
             BinOp::Add => (Prim::Add, "add"),
             BinOp::Sub => (Prim::Sub, "sub"),

@@ -39,6 +39,15 @@ impl Ty {
     }
 }
 
+/// Why two types cannot be made equal.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum UnifyError {
+    /// Different type constructors.
+    Mismatch,
+    /// The unknown would have to contain itself (`x(x)`): its number and the type.
+    Infinite(u32, Ty),
+}
+
 /// Solutions of type variables.
 #[derive(Default)]
 pub(crate) struct Unifier {
@@ -73,14 +82,14 @@ impl Unifier {
         }
     }
 
-    /// Makes `a` and `b` equal, or reports that they cannot be.
-    pub(crate) fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), ()> {
+    /// Makes `a` and `b` equal, or reports why they cannot be.
+    pub(crate) fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), UnifyError> {
         let (a, b) = (self.shallow(a), self.shallow(b));
         match (&a, &b) {
             (Ty::Var(x), Ty::Var(y)) if x == y => Ok(()),
             (Ty::Var(x), t) | (t, Ty::Var(x)) => {
                 if self.occurs(*x, t) {
-                    return Err(());
+                    return Err(UnifyError::Infinite(*x, t.clone()));
                 }
                 self.solution[*x as usize] = Some(t.clone());
                 Ok(())
@@ -103,8 +112,13 @@ impl Unifier {
                 }
                 self.unify(xr, yr)
             }
-            _ => Err(()),
+            _ => Err(UnifyError::Mismatch),
         }
+    }
+
+    /// `a = t` for the unknown `a` that occurs in `t`, as text: `a = fn(a) -> _`.
+    pub(crate) fn show_infinite(&self, v: u32, t: &Ty, enums: &[EnumDef]) -> String {
+        format!("a = {}", self.show_naming(t, enums, Some(v)))
     }
 
     /// The concrete type, if `t` has no unknowns left.
@@ -143,27 +157,25 @@ impl Unifier {
 
     /// Shows `t` for an error message (`_` for unknowns).
     pub(crate) fn show(&self, t: &Ty, enums: &[EnumDef]) -> String {
+        self.show_naming(t, enums, None)
+    }
+
+    /// Shows `t`, writing the unknown `named` as `a` and the others as `_`.
+    fn show_naming(&self, t: &Ty, enums: &[EnumDef], named: Option<u32>) -> String {
+        let show = |t: &Ty| self.show_naming(t, enums, named);
         match self.shallow(t) {
+            Ty::Var(v) if Some(v) == named => "a".into(),
             Ty::Var(_) => "_".into(),
             Ty::Real => "Real".into(),
             Ty::Int => "Int".into(),
             Ty::Bool => "Bool".into(),
             Ty::Unit => "()".into(),
-            Ty::Tuple(ts) => format!(
-                "({})",
-                ts.iter()
-                    .map(|t| self.show(t, enums))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Ty::Array(t) => format!("[{}]", self.show(&t, enums)),
+            Ty::Tuple(ts) => format!("({})", ts.iter().map(show).collect::<Vec<_>>().join(", ")),
+            Ty::Array(t) => format!("[{}]", show(&t)),
             Ty::Fn(ps, r) => format!(
                 "fn({}) -> {}",
-                ps.iter()
-                    .map(|t| self.show(t, enums))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                self.show(&r, enums)
+                ps.iter().map(show).collect::<Vec<_>>().join(", "),
+                show(&r)
             ),
             Ty::Enum(e) => enums
                 .get(e.0 as usize)
