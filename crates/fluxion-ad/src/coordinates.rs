@@ -9,7 +9,7 @@
 //! - `tcoords(v)`: the coordinates of a tangent `v: T(A)`;
 //! - `tdot(u, v)`: the dot product of two coordinate arrays.
 
-use fluxion_core::{Atom, Lit, Prim, Rhs, Type, TypeMap};
+use fluxion_core::{Atom, Lit, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::builder::{Builder, int, real};
 use crate::helpers::{call, enum_match, helper, var_of, variant_fields};
@@ -68,23 +68,65 @@ pub(crate) fn dim_of(b: &mut Builder, ty: &Type, x: Atom) -> Atom {
     call(b, code, vec![x])
 }
 
-/// Offsets of the elements of an array `x: [E]` among its coordinates: element `j`
-/// starts at the returned function of `j`.
-fn element_offset(b: &mut Builder, elem: &Type, x: Atom, j: Atom) -> Atom {
+/// Where the elements of an array `x: [E]` start among its coordinates, computed once
+/// per array (recomputing them per element would make a basis vector cost O(n²)).
+enum ElementStarts {
+    /// Every element has `d` coordinates: element j starts at j·d.
+    Every(i64),
+    /// `starts[j]`: an `[Int]` of exclusive prefix sums of element dimensions.
+    Table(VarId),
+}
+
+fn element_starts(b: &mut Builder, elem: &Type, x: Atom) -> ElementStarts {
     if let Some(d) = static_dim(b, elem) {
-        return b.mul(j, int(d));
+        return ElementStarts::Every(d);
     }
-    // Inclusive prefix sums of element dimensions, minus element j's own.
     let e = elem.clone();
     let f = b.lambda("tdim_step", &[], vec![Type::Int, elem.clone()], |b, ps| {
         let d = dim_of(b, &e, ps[1]);
         b.add(ps[0], d)
     });
-    let prefix = b.prim(Prim::Scan, &[f, int(0), x], Type::array(Type::Int));
-    let upto = b.prim(Prim::Index, &[prefix, j], Type::Int);
-    let xj = b.prim(Prim::Index, &[x, j], elem.clone());
-    let own = dim_of(b, elem, xj);
-    b.sub(upto, own)
+    let ints = Type::array(Type::Int);
+    let inclusive = b.prim(Prim::Scan, &[f, int(0), x], ints.clone());
+    let zero = b.emit("starts", Rhs::Array(vec![int(0)]), ints.clone());
+    let starts = b.prim(Prim::Concat, &[zero, inclusive], ints);
+    ElementStarts::Table(var_of(b, starts))
+}
+
+impl ElementStarts {
+    /// The variables a lambda needs to capture to use these starts.
+    fn captures(&self) -> Vec<VarId> {
+        match self {
+            ElementStarts::Every(_) => vec![],
+            ElementStarts::Table(v) => vec![*v],
+        }
+    }
+
+    /// Where element `j` starts.
+    fn of(&self, b: &mut Builder, j: Atom) -> Atom {
+        match self {
+            ElementStarts::Every(d) => b.mul(j, int(*d)),
+            ElementStarts::Table(starts) => {
+                b.prim(Prim::Index, &[Atom::Var(*starts), j], Type::Int)
+            }
+        }
+    }
+}
+
+/// The offset of each of `parts` (of types `tys`) among their coordinates, the first
+/// at `start`. The last part's dimension is never computed: it is not needed, and on
+/// a recursive enum (a list's tail) computing it would make every level O(n).
+fn part_offsets(b: &mut Builder, start: Atom, parts: &[Atom], tys: &[Type]) -> Vec<Atom> {
+    let mut offsets = Vec::with_capacity(parts.len());
+    let mut off = start;
+    for (k, (p, t)) in parts.iter().zip(tys).enumerate() {
+        offsets.push(off);
+        if k + 1 < parts.len() {
+            let d = dim_of(b, t, *p);
+            off = b.add(off, d);
+        }
+    }
+    offsets
 }
 
 /// `tbasis(x, i)`: the unit tangent along coordinate `i` at `x: A`.
@@ -108,14 +150,12 @@ pub(crate) fn basis_of(b: &mut Builder, ty: &Type, x: Atom, i: Atom) -> Atom {
             let (x, i) = (args[0], args[1]);
             match ty {
                 Type::Tuple(ts) => {
-                    let mut off = int(0);
+                    let comps: Vec<Atom> = (0..ts.len()).map(|k| b.proj(&x, k)).collect();
+                    let offsets = part_offsets(b, int(0), &comps, ts);
                     let mut parts = Vec::new();
-                    for (k, t) in ts.iter().enumerate() {
-                        let c = b.proj(&x, k);
+                    for ((c, t), off) in comps.iter().zip(ts).zip(offsets) {
                         let local = b.sub(i, off);
-                        parts.push(basis_of(b, t, c, local));
-                        let d = dim_of(b, t, c);
-                        off = b.add(off, d);
+                        parts.push(basis_of(b, t, *c, local));
                     }
                     b.tuple("basis", parts)
                 }
@@ -123,9 +163,12 @@ pub(crate) fn basis_of(b: &mut Builder, ty: &Type, x: Atom, i: Atom) -> Atom {
                     let elem = (**elem).clone();
                     let n = b.prim(Prim::Length, &[x], Type::Int);
                     let (xv, iv) = (var_of(b, x), var_of(b, i));
-                    let f = b.lambda("tbasis_elem", &[xv, iv], vec![Type::Int], |b, ps| {
+                    let starts = element_starts(b, &elem, Atom::Var(xv));
+                    let mut captures = vec![xv, iv];
+                    captures.extend(starts.captures());
+                    let f = b.lambda("tbasis_elem", &captures, vec![Type::Int], |b, ps| {
                         let j = ps[0];
-                        let off = element_offset(b, &elem, Atom::Var(xv), j);
+                        let off = starts.of(b, j);
                         let local = b.sub(Atom::Var(iv), off);
                         let xj = b.prim(Prim::Index, &[Atom::Var(xv), j], elem.clone());
                         basis_of(b, &elem, xj, local)
@@ -137,13 +180,11 @@ pub(crate) fn basis_of(b: &mut Builder, ty: &Type, x: Atom, i: Atom) -> Atom {
                         unreachable!("tangent of an enum")
                     };
                     enum_match(b, *e, x, tty.clone(), |b, fields, field_tys, tag| {
-                        let mut off = int(0);
+                        let offsets = part_offsets(b, int(0), fields, field_tys);
                         let mut parts = Vec::new();
-                        for (f, t) in fields.iter().zip(field_tys) {
+                        for ((f, t), off) in fields.iter().zip(field_tys).zip(offsets) {
                             let local = b.sub(i, off);
                             parts.push(basis_of(b, t, *f, local));
-                            let d = dim_of(b, t, *f);
-                            off = b.add(off, d);
                         }
                         b.emit("basis", Rhs::Ctor(te, tag, parts), Type::Enum(te))
                     })
@@ -168,13 +209,11 @@ pub(crate) fn from_coords(b: &mut Builder, ty: &Type, x: Atom, c: Atom, off: Ato
         let (x, c, off) = (args[0], args[1], args[2]);
         match ty {
             Type::Tuple(ts) => {
-                let mut o = off;
+                let comps: Vec<Atom> = (0..ts.len()).map(|k| b.proj(&x, k)).collect();
+                let offsets = part_offsets(b, off, &comps, ts);
                 let mut parts = Vec::new();
-                for (k, t) in ts.iter().enumerate() {
-                    let comp = b.proj(&x, k);
-                    parts.push(from_coords(b, t, comp, c, o));
-                    let d = dim_of(b, t, comp);
-                    o = b.add(o, d);
+                for ((comp, t), o) in comps.iter().zip(ts).zip(offsets) {
+                    parts.push(from_coords(b, t, *comp, c, o));
                 }
                 b.tuple("tangent", parts)
             }
@@ -182,9 +221,12 @@ pub(crate) fn from_coords(b: &mut Builder, ty: &Type, x: Atom, c: Atom, off: Ato
                 let elem = (**elem).clone();
                 let n = b.prim(Prim::Length, &[x], Type::Int);
                 let (xv, cv, ov) = (var_of(b, x), var_of(b, c), var_of(b, off));
-                let f = b.lambda("tfrom_elem", &[xv, cv, ov], vec![Type::Int], |b, ps| {
+                let starts = element_starts(b, &elem, Atom::Var(xv));
+                let mut captures = vec![xv, cv, ov];
+                captures.extend(starts.captures());
+                let f = b.lambda("tfrom_elem", &captures, vec![Type::Int], |b, ps| {
                     let j = ps[0];
-                    let rel = element_offset(b, &elem, Atom::Var(xv), j);
+                    let rel = starts.of(b, j);
                     let start = b.add(Atom::Var(ov), rel);
                     let xj = b.prim(Prim::Index, &[Atom::Var(xv), j], elem.clone());
                     from_coords(b, &elem, xj, Atom::Var(cv), start)
@@ -196,12 +238,10 @@ pub(crate) fn from_coords(b: &mut Builder, ty: &Type, x: Atom, c: Atom, off: Ato
                     unreachable!("tangent of an enum")
                 };
                 enum_match(b, *e, x, tty.clone(), |b, fields, field_tys, tag| {
-                    let mut o = off;
+                    let offsets = part_offsets(b, off, fields, field_tys);
                     let mut parts = Vec::new();
-                    for (f, t) in fields.iter().zip(field_tys) {
+                    for ((f, t), o) in fields.iter().zip(field_tys).zip(offsets) {
                         parts.push(from_coords(b, t, *f, c, o));
-                        let d = dim_of(b, t, *f);
-                        o = b.add(o, d);
                     }
                     b.emit("tangent", Rhs::Ctor(te, tag, parts), Type::Enum(te))
                 })
