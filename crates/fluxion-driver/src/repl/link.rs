@@ -217,7 +217,7 @@ impl<'a> Linker<'a> {
     fn atom(&mut self, a: &Atom) -> Atom {
         match a {
             Atom::Var(v) => Atom::Var(self.var(*v)),
-            Atom::Lit(l) => Atom::Lit(l.clone()),
+            Atom::Lit(l) => Atom::Lit(*l),
         }
     }
 

@@ -127,7 +127,10 @@ impl Session {
     /// Evaluates one input: definitions, a `let`, or an expression (printed).
     /// Errors come back rendered, positions relative to the input (`<input N>`).
     pub fn eval(&mut self, text: &str) -> Result<Reply, String> {
-        if text.trim().is_empty() {
+        // What follows the input (its newline) is not part of it: "end of input" is
+        // reported where the text ends.
+        let text = text.trim_end();
+        if text.is_empty() {
             return Ok(Reply::default());
         }
         let source = self.add_input(text);
@@ -164,6 +167,7 @@ impl Session {
 
     /// The type of an expression, without evaluating it.
     pub fn type_of(&mut self, text: &str) -> Result<String, String> {
+        let text = text.trim_end();
         let source = self.add_input(text);
         let (input, errors) = fluxion_syntax::parse_repl_input(text, source);
         let e = match input {
