@@ -9,6 +9,7 @@
 mod diagnostic;
 pub mod gradcheck;
 pub mod json;
+pub mod repl;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
 pub use fluxion_ad::AdMode;
@@ -30,7 +31,7 @@ pub const USER_SOURCE: u32 = 1;
 /// bytes of Rust stack each); touching more stack than that costs seconds of page
 /// faults, which is how long a runaway recursion takes to be reported.
 const STACK_SIZE: usize = (1 << 30) + (256 << 20);
-const STACK_BUDGET: usize = 1 << 30;
+pub(crate) const STACK_BUDGET: usize = 1 << 30;
 
 /// Runs `f` on a thread with a 1.25 GiB stack (reserved, not committed), so that deep
 /// recursion in the program, or deep nesting in its source, does not overflow.
@@ -125,44 +126,42 @@ pub fn compile_with_expr(name: &str, text: &str, expr: Option<&str>) -> Result<P
             sources,
         });
     }
-    let module = match fluxion_typeck::elaborate_with_expr(&[&prelude, &user], expr_ast.as_ref()) {
-        Ok(m) => m,
-        Err(errors) => {
-            return Err(Failure {
-                diagnostics: errors
-                    .into_iter()
-                    .map(|e| Diagnostic::new(Phase::Type, Some(e.span), e.message))
-                    .collect(),
-                sources,
-            });
-        }
-    };
-    if cfg!(debug_assertions)
-        && let Err(errors) = fluxion_core::verify::verify_module(&module)
-    {
-        let text = errors
-            .iter()
-            .map(|e| format!("in {}: {}", e.code, e.message))
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(Failure {
-            diagnostics: vec![Diagnostic::new(
-                Phase::Internal,
-                None,
-                format!("Core verification failed:\n{text}"),
-            )],
+    match elaborate(&[&prelude, &user], expr_ast.as_ref()) {
+        Ok(module) => Ok(Program { module, sources }),
+        Err(diagnostics) => Err(Failure {
+            diagnostics,
             sources,
-        });
+        }),
     }
-    Ok(Program { module, sources })
+}
+
+/// Type-checks parsed modules (the prelude first) and an optional expression entry,
+/// and verifies the Core made (debug builds).
+fn elaborate(
+    modules: &[&ast::Module],
+    expr: Option<&ast::Expr>,
+) -> Result<Module, Vec<Diagnostic>> {
+    let module = fluxion_typeck::elaborate_with_expr(modules, expr).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|e| Diagnostic::new(Phase::Type, Some(e.span), e.message))
+            .collect::<Vec<_>>()
+    })?;
+    check_core(&module, "elaboration").map_err(|d| vec![d])?;
+    Ok(module)
 }
 
 /// Runs the Core verifier after `pass` (in debug builds, so in every test).
 fn check_core(module: &Module, pass: &str) -> Result<(), Diagnostic> {
+    check_core_from(module, 0, pass)
+}
+
+/// Like [`check_core`], for the codes from index `first` on (those `pass` added).
+fn check_core_from(module: &Module, first: usize, pass: &str) -> Result<(), Diagnostic> {
     if !cfg!(debug_assertions) {
         return Ok(());
     }
-    fluxion_core::verify::verify_module(module).map_err(|errors| {
+    fluxion_core::verify::verify_codes_from(module, first).map_err(|errors| {
         let text = errors
             .iter()
             .map(|e| format!("in {}: {}", e.code, e.message))

@@ -8,7 +8,7 @@ pub mod lexer;
 pub mod parser;
 pub mod span;
 
-pub use parser::{Parse, SyntaxError, parse_expr, parse_module};
+pub use parser::{Parse, ReplInput, SyntaxError, parse_expr, parse_module, parse_repl_input};
 pub use span::{LineIndex, SourceId, Span, line_col};
 
 #[cfg(test)]

@@ -49,6 +49,40 @@ pub fn parse_expr(text: &str, source: SourceId) -> (Option<Expr>, Vec<SyntaxErro
     (e, p.errors)
 }
 
+/// One REPL input: definitions, a `let`, or an expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplInput {
+    /// `fn` and `enum` definitions (one or more).
+    Items(Vec<Item>),
+    /// `let pat (: ty)? = value` (the `;` is optional).
+    Let {
+        pat: Pat,
+        ty: Option<TypeExpr>,
+        value: Expr,
+    },
+    Expr(Expr),
+}
+
+/// Parses one REPL input, deciding by its first token what it is; `None` (with errors)
+/// if it does not parse. Spans are offsets into `text` itself, so errors point at what
+/// the user typed.
+pub fn parse_repl_input(text: &str, source: SourceId) -> (Option<ReplInput>, Vec<SyntaxError>) {
+    let mut p = Parser::new(text, source);
+    let input = match p.peek() {
+        Token::Fn | Token::Enum => {
+            let module = p.module();
+            Some(ReplInput::Items(module.items))
+        }
+        Token::Let => p.repl_let().ok(),
+        _ => p.expr().ok().map(ReplInput::Expr),
+    };
+    if input.is_some() && p.errors.is_empty() && p.peek() != Token::Eof {
+        p.error_here("expected end of input");
+    }
+    let input = if p.errors.is_empty() { input } else { None };
+    (input, p.errors)
+}
+
 /// Marker for "an error was already recorded; unwind to a synchronisation point".
 struct Recover;
 
@@ -886,6 +920,21 @@ impl<'a> Parser<'a> {
             span: start.to(end),
             kind: ExprKind::Block(stmts, Box::new(result)),
         })
+    }
+
+    /// A `let` typed at the REPL: like [`Parser::let_stmt`], with the `;` optional.
+    fn repl_let(&mut self) -> PResult<ReplInput> {
+        self.expect(Token::Let)?;
+        let pat = self.pattern(false)?;
+        let ty = if self.eat(Token::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        self.expect(Token::Eq)?;
+        let value = self.expr()?;
+        self.eat(Token::Semi);
+        Ok(ReplInput::Let { pat, ty, value })
     }
 
     fn let_stmt(&mut self) -> PResult<Stmt> {
