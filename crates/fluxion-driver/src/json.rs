@@ -131,6 +131,8 @@ pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
                 .collect(),
         ),
         (Value::RealArray(xs), _) => Json::Array(xs.iter().map(|x| real_json(*x)).collect()),
+        (Value::IntArray(xs), _) => Json::Array(xs.iter().map(|x| Json::from(*x)).collect()),
+        (Value::BoolArray(xs), _) => Json::Array(xs.iter().map(|x| Json::Bool(*x)).collect()),
         (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
             Json::Array(v.array_iter().map(|v| encode(&v, t, module)).collect())
         }
