@@ -185,6 +185,28 @@ mod tests {
     }
 
     #[test]
+    fn int_and_bool_arrays_round_trip_through_json_unboxed() {
+        let src =
+            "fn main(xs: [Int], bs: [Bool], e: [Int]) -> ([Int], [Bool], [Int]) { (xs, bs, e) }";
+        let args = "[[1,-2,9223372036854775807],[true,false],[]]";
+        let (json, literal, unboxed) = round_trip(src, args, |v| {
+            matches!(
+                v.tuple_fields().as_deref(),
+                Some([Value::IntArray(_), Value::BoolArray(_), _])
+            )
+        });
+        assert!(unboxed, "decoded arguments are in canonical form");
+        assert_eq!(json, args);
+        assert_eq!(literal, "([1, -2, 9223372036854775807], [true, false], [])");
+        let (json, _, _) = round_trip(
+            "fn main() -> ([Int], [Bool]) { (range(3), map(|i| i > 0, range(2))) }",
+            "[]",
+            |_| true,
+        );
+        assert_eq!(json, "[[0,1,2],[false,true]]");
+    }
+
+    #[test]
     fn dual_numbers_round_trip_through_json_as_pairs() {
         let src = "fn main(p: (Real, Real), xs: [(Real, Real)]) -> ((Real, Real), [(Real, Real)]) { (p, xs) }";
         let args = r#"[[1.5,-2.0],[[1.0,2.0],[3.0,"NaN"]]]"#;
