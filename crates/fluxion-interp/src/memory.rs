@@ -85,6 +85,9 @@ unsafe impl GlobalAlloc for CountingAlloc {
 pub(crate) struct MemoryBudget {
     baseline: isize,
     limit: usize,
+    /// `baseline + limit`: the thread's count above which the budget is exceeded
+    /// (what a check compares with, so that it is one load and one comparison).
+    ceiling: isize,
 }
 
 /// Why a check failed: the message of the runtime error.
@@ -94,13 +97,17 @@ impl MemoryBudget {
     pub(crate) const UNLIMITED: MemoryBudget = MemoryBudget {
         baseline: 0,
         limit: usize::MAX,
+        ceiling: isize::MAX,
     };
 
     /// A budget of `limit` bytes on top of what the thread holds now.
     pub(crate) fn starting_now(limit: usize) -> MemoryBudget {
+        let baseline = thread_live_bytes();
+        let ceiling = baseline.saturating_add(isize::try_from(limit).unwrap_or(isize::MAX));
         MemoryBudget {
-            baseline: thread_live_bytes(),
+            baseline,
             limit,
+            ceiling,
         }
     }
 
@@ -118,7 +125,7 @@ impl MemoryBudget {
     /// a comparison, cheap enough for every call.
     #[inline]
     pub(crate) fn check(&self) -> Result<(), OverBudget> {
-        if self.used() > self.limit {
+        if thread_live_bytes() > self.ceiling {
             return Err(self.exceeded(None));
         }
         Ok(())
