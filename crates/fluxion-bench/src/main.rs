@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use fluxion_bench::programs;
 
+/// Counts memory as the `fluxion` binary does, so the timings include the budget's cost.
+#[global_allocator]
+static ALLOC: fluxion_driver::CountingAlloc = fluxion_driver::CountingAlloc;
+
 /// Median wall time of `reps` runs of `f`.
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
     median(

@@ -7,6 +7,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Counts the heap each thread holds, so the evaluation's memory budget is enforced.
+#[global_allocator]
+static ALLOC: fluxion_driver::CountingAlloc = fluxion_driver::CountingAlloc;
+
 #[derive(Parser)]
 #[command(
     name = "fluxion",
@@ -35,6 +39,10 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Memory the evaluation may hold, e.g. 512M or 2G (default: half of the
+        /// memory available: physical, cgroup or `ulimit -v`, the smallest).
+        #[arg(long, value_name = "SIZE", value_parser = fluxion_driver::parse_size)]
+        memory_limit: Option<usize>,
     },
     /// Parse and type-check a program.
     Check { file: String },
@@ -99,6 +107,7 @@ fn run_command(command: Command) -> Outcome {
             args,
             ad,
             json,
+            memory_limit,
         } => {
             let text = match read_file(&file) {
                 Ok(t) => t,
@@ -119,7 +128,8 @@ fn run_command(command: Command) -> Outcome {
                 .as_deref()
                 .and_then(fluxion_driver::AdMode::parse)
                 .unwrap_or_default();
-            match program.run_with(&entry, args.as_deref(), mode) {
+            let options = fluxion_driver::RunOptions { mode, memory_limit };
+            match program.run_with_options(&entry, args.as_deref(), options) {
                 Ok(out) => Outcome::ok(format!(
                     "{}\n",
                     if json {

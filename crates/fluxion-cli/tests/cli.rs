@@ -1,6 +1,6 @@
 //! End-to-end tests of the `fluxion` binary: every example with its expected output,
 //! the failing examples with their locations, exit statuses, `--args`, `--json`,
-//! `show` round trips and the REPL.
+//! `show` round trips, the memory budget and the REPL.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -237,6 +237,68 @@ fn deep_recursion_runs_or_stops_cleanly() {
         stderr(&out).contains("stack depth exceeded"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn a_memory_budget_stops_a_runaway_program_cleanly() {
+    let src = write_temp(
+        "nested_build.flx",
+        "fn main() -> Int {\n    length(build(100000, |i| build(100000, |j| i + j)))\n}\n",
+    );
+    let path = src.to_str().unwrap();
+    let start = std::time::Instant::now();
+    let out = run(&["run", path, "--memory-limit", "64M"]);
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("nested_build.flx:2:30: runtime error: memory budget of 64 MiB exceeded"),
+        "{err}"
+    );
+    // One huge request fails before it is attempted.
+    let src = write_temp(
+        "huge_request.flx",
+        "fn main() -> Int { length(replicate(200000000, 1.5)) }\n",
+    );
+    let out = run(&["run", src.to_str().unwrap(), "--memory-limit", "64M"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("memory budget of 64 MiB exceeded: this operation needs 1.5 GiB"),
+        "{}",
+        stderr(&out)
+    );
+    for bad in ["64X", "0", "1.5G", ""] {
+        let out = run(&["run", path, "--memory-limit", bad]);
+        assert_eq!(out.status.code(), Some(2), "--memory-limit {bad:?}");
+    }
+    let fits = write_temp("fits.flx", "fn main() -> Int { sum(range(1000000)) }\n");
+    let out = run(&["run", fits.to_str().unwrap(), "--memory-limit", "16M"]);
+    assert_eq!(stdout(&out), "499999500000\n", "{}", stderr(&out));
+}
+
+/// Under an address-space limit (`ulimit -v`), the default budget fits inside it:
+/// the program stops with a runtime error instead of an allocation failure (abort).
+#[test]
+fn the_default_budget_honours_an_address_space_limit() {
+    let src = write_temp(
+        "ranges.flx",
+        "fn main() -> Int {\n    length(build(100000, |i| range(1000000)))\n}\n",
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 2000000 && exec '{}' run '{}'",
+            env!("CARGO_BIN_EXE_fluxion"),
+            src.display()
+        ))
+        .output()
+        .expect("sh runs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ranges.flx:2:30: runtime error: memory budget of"),
+        "{err}"
     );
 }
 

@@ -131,6 +131,8 @@ pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
                 .collect(),
         ),
         (Value::RealArray(xs), _) => Json::Array(xs.iter().map(|x| real_json(*x)).collect()),
+        (Value::IntArray(xs), _) => Json::Array(xs.iter().map(|x| Json::from(*x)).collect()),
+        (Value::BoolArray(xs), _) => Json::Array(xs.iter().map(|x| Json::Bool(*x)).collect()),
         (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
             Json::Array(v.array_iter().map(|v| encode(&v, t, module)).collect())
         }
@@ -180,6 +182,28 @@ mod tests {
                 .unwrap_or_else(|f| panic!("{}", f.render()));
             (out.to_json(), out.to_literal(), expect(&out.value))
         })
+    }
+
+    #[test]
+    fn int_and_bool_arrays_round_trip_through_json_unboxed() {
+        let src =
+            "fn main(xs: [Int], bs: [Bool], e: [Int]) -> ([Int], [Bool], [Int]) { (xs, bs, e) }";
+        let args = "[[1,-2,9223372036854775807],[true,false],[]]";
+        let (json, literal, unboxed) = round_trip(src, args, |v| {
+            matches!(
+                v.tuple_fields().as_deref(),
+                Some([Value::IntArray(_), Value::BoolArray(_), _])
+            )
+        });
+        assert!(unboxed, "decoded arguments are in canonical form");
+        assert_eq!(json, args);
+        assert_eq!(literal, "([1, -2, 9223372036854775807], [true, false], [])");
+        let (json, _, _) = round_trip(
+            "fn main() -> ([Int], [Bool]) { (range(3), map(|i| i > 0, range(2))) }",
+            "[]",
+            |_| true,
+        );
+        assert_eq!(json, "[[0,1,2],[false,true]]");
     }
 
     #[test]

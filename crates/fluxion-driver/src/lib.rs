@@ -9,12 +9,15 @@
 mod diagnostic;
 pub mod gradcheck;
 pub mod json;
+mod memory;
 pub mod repl;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
 pub use fluxion_ad::AdMode;
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
+pub use fluxion_interp::CountingAlloc;
+pub use memory::{default_memory_limit, parse_size};
 
 use fluxion_core::{Module, Span, Type};
 use fluxion_interp::{Interp, Value};
@@ -197,20 +200,45 @@ impl Output {
     }
 }
 
+/// How to run a program: the AD mode and the memory budget.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    pub mode: AdMode,
+    /// Bytes the evaluation may hold (`None`: [`default_memory_limit`]). Enforced in
+    /// full when [`CountingAlloc`] is the global allocator (the `fluxion` binary
+    /// installs it); without it, only single large requests are checked.
+    pub memory_limit: Option<usize>,
+}
+
 impl Program {
     /// Runs `entry` with arguments given as a JSON array (`None`: no arguments).
     /// Call inside [`with_big_stack`].
     pub fn run(self, entry: &str, args_json: Option<&str>) -> Result<Output, Failure> {
-        self.run_with(entry, args_json, AdMode::default())
+        self.run_with_options(entry, args_json, RunOptions::default())
     }
 
     /// Runs `entry` with the given AD mode.
     pub fn run_with(
-        mut self,
+        self,
         entry: &str,
         args_json: Option<&str>,
         mode: AdMode,
     ) -> Result<Output, Failure> {
+        let options = RunOptions {
+            mode,
+            ..RunOptions::default()
+        };
+        self.run_with_options(entry, args_json, options)
+    }
+
+    /// Runs `entry` with the given options.
+    pub fn run_with_options(
+        mut self,
+        entry: &str,
+        args_json: Option<&str>,
+        options: RunOptions,
+    ) -> Result<Output, Failure> {
+        let mode = options.mode;
         let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
             diagnostics: vec![d],
             sources,
@@ -248,6 +276,7 @@ impl Program {
         let span = self.module.code(code).span;
         let mut interp = Interp::with_mode(self.module, mode);
         interp.set_stack_limit(STACK_BUDGET);
+        interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
         match interp.call_code(code, &[], args, span) {
             Ok(value) => Ok(Output {
                 value,

@@ -2,12 +2,15 @@
 //! array's elements without boxing the whole array first.
 //!
 //! Canonical form of a non-empty array, chosen by its elements (see [`Value`]):
-//! reals are one unboxed buffer (`RealArray`), pairs of reals (dual numbers) are two
-//! unboxed buffers (`DualArray`, struct of arrays), anything else is boxed (`Array`).
-//! An empty array may be any of the three.
+//! reals, `Int`s and `Bool`s are one unboxed buffer each (`RealArray`, `IntArray`,
+//! `BoolArray`: 8, 8 and 1 bytes per element), pairs of reals (dual numbers) are two
+//! unboxed buffers (`DualArray`, struct of arrays), anything else is boxed (`Array`,
+//! 24 bytes per element plus what the elements point to). An empty array may be any
+//! kind.
 
 use std::rc::Rc;
 
+use crate::memory::MemoryBudget;
 use crate::value::Value;
 
 /// An array of pairs of reals `(primal, tangent)` as two buffers of equal length:
@@ -64,25 +67,44 @@ impl DualArray {
 
 /// Collects elements one at a time into the canonical representation of the array
 /// they make, so that producers (`build`, `map`, literals, …) never hold a boxed
-/// value per real.
+/// value per real, `Int` or `Bool`.
 pub(crate) struct ArrayBuilder {
     elems: Elems,
     capacity: usize,
+    /// When set, the full capacity is allocated up front only if it fits in this
+    /// budget; otherwise the buffer grows as elements come, and the budget check of
+    /// the next call reports the excess (no huge allocation is attempted first).
+    budget: Option<MemoryBudget>,
 }
 
 enum Elems {
     /// No element yet: the first one decides the representation.
     Unknown,
     Reals(Vec<f64>),
+    Ints(Vec<i64>),
+    Bools(Vec<bool>),
     Duals(Vec<f64>, Vec<f64>),
     Boxed(Vec<Value>),
 }
 
 impl ArrayBuilder {
+    /// A builder for about `capacity` elements, allocated with the first element.
+    /// For arrays no bigger than values already held (a copy, a rearrangement).
     pub(crate) fn with_capacity(capacity: usize) -> ArrayBuilder {
         ArrayBuilder {
             elems: Elems::Unknown,
             capacity,
+            budget: None,
+        }
+    }
+
+    /// A builder for `capacity` elements of a length the program chose: preallocates
+    /// only what fits in `budget`.
+    pub(crate) fn within(capacity: usize, budget: &MemoryBudget) -> ArrayBuilder {
+        ArrayBuilder {
+            elems: Elems::Unknown,
+            capacity,
+            budget: Some(*budget),
         }
     }
 
@@ -90,6 +112,8 @@ impl ArrayBuilder {
     pub(crate) fn push(&mut self, v: Value) {
         match (&mut self.elems, v) {
             (Elems::Reals(xs), Value::Real(x)) => xs.push(x),
+            (Elems::Ints(xs), Value::Int(x)) => xs.push(x),
+            (Elems::Bools(xs), Value::Bool(x)) => xs.push(x),
             (Elems::Duals(ps, ts), Value::Dual(p, t)) => {
                 ps.push(p);
                 ts.push(t);
@@ -99,28 +123,36 @@ impl ArrayBuilder {
         }
     }
 
+    /// How many elements of `bytes_each` to allocate up front.
+    fn initial_capacity(&self, bytes_each: usize) -> usize {
+        let n = self.capacity;
+        match &self.budget {
+            Some(b) if !b.fits(n.saturating_mul(bytes_each)) => 0,
+            _ => n,
+        }
+    }
+
     /// The first element chooses the representation. An element of another kind
     /// afterwards (no well-typed program makes one) boxes what was collected.
     #[cold]
     fn push_first_or_mixed(&mut self, v: Value) {
-        let n = self.capacity;
+        fn first<T>(n: usize, x: T) -> Vec<T> {
+            let mut xs = Vec::with_capacity(n);
+            xs.push(x);
+            xs
+        }
         self.elems = match std::mem::replace(&mut self.elems, Elems::Unknown) {
             Elems::Unknown => match v {
-                Value::Real(x) => {
-                    let mut xs = Vec::with_capacity(n);
-                    xs.push(x);
-                    Elems::Reals(xs)
-                }
+                Value::Real(x) => Elems::Reals(first(self.initial_capacity(8), x)),
+                Value::Int(x) => Elems::Ints(first(self.initial_capacity(8), x)),
+                Value::Bool(x) => Elems::Bools(first(self.initial_capacity(1), x)),
                 Value::Dual(p, t) => {
-                    let (mut ps, mut ts) = (Vec::with_capacity(n), Vec::with_capacity(n));
-                    ps.push(p);
-                    ts.push(t);
-                    Elems::Duals(ps, ts)
+                    let n = self.initial_capacity(16);
+                    Elems::Duals(first(n, p), first(n, t))
                 }
                 v => {
-                    let mut vs = Vec::with_capacity(n);
-                    vs.push(v);
-                    Elems::Boxed(vs)
+                    let n = self.initial_capacity(size_of::<Value>());
+                    Elems::Boxed(first(n, v))
                 }
             },
             other => {
@@ -139,6 +171,8 @@ impl ArrayBuilder {
         match elems {
             Elems::Unknown => Value::Array(Rc::new([])),
             Elems::Reals(xs) => Value::RealArray(xs.into()),
+            Elems::Ints(xs) => Value::IntArray(xs.into()),
+            Elems::Bools(xs) => Value::BoolArray(xs.into()),
             Elems::Duals(ps, ts) => Value::DualArray(Rc::new(DualArray {
                 primal: ps.into(),
                 tangent: ts.into(),
@@ -164,6 +198,8 @@ impl Value {
 /// fly (reals and pairs of reals are not heap values, so this does not allocate).
 pub enum ArrayIter<'a> {
     Reals(std::slice::Iter<'a, f64>),
+    Ints(std::slice::Iter<'a, i64>),
+    Bools(std::slice::Iter<'a, bool>),
     Duals(std::iter::Zip<std::slice::Iter<'a, f64>, std::slice::Iter<'a, f64>>),
     Boxed(std::slice::Iter<'a, Value>),
 }
@@ -175,6 +211,8 @@ impl Iterator for ArrayIter<'_> {
     fn next(&mut self) -> Option<Value> {
         match self {
             ArrayIter::Reals(xs) => xs.next().map(|x| Value::Real(*x)),
+            ArrayIter::Ints(xs) => xs.next().map(|x| Value::Int(*x)),
+            ArrayIter::Bools(xs) => xs.next().map(|x| Value::Bool(*x)),
             ArrayIter::Duals(ds) => ds.next().map(|(p, t)| Value::Dual(*p, *t)),
             ArrayIter::Boxed(vs) => vs.next().cloned(),
         }
@@ -183,6 +221,8 @@ impl Iterator for ArrayIter<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         match self {
             ArrayIter::Reals(xs) => xs.size_hint(),
+            ArrayIter::Ints(xs) => xs.size_hint(),
+            ArrayIter::Bools(xs) => xs.size_hint(),
             ArrayIter::Duals(ds) => ds.size_hint(),
             ArrayIter::Boxed(vs) => vs.size_hint(),
         }
@@ -193,6 +233,8 @@ impl DoubleEndedIterator for ArrayIter<'_> {
     fn next_back(&mut self) -> Option<Value> {
         match self {
             ArrayIter::Reals(xs) => xs.next_back().map(|x| Value::Real(*x)),
+            ArrayIter::Ints(xs) => xs.next_back().map(|x| Value::Int(*x)),
+            ArrayIter::Bools(xs) => xs.next_back().map(|x| Value::Bool(*x)),
             ArrayIter::Duals(ds) => ds.next_back().map(|(p, t)| Value::Dual(*p, *t)),
             ArrayIter::Boxed(vs) => vs.next_back().cloned(),
         }
@@ -206,6 +248,8 @@ impl Value {
     pub fn array_iter(&self) -> ArrayIter<'_> {
         match self {
             Value::RealArray(xs) => ArrayIter::Reals(xs.iter()),
+            Value::IntArray(xs) => ArrayIter::Ints(xs.iter()),
+            Value::BoolArray(xs) => ArrayIter::Bools(xs.iter()),
             Value::DualArray(d) => ArrayIter::Duals(d.primal.iter().zip(d.tangent.iter())),
             Value::Array(vs) => ArrayIter::Boxed(vs.iter()),
             _ => ArrayIter::Boxed([].iter()),

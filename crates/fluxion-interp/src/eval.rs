@@ -11,6 +11,7 @@ use fluxion_ad::AdMode;
 use fluxion_core::{CodeId, Module, Prim, Span, Type};
 
 use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
+use crate::memory::{MemoryBudget, OverBudget};
 use crate::prims::{arith, order, real_arith};
 use crate::value::{Closure, Value};
 
@@ -28,6 +29,11 @@ pub(crate) fn fail<T>(span: Span, message: impl Into<String>) -> EvalResult<T> {
         span,
         message: message.into(),
     })
+}
+
+#[cold]
+fn over_budget(e: OverBudget, span: Span) -> RuntimeError {
+    RuntimeError { span, message: e.0 }
 }
 
 /// Stores a binding's value. A slot is written once per call and starts as `Unit`:
@@ -50,6 +56,7 @@ pub struct Interp {
     compiled: RefCell<Vec<Option<Rc<CCode>>>>,
     stack_base: usize,
     stack_budget: usize,
+    memory: MemoryBudget,
 }
 
 /// Address of a local: how deep the Rust stack currently is.
@@ -73,6 +80,7 @@ impl Interp {
             compiled: RefCell::new(Vec::new()),
             stack_base: stack_position(),
             stack_budget: 0,
+            memory: MemoryBudget::UNLIMITED,
         }
     }
 
@@ -81,6 +89,29 @@ impl Interp {
     pub fn set_stack_limit(&mut self, bytes: usize) {
         self.stack_base = stack_position();
         self.stack_budget = bytes;
+    }
+
+    /// Allows the evaluation to hold `bytes` of heap on top of what this thread holds
+    /// now; more is a clean runtime error ("memory budget of … exceeded"). Counting
+    /// needs [`crate::CountingAlloc`] as the global allocator; without it only single
+    /// large requests are checked. Without a limit, memory is unchecked.
+    pub fn set_memory_limit(&mut self, bytes: usize) {
+        self.memory = MemoryBudget::starting_now(bytes);
+    }
+
+    /// The memory budget in bytes (`usize::MAX` when there is none).
+    pub fn memory_limit(&self) -> usize {
+        self.memory.limit()
+    }
+
+    pub(crate) fn memory(&self) -> &MemoryBudget {
+        &self.memory
+    }
+
+    /// Fails unless `bytes` more fit in the memory budget: called with its size
+    /// before an array whose length the program chose is allocated.
+    pub(crate) fn reserve(&self, bytes: usize, span: Span) -> EvalResult<()> {
+        self.memory.reserve(bytes).map_err(|e| over_budget(e, span))
     }
 
     pub fn ad_mode(&self) -> AdMode {
@@ -109,13 +140,17 @@ impl Interp {
         c
     }
 
-    pub(crate) fn check_stack(&self, span: Span) -> EvalResult<()> {
+    /// The checks every call makes: stack depth and the memory budget. Every loop a
+    /// program can write runs through calls (recursion, or a closure applied by a
+    /// built-in), so a program cannot allocate without bound between two checks.
+    #[inline]
+    pub(crate) fn check_limits(&self, span: Span) -> EvalResult<()> {
         if self.stack_budget > 0
             && self.stack_base.saturating_sub(stack_position()) > self.stack_budget
         {
             return fail(span, "stack depth exceeded (recursion too deep)");
         }
-        Ok(())
+        self.memory.check().map_err(|e| over_budget(e, span))
     }
 
     /// Calls a top-level function or lambda code with captured values and arguments
@@ -128,7 +163,7 @@ impl Interp {
         args: impl IntoIterator<Item = Value, IntoIter: ExactSizeIterator>,
         span: Span,
     ) -> EvalResult<Value> {
-        self.check_stack(span)?;
+        self.check_limits(span)?;
         let code = self.compiled(id);
         let args = args.into_iter();
         if env.len() != code.n_captures || args.len() != code.n_params {

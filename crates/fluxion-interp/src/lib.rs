@@ -2,23 +2,35 @@
 //! and backend is tested against.
 //!
 //! Values are `Rc`-shared; dual numbers `(Real, Real)` are inline, and arrays of
-//! reals or of dual numbers are unboxed buffers. Runtime faults (index out of
-//! range, `Int` overflow, division by zero, non-exhaustive match, oversized arrays,
-//! too-deep recursion) are [`RuntimeError`]s with the source span, never panics.
+//! reals, `Int`s, `Bool`s or dual numbers are unboxed buffers. Runtime faults (index
+//! out of range, `Int` overflow, division by zero, non-exhaustive match, oversized
+//! arrays, too-deep recursion, an exceeded memory budget) are [`RuntimeError`]s with
+//! the source span, never panics or aborts.
 
 mod ad;
 mod array;
 mod compile;
 mod eval;
+mod memory;
 mod prims;
 pub mod tangent;
 pub mod value;
 
 pub use eval::{EvalResult, Interp, RuntimeError};
+pub use memory::{CountingAlloc, show_bytes, thread_live_bytes};
 pub use prims::{MAX_ARRAY_LEN, real_fn};
 pub use value::{ArrayIter, Closure, DualArray, Value, write_value};
 
 #[cfg(test)]
 mod dual_tests;
+#[cfg(test)]
+mod int_array_tests;
+#[cfg(test)]
+mod memory_tests;
+
+/// The unit tests count memory as the `fluxion` binary does, so budgets are enforced.
+#[cfg(test)]
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,7 @@ fn int_overflow<T>(span: Span, op: &str) -> EvalResult<T> {
     fail(span, format!("Int overflow in `{op}`"))
 }
 
-/// `n` as an array length, checked.
+/// `n` as an array length, checked against [`MAX_ARRAY_LEN`].
 fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
     match n {
         Value::Int(n) if *n < 0 => fail(span, format!("{what}: negative length {n}")),
@@ -52,6 +52,13 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
         (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
             Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
         }
+        (Value::IntArray(xs), Value::IntArray(ys)) if xs.len() == ys.len() => Value::IntArray(
+            xs.iter()
+                .zip(ys.iter())
+                .map(|(x, y)| x.checked_add(*y))
+                .collect::<Option<_>>()
+                .map_or_else(|| int_overflow(span, "+"), Ok)?,
+        ),
         (Value::DualArray(xs), Value::DualArray(ys)) if xs.len() == ys.len() => {
             let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect();
             let sum = DualArray::new(
@@ -135,6 +142,55 @@ fn int(v: &Value) -> i64 {
     match v {
         Value::Int(i) => *i,
         _ => 0,
+    }
+}
+
+/// The sum of an `Int` array, checked.
+fn sum_ints(xs: &[i64], span: Span) -> EvalResult<Value> {
+    match xs.iter().try_fold(0i64, |acc, x| acc.checked_add(*x)) {
+        Some(total) => Ok(Value::Int(total)),
+        None => int_overflow(span, "+"),
+    }
+}
+
+/// The index of the first element of `xs` that attains its minimum (`Minimum`) or
+/// maximum (otherwise); `None` for an empty array. Elements that do not compare
+/// (NaN) never win. Reads the array in place.
+fn extreme_index(p: Prim, xs: &Value) -> Option<usize> {
+    let pick_lt = p == Prim::Minimum;
+    let better = |o: std::cmp::Ordering| if pick_lt { o.is_lt() } else { o.is_gt() };
+    match xs {
+        Value::IntArray(xs) => {
+            let mut best = 0;
+            for (i, x) in xs.iter().enumerate().skip(1) {
+                if better(x.cmp(&xs[best])) {
+                    best = i;
+                }
+            }
+            (!xs.is_empty()).then_some(best)
+        }
+        Value::RealArray(xs) => {
+            let mut best = 0;
+            for (i, x) in xs.iter().enumerate().skip(1) {
+                if x.partial_cmp(&xs[best]).is_some_and(better) {
+                    best = i;
+                }
+            }
+            (!xs.is_empty()).then_some(best)
+        }
+        xs => {
+            let n = xs.array_len().filter(|n| *n > 0)?;
+            let mut best = 0;
+            let mut best_value = xs.array_get(0)?;
+            for i in 1..n {
+                let x = xs.array_get(i)?;
+                if compare(&x, &best_value).is_some_and(better) {
+                    best = i;
+                    best_value = x;
+                }
+            }
+            Some(best)
+        }
     }
 }
 
@@ -226,7 +282,10 @@ impl Interp {
             }
             Build => {
                 let n = length_arg(a(0), "build", span)?;
-                let mut out = ArrayBuilder::with_capacity(n);
+                // The smallest an element can be (an unboxed Int or Real); the builder
+                // preallocates for larger elements only if they fit too.
+                self.reserve(n * 8, span)?;
+                let mut out = ArrayBuilder::within(n, self.memory());
                 for i in 0..n {
                     out.push(self.apply(a(1), [Value::Int(i as i64)], span)?);
                 }
@@ -239,15 +298,16 @@ impl Interp {
             }
             Sum => match a(0) {
                 Value::RealArray(xs) => Value::Real(xs.iter().fold(0.0, |acc, x| acc + x)),
+                Value::IntArray(xs) => return sum_ints(xs, span),
                 Value::DualArray(d) => Value::Dual(
                     d.primal().iter().fold(0.0, |acc, x| acc + x),
                     d.tangent().iter().fold(0.0, |acc, x| acc + x),
                 ),
-                arr => sum_of(arr.array_elems().into_iter().map(Ok), ty, span)?,
+                arr => sum_of(arr.array_iter().map(Ok), ty, span)?,
             },
             Map => {
                 let xs = a(1).array_iter();
-                let mut out = ArrayBuilder::with_capacity(xs.len());
+                let mut out = ArrayBuilder::within(xs.len(), self.memory());
                 for x in xs {
                     out.push(self.apply(a(0), [x], span)?);
                 }
@@ -256,7 +316,7 @@ impl Interp {
             Map2 => {
                 let (xs, ys) = (a(1).array_iter(), a(2).array_iter());
                 same_length("map2", xs.len(), ys.len(), span)?;
-                let mut out = ArrayBuilder::with_capacity(xs.len());
+                let mut out = ArrayBuilder::within(xs.len(), self.memory());
                 for (x, y) in xs.zip(ys) {
                     out.push(self.apply(a(0), [x, y], span)?);
                 }
@@ -271,11 +331,15 @@ impl Interp {
                     (Value::RealArray(p), Value::RealArray(t)) => Value::DualArray(Rc::new(
                         DualArray::new(p.clone(), t.clone()).expect("equal lengths"),
                     )),
-                    _ => Value::array_from(
-                        xs.array_iter()
-                            .zip(ys.array_iter())
-                            .map(|(x, y)| Value::tuple(vec![x, y])),
-                    ),
+                    // Otherwise one boxed element and one 2-tuple per pair.
+                    _ => {
+                        self.reserve(n * ZIPPED_PAIR_BYTES, span)?;
+                        Value::array_from(
+                            xs.array_iter()
+                                .zip(ys.array_iter())
+                                .map(|(x, y)| Value::tuple(vec![x, y])),
+                        )
+                    }
                 }
             }
             Fold => {
@@ -288,7 +352,7 @@ impl Interp {
             Scan => {
                 let mut acc = a(1).clone();
                 let xs = a(2).array_iter();
-                let mut out = ArrayBuilder::with_capacity(xs.len());
+                let mut out = ArrayBuilder::within(xs.len(), self.memory());
                 for x in xs {
                     acc = self.apply(a(0), [acc, x], span)?;
                     out.push(acc.clone());
@@ -308,8 +372,11 @@ impl Interp {
             }
             Replicate => {
                 let n = length_arg(a(0), "replicate", span)?;
+                self.reserve(n * element_bytes(a(1)), span)?;
                 match a(1) {
                     Value::Real(x) => Value::RealArray(vec![*x; n].into()),
+                    Value::Int(x) => Value::IntArray(vec![*x; n].into()),
+                    Value::Bool(x) => Value::BoolArray(vec![*x; n].into()),
                     Value::Dual(p, t) => Value::DualArray(Rc::new(
                         DualArray::new(vec![*p; n].into(), vec![*t; n].into())
                             .expect("equal lengths"),
@@ -319,20 +386,25 @@ impl Interp {
             }
             Range => {
                 let n = length_arg(a(0), "range", span)?;
-                Value::Array((0..n as i64).map(Value::Int).collect())
+                self.reserve(n * 8, span)?;
+                Value::IntArray((0..n as i64).collect())
             }
             Reverse => match a(0) {
                 Value::RealArray(xs) => Value::RealArray(xs.iter().rev().copied().collect()),
+                Value::IntArray(xs) => Value::IntArray(xs.iter().rev().copied().collect()),
+                Value::BoolArray(xs) => Value::BoolArray(xs.iter().rev().copied().collect()),
                 Value::DualArray(d) => Value::DualArray(Rc::new(
                     d.map_buffers(|xs| xs.iter().rev().copied().collect()),
                 )),
-                v => Value::Array(v.array_iter().rev().collect()),
+                v => Value::array_from(v.array_iter().rev()),
             },
             Concat => {
                 let (n, m) = (a(0).array_len().unwrap_or(0), a(1).array_len().unwrap_or(0));
                 if (n + m) as i64 > MAX_ARRAY_LEN {
                     return fail(span, "concat: result too large");
                 }
+                let first = a(0).array_get(0).or_else(|| a(1).array_get(0));
+                self.reserve((n + m) * first.as_ref().map_or(0, element_bytes), span)?;
                 Value::array_from(a(0).array_iter().chain(a(1).array_iter()))
             }
             Slice => {
@@ -347,32 +419,23 @@ impl Interp {
                 let (start, len) = (start as usize, len as usize);
                 match a(0) {
                     Value::RealArray(xs) => Value::RealArray(xs[start..start + len].into()),
+                    Value::IntArray(xs) => Value::IntArray(xs[start..start + len].into()),
+                    Value::BoolArray(xs) => Value::BoolArray(xs[start..start + len].into()),
                     Value::DualArray(d) => {
                         Value::DualArray(Rc::new(d.map_buffers(|xs| xs[start..start + len].into())))
                     }
-                    v => Value::Array(v.array_iter().skip(start).take(len).collect()),
+                    v => Value::array_from(v.array_iter().skip(start).take(len)),
                 }
             }
             Maximum | Minimum | Argmax => {
-                let xs = a(0).array_elems();
-                if xs.is_empty() {
-                    return fail(span, format!("{} of an empty array", p.name()));
-                }
                 // The first index that attains the extreme value.
-                let mut best = 0;
-                for i in 1..xs.len() {
-                    let better = match p {
-                        Minimum => compare(&xs[i], &xs[best]).is_some_and(|o| o.is_lt()),
-                        _ => compare(&xs[i], &xs[best]).is_some_and(|o| o.is_gt()),
-                    };
-                    if better {
-                        best = i;
-                    }
-                }
+                let Some(best) = extreme_index(p, a(0)) else {
+                    return fail(span, format!("{} of an empty array", p.name()));
+                };
                 if p == Argmax {
                     Value::Int(best as i64)
                 } else {
-                    xs[best].clone()
+                    a(0).array_get(best).unwrap_or(Value::Unit)
                 }
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor => {
@@ -434,6 +497,22 @@ fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
             }),
             _ => Ok(()),
         },
+    }
+}
+
+/// The bytes a boxed pair takes in a zipped array: its slot, and the shared tuple
+/// (reference counts and two values) it points to.
+const ZIPPED_PAIR_BYTES: usize =
+    size_of::<Value>() + 2 * size_of::<usize>() + 2 * size_of::<Value>();
+
+/// The bytes an array element like `v` takes in its array's buffer (what a
+/// request for n such elements is checked against before it is made).
+fn element_bytes(v: &Value) -> usize {
+    match v {
+        Value::Bool(_) => 1,
+        Value::Real(_) | Value::Int(_) => 8,
+        Value::Dual(..) => 16,
+        _ => size_of::<Value>(),
     }
 }
 

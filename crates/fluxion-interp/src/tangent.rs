@@ -91,6 +91,9 @@ pub fn zero_at(x: &Value) -> Value {
             ))
         }
         Value::Array(xs) => Value::array(xs.iter().map(zero_at).collect()),
+        // The tangent of an `Int` or `Bool` is `()`: an array of as many units.
+        Value::IntArray(xs) => Value::Array(vec![Value::Unit; xs.len()].into()),
+        Value::BoolArray(xs) => Value::Array(vec![Value::Unit; xs.len()].into()),
         Value::Tuple(xs) => Value::tuple(xs.iter().map(zero_at).collect()),
         Value::Enum(tag, fields) => Value::Enum(*tag, fields.iter().map(zero_at).collect()),
         _ => Value::Unit,

@@ -330,9 +330,13 @@ fn arrays_of_reals_are_unboxed() {
         Value::RealArray(xs) => assert_eq!(&*xs, &[0.0, 1.0, 2.0]),
         v => panic!("{v:?}"),
     }
-    // Other element types stay boxed.
+    // `Int`s are unboxed too (int_array_tests.rs); other element types stay boxed.
     assert!(matches!(
         eval_value("[Int]", "build(2, |i| i)"),
+        Value::IntArray(_)
+    ));
+    assert!(matches!(
+        eval_value("[(Int, Int)]", "build(2, |i| (i, i))"),
         Value::Array(_)
     ));
 }

@@ -1,10 +1,12 @@
-//! Run-time values. Reals, and pairs of reals (forward mode's dual numbers), are held
-//! inline; arrays of either are unboxed buffers (`RealArray`, `DualArray`); everything
-//! else is shared with `Rc`, so copying a value is cheap.
+//! Run-time values. Reals, `Int`s, `Bool`s and pairs of reals (forward mode's dual
+//! numbers) are held inline; arrays of any of them are unboxed buffers (`RealArray`,
+//! `IntArray`, `BoolArray`, `DualArray`); everything else is shared with `Rc`, so
+//! copying a value is cheap.
 //!
 //! Invariant (canonical forms): a 2-tuple whose fields are both reals is always
-//! `Dual`, never `Tuple`; a non-empty array of reals is always `RealArray` and one of
-//! pairs of reals always `DualArray`. Build values with [`Value::tuple`] and
+//! `Dual`, never `Tuple`; a non-empty array of reals is always `RealArray`, one of
+//! `Int`s always `IntArray`, one of `Bool`s always `BoolArray` and one of pairs of
+//! reals always `DualArray`. Build values with [`Value::tuple`] and
 //! [`Value::array`] to keep it. Readers also accept the boxed forms (through
 //! [`Value::tuple_fields`], [`Value::array_get`], …), so a value made by hand still
 //! behaves as the tuple or array it denotes.
@@ -31,9 +33,13 @@ pub enum Value {
     Dual(f64, f64),
     /// An array whose elements are reals.
     RealArray(Rc<[f64]>),
+    /// An array whose elements are `Int`s (8 bytes each, not a boxed `Value`).
+    IntArray(Rc<[i64]>),
+    /// An array whose elements are `Bool`s (1 byte each).
+    BoolArray(Rc<[bool]>),
     /// An array whose elements are pairs of reals, as two buffers.
     DualArray(Rc<DualArray>),
-    /// An array of anything else (an empty array may be any of the three kinds).
+    /// An array of anything else (an empty array may be of any array kind).
     Array(Rc<[Value]>),
     Enum(u32, Rc<[Value]>),
     Closure(Rc<Closure>),
@@ -78,8 +84,8 @@ impl Value {
         }
     }
 
-    /// Builds an array in canonical form (unboxed when its elements are reals or
-    /// pairs of reals).
+    /// Builds an array in canonical form (unboxed when its elements are reals, `Int`s,
+    /// `Bool`s or pairs of reals).
     pub fn array(elems: Vec<Value>) -> Value {
         Value::array_from(elems)
     }
@@ -87,6 +93,8 @@ impl Value {
     pub fn array_len(&self) -> Option<usize> {
         match self {
             Value::RealArray(a) => Some(a.len()),
+            Value::IntArray(a) => Some(a.len()),
+            Value::BoolArray(a) => Some(a.len()),
             Value::DualArray(a) => Some(a.len()),
             Value::Array(a) => Some(a.len()),
             _ => None,
@@ -98,6 +106,8 @@ impl Value {
     pub fn array_get(&self, i: usize) -> Option<Value> {
         match self {
             Value::RealArray(a) => a.get(i).map(|x| Value::Real(*x)),
+            Value::IntArray(a) => a.get(i).map(|x| Value::Int(*x)),
+            Value::BoolArray(a) => a.get(i).map(|x| Value::Bool(*x)),
             Value::DualArray(a) => a.get(i).map(|(p, t)| Value::Dual(p, t)),
             Value::Array(a) => a.get(i).cloned(),
             _ => None,
@@ -119,6 +129,8 @@ impl Value {
             (Value::Dual(p, t), Value::Dual(q, u)) => p == q && t == u,
             // Slices of f64 compare elementwise as IEEE doubles (NaN differs).
             (Value::RealArray(a), Value::RealArray(b)) => a[..] == b[..],
+            (Value::IntArray(a), Value::IntArray(b)) => a[..] == b[..],
+            (Value::BoolArray(a), Value::BoolArray(b)) => a[..] == b[..],
             (Value::DualArray(a), Value::DualArray(b)) => {
                 a.primal()[..] == b.primal()[..] && a.tangent()[..] == b.tangent()[..]
             }
@@ -231,16 +243,9 @@ pub fn write_value(
             }
             write!(f, ")")
         }
-        Value::RealArray(xs) => {
-            write!(f, "[")?;
-            for (i, x) in xs.iter().enumerate() {
-                if i > 0 {
-                    write!(f, ", ")?;
-                }
-                write!(f, "{}", format_real(*x))?;
-            }
-            write!(f, "]")
-        }
+        Value::RealArray(xs) => write_elements(f, xs, |f, x| write!(f, "{}", format_real(*x))),
+        Value::IntArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
+        Value::BoolArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
         Value::Array(vs) => {
             write!(f, "[")?;
             for (i, x) in vs.iter().enumerate() {
@@ -274,4 +279,20 @@ pub fn write_value(
         Value::Closure(c) => write!(f, "<function {}>", module.code(c.code).name),
         Value::Zero => write!(f, "<zero>"),
     }
+}
+
+/// Writes `[x0, x1, …]`, each element by `write_one`.
+fn write_elements<T>(
+    f: &mut dyn fmt::Write,
+    xs: &[T],
+    write_one: impl Fn(&mut dyn fmt::Write, &T) -> fmt::Result,
+) -> fmt::Result {
+    write!(f, "[")?;
+    for (i, x) in xs.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write_one(f, x)?;
+    }
+    write!(f, "]")
 }

@@ -1,0 +1,78 @@
+//! The memory budget through the library API (`Program::run_with_options`), with the
+//! counting allocator installed as the `fluxion` binary installs it.
+
+use std::time::{Duration, Instant};
+
+use fluxion_driver::{CountingAlloc, RunOptions};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+/// Runs `main` of `src` under `limit` bytes: the printed value or the rendered error.
+fn run_within(src: &str, limit: Option<usize>) -> Result<String, String> {
+    let src = src.to_string();
+    fluxion_driver::with_big_stack(move || {
+        let program = fluxion_driver::compile("t.flx", &src).map_err(|f| f.render())?;
+        let options = RunOptions {
+            memory_limit: limit,
+            ..RunOptions::default()
+        };
+        program
+            .run_with_options("main", None, options)
+            .map(|out| out.to_literal())
+            .map_err(|f| f.render())
+    })
+}
+
+const NESTED_BUILD: &str = "fn main() -> Int {
+    length(build(100000, |i| build(100000, |j| i + j)))
+}
+";
+
+#[test]
+fn a_runaway_program_stops_at_its_budget_with_the_location() {
+    let start = Instant::now();
+    let err = run_within(NESTED_BUILD, Some(64 << 20)).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        err.contains("t.flx:2:30: runtime error: memory budget of 64 MiB exceeded"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_huge_request_fails_before_it_is_made() {
+    let start = Instant::now();
+    let err = run_within(
+        "fn main() -> Int { length(replicate(200000000, 1.5)) }",
+        Some(64 << 20),
+    )
+    .unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(
+        err.contains("memory budget of 64 MiB exceeded: this operation needs 1.5 GiB more"),
+        "{err}"
+    );
+}
+
+#[test]
+fn programs_within_the_budget_run_as_before() {
+    let src = "fn main() -> (Int, Real) {
+        let xs = range(1000000);
+        (sum(xs), sum(map(to_real, xs)))
+    }";
+    assert_eq!(
+        run_within(src, Some(64 << 20)),
+        Ok("(499999500000, 499999500000.0)".into())
+    );
+    // The default budget (half of memory) is set when none is given.
+    assert_eq!(
+        run_within(src, None),
+        Ok("(499999500000, 499999500000.0)".into())
+    );
+    assert!(fluxion_driver::default_memory_limit() >= 64 << 20);
+}
