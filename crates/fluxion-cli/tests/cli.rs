@@ -302,6 +302,35 @@ fn the_default_budget_honours_an_address_space_limit() {
     );
 }
 
+/// Under an address-space limit too small for the 1.25 GiB evaluation stack, a smaller
+/// stack is used: programs run, and deep recursion is still a clean error (before:
+/// "internal compiler error", status 101).
+#[test]
+fn a_tight_address_space_limit_gets_a_smaller_stack_not_a_crash() {
+    let run = |name: &str, text: &str| {
+        let src = write_temp(name, text);
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 1000000 && exec '{}' run '{}'",
+                env!("CARGO_BIN_EXE_fluxion"),
+                src.display()
+            ))
+            .output()
+            .expect("sh runs")
+    };
+    let out = run("small.flx", "fn main() -> Int { length(range(1000)) }\n");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1000");
+    let out = run(
+        "deep.flx",
+        "fn r(n: Int) -> Int { if n == 0 { 0 } else { 1 + r(n - 1) } }\nfn main() -> Int { r(100000000) }\n",
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stack depth exceeded"), "{err}");
+}
+
 #[test]
 fn deeply_nested_source_is_a_syntax_error_not_a_crash() {
     let src = write_temp(

@@ -34,19 +34,73 @@ pub const USER_SOURCE: u32 = 1;
 /// bytes of Rust stack each); touching more stack than that costs seconds of page
 /// faults, which is how long a runaway recursion takes to be reported.
 const STACK_SIZE: usize = (1 << 30) + (256 << 20);
-pub(crate) const STACK_BUDGET: usize = 1 << 30;
+const STACK_BUDGET: usize = 1 << 30;
+
+/// Smaller stacks to fall back on when the address space is limited (`ulimit -v`):
+/// recursion is then limited sooner, but the program runs.
+const FALLBACK_STACK_SIZES: [usize; 3] = [320 << 20, 80 << 20, 16 << 20];
+
+/// The stack budget outside [`with_big_stack`] (a thread's default stack is 2–8 MiB).
+const DEFAULT_STACK_BUDGET: usize = 1 << 20;
+
+thread_local! {
+    /// How much stack the interpreter may use on this thread.
+    static EVAL_STACK_BUDGET: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(DEFAULT_STACK_BUDGET) };
+    /// The stack this thread reserved, if [`with_big_stack`] made it (else 0).
+    static EVAL_STACK_SIZE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The address space the current evaluation thread's stack reserves (0 outside
+/// [`with_big_stack`]).
+pub(crate) fn eval_stack_size() -> usize {
+    EVAL_STACK_SIZE.with(|s| s.get())
+}
+
+/// The stack the interpreter may use on the current thread: most of the evaluation
+/// thread's stack inside [`with_big_stack`], a small default elsewhere.
+pub(crate) fn stack_budget() -> usize {
+    EVAL_STACK_BUDGET.with(|b| b.get())
+}
 
 /// Runs `f` on a thread with a 1.25 GiB stack (reserved, not committed), so that deep
-/// recursion in the program, or deep nesting in its source, does not overflow.
+/// recursion in the program, or deep nesting in its source, does not overflow. Where
+/// the address space is too small for that, a smaller stack (and budget) is used.
 pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("fluxion-eval".into())
-            .stack_size(STACK_SIZE)
-            .spawn_scoped(s, f)
-            .expect("spawning the evaluation thread")
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    let sizes = std::iter::once((STACK_SIZE, STACK_BUDGET))
+        .chain(FALLBACK_STACK_SIZES.iter().map(|&s| (s, s / 4 * 3)));
+    // Held here, so that a spawn that fails (too little address space) does not take
+    // the work with it.
+    let work = std::sync::Mutex::new(Some(f));
+    let work = &work;
+    std::thread::scope(|scope| {
+        for (size, budget) in sizes {
+            let spawned = std::thread::Builder::new()
+                .name("fluxion-eval".into())
+                .stack_size(size)
+                .spawn_scoped(scope, move || {
+                    EVAL_STACK_BUDGET.with(|b| b.set(budget));
+                    EVAL_STACK_SIZE.with(|s| s.set(size));
+                    let f = work
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .take()
+                        .expect("the work runs once");
+                    f()
+                });
+            if let Ok(handle) = spawned {
+                return handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            }
+        }
+        // Not even a small stack: run here, with the default budget.
+        let f = work
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .expect("the work runs once");
+        f()
     })
 }
 
@@ -275,7 +329,7 @@ impl Program {
         };
         let span = self.module.code(code).span;
         let mut interp = Interp::with_mode(self.module, mode);
-        interp.set_stack_limit(STACK_BUDGET);
+        interp.set_stack_limit(stack_budget());
         interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
         match interp.call_code(code, &[], args, span) {
             Ok(value) => Ok(Output {

@@ -7,10 +7,6 @@
 /// built-in's output between two checks — and for the rest of the machine.
 const DEFAULT_SHARE: u64 = 2;
 
-/// Address space the evaluation thread reserves for its stack (`with_big_stack`),
-/// which an address-space limit (`ulimit -v`) must also hold.
-const STACK_RESERVATION: u64 = super::STACK_SIZE as u64;
-
 /// The default memory budget in bytes: half of the memory available to this process,
 /// which is the smallest of physical memory (`MemTotal` in /proc/meminfo), the
 /// cgroup's memory limit (a container's, cgroup v2 or v1) and the address-space
@@ -56,7 +52,8 @@ fn cgroup_limit() -> Option<u64> {
     candidates.iter().filter_map(|p| read(p)).min()
 }
 
-/// `ulimit -v` (RLIMIT_AS) from /proc/self/limits, less the stack reservation.
+/// `ulimit -v` (RLIMIT_AS) from /proc/self/limits, less the evaluation stack's
+/// reservation.
 fn address_space_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits
@@ -68,7 +65,9 @@ fn address_space_limit() -> Option<u64> {
         .next()?
         .parse()
         .ok()?; // "unlimited" does not parse: no limit
-    Some(soft.saturating_sub(STACK_RESERVATION))
+    // The evaluation thread's stack (`with_big_stack`, which picks a smaller one when
+    // the limit is tight) is reserved address space the limit must also hold.
+    Some(soft.saturating_sub(super::eval_stack_size() as u64))
 }
 
 /// Parses a size: a whole number of bytes with an optional binary unit, `K`, `M`, `G`

@@ -18,8 +18,8 @@ use fluxion_syntax::ast::{self, Item};
 use fluxion_syntax::{ReplInput, Span};
 
 use crate::{
-    AdMode, Diagnostic, PRELUDE, PRELUDE_SOURCE, Phase, Program, STACK_BUDGET, SourceFile,
-    check_core_from, elaborate, render,
+    AdMode, Diagnostic, PRELUDE, PRELUDE_SOURCE, Phase, Program, SourceFile, check_core_from,
+    elaborate, render,
 };
 
 /// What an input printed: its value (stdout) and notes about the session (stderr).
@@ -368,7 +368,7 @@ impl Session {
             .iter()
             .map(|i| self.bindings[*i].value.clone())
             .collect();
-        self.interp.set_stack_limit(STACK_BUDGET);
+        self.interp.set_stack_limit(crate::stack_budget());
         let value = self
             .interp
             .call_code(entry, &[], Vec::new(), span)
