@@ -58,7 +58,12 @@ enum Command {
         stage: String,
     },
     /// Interactive read-eval-print loop, optionally with a file's definitions loaded.
-    Repl { file: Option<String> },
+    Repl {
+        file: Option<String>,
+        /// Memory one input's evaluation may add, e.g. 512M or 2G (default as for `run`).
+        #[arg(long, value_name = "SIZE", value_parser = fluxion_driver::parse_size)]
+        memory_limit: Option<usize>,
+    },
 }
 
 /// What a command produced: text for stdout and stderr, and the exit status.
@@ -171,13 +176,13 @@ fn run_command(command: Command) -> Outcome {
                 Err(msg) => Outcome::program_error(format!("error: {msg}\n")),
             }
         }
-        Command::Repl { file } => {
+        Command::Repl { file, memory_limit } => {
             let text = match file.as_deref().map(read_file) {
                 Some(Ok(t)) => Some((file.clone().unwrap_or_default(), t)),
                 Some(Err(o)) => return o,
                 None => None,
             };
-            repl::run(text)
+            repl::run(text, memory_limit)
         }
     }
 }

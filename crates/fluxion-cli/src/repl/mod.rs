@@ -119,11 +119,14 @@ fn report(result: Result<Reply, String>) {
     }
 }
 
-pub(crate) fn run(file: Option<(String, String)>) -> Outcome {
+pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -> Outcome {
     let mut session = match Session::new() {
         Ok(s) => s,
         Err(e) => return Outcome::program_error(e),
     };
+    if let Some(bytes) = memory_limit {
+        session.set_memory_limit(bytes);
+    }
     let mut loaded = Vec::new();
     if let Some((name, text)) = file {
         if let Err(e) = session.load(&name, &text) {

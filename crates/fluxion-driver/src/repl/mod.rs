@@ -52,12 +52,19 @@ pub struct Session {
     bindings: Vec<Bound>,
     inputs: usize,
     evaluations: u64,
+    /// Bytes one input's evaluation may add (`None`: [`crate::default_memory_limit`]).
+    memory_limit: Option<usize>,
 }
 
 /// The REPL's commands and keywords, besides names (for completion).
 const KEYWORDS: &[&str] = &["let", "fn", "enum", "match", "if", "else", "true", "false"];
 
 impl Session {
+    /// Sets the memory one input's evaluation may add to what the session holds.
+    pub fn set_memory_limit(&mut self, bytes: usize) {
+        self.memory_limit = Some(bytes);
+    }
+
     /// A session with the prelude loaded.
     pub fn new() -> Result<Session, String> {
         let sources = vec![SourceFile {
@@ -80,6 +87,7 @@ impl Session {
             bindings: Vec::new(),
             inputs: 0,
             evaluations: 0,
+            memory_limit: None,
         };
         if let Err(d) = finish_link(&mut module, 0) {
             return Err(session.render(vec![d]));
@@ -369,6 +377,11 @@ impl Session {
             .map(|i| self.bindings[*i].value.clone())
             .collect();
         self.interp.set_stack_limit(crate::stack_budget());
+        // Counted from what the session already holds: each input gets the budget.
+        self.interp.set_memory_limit(
+            self.memory_limit
+                .unwrap_or_else(crate::default_memory_limit),
+        );
         let value = self
             .interp
             .call_code(entry, &[], Vec::new(), span)

@@ -276,3 +276,22 @@ fn an_untyped_lambda_binding_and_multi_line_input() {
     assert_eq!(out[1], ok("6.0\n"));
     assert_eq!(out[3], ok("8.0\n"));
 }
+
+/// An input that needs more than the session's budget is a runtime error at its
+/// location, and the session goes on with its bindings.
+#[test]
+fn an_input_over_the_memory_budget_fails_and_the_session_goes_on() {
+    with_big_stack(|| {
+        let mut s = Session::new().unwrap();
+        s.set_memory_limit(64 << 20);
+        s.eval("let a = range(10)").unwrap();
+        let err = s
+            .eval("length(replicate(200000000, 1.5))")
+            .expect_err("1.6 GB");
+        assert!(
+            err.contains("<input 2>:1:8: runtime error: memory budget of 64 MiB"),
+            "{err}"
+        );
+        assert_eq!(s.eval("length(a)").unwrap().output, "10\n");
+    });
+}
