@@ -14,6 +14,7 @@ mod eval;
 mod memory;
 mod prims;
 pub mod tangent;
+pub mod tape;
 pub mod value;
 
 pub use eval::{EvalResult, Interp, RuntimeError};
