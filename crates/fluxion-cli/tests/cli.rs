@@ -331,6 +331,32 @@ fn a_tight_address_space_limit_gets_a_smaller_stack_not_a_crash() {
     assert!(err.contains("stack depth exceeded"), "{err}");
 }
 
+/// Under `ulimit -v`, the default budget is what is left of the address space (not of
+/// the limit), and a run-time translation (nested forward mode grows the code about
+/// 3x a level) reserves its size first: a clean budget error, never an abort (134).
+#[test]
+fn nested_forward_mode_under_an_address_space_limit_stops_cleanly() {
+    let src = write_temp(
+        "nested.flx",
+        "fn nth(n: Int, x: Real) -> Real { if n == 0 { sin(x) * x } else { diff(|y| nth(n - 1, y), x) } }\n\
+         fn main() -> Real { nth(16, 0.5) }\n",
+    );
+    for limit in [400_000, 1_500_000] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {limit} && exec '{}' run '{}'",
+                env!("CARGO_BIN_EXE_fluxion"),
+                src.display()
+            ))
+            .output()
+            .expect("sh runs");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "ulimit -v {limit}: {err}");
+        assert!(err.contains("runtime error: memory budget of"), "{err}");
+    }
+}
+
 #[test]
 fn deeply_nested_source_is_a_syntax_error_not_a_crash() {
     let src = write_temp(

@@ -67,8 +67,12 @@ pub(crate) fn stack_budget() -> usize {
 /// recursion in the program, or deep nesting in its source, does not overflow. Where
 /// the address space is too small for that, a smaller stack (and budget) is used.
 pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    // Under an address-space limit, the stack takes at most a quarter of it, so that
+    // the heap (and its memory budget) keeps the rest.
+    let room = memory::address_space_soft_limit().map_or(usize::MAX, |l| (l / 4) as usize);
     let sizes = std::iter::once((STACK_SIZE, STACK_BUDGET))
-        .chain(FALLBACK_STACK_SIZES.iter().map(|&s| (s, s / 4 * 3)));
+        .chain(FALLBACK_STACK_SIZES.iter().map(|&s| (s, s / 4 * 3)))
+        .filter(|&(size, _)| size <= room || size == FALLBACK_STACK_SIZES[2]);
     // Held here, so that a spawn that fails (too little address space) does not take
     // the work with it.
     let work = std::sync::Mutex::new(Some(f));
@@ -329,6 +333,7 @@ impl Program {
         };
         let span = self.module.code(code).span;
         let mut interp = Interp::with_mode(self.module, mode);
+        interp.set_library_source(PRELUDE_SOURCE);
         interp.set_stack_limit(stack_budget());
         interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
         match interp.call_code(code, &[], args, span) {

@@ -52,22 +52,35 @@ fn cgroup_limit() -> Option<u64> {
     candidates.iter().filter_map(|p| read(p)).min()
 }
 
-/// `ulimit -v` (RLIMIT_AS) from /proc/self/limits, less the evaluation stack's
-/// reservation.
+/// What is left of `ulimit -v` (RLIMIT_AS, from /proc/self/limits): the limit less
+/// the address space this process already uses (`VmSize` in /proc/self/status: the
+/// binary, its libraries, the allocator's arenas and the evaluation thread's stack,
+/// which `with_big_stack` picks smaller when the limit is tight).
 fn address_space_limit() -> Option<u64> {
+    let soft = address_space_soft_limit()?;
+    let in_use = address_space_in_use().unwrap_or(super::eval_stack_size() as u64);
+    Some(soft.saturating_sub(in_use))
+}
+
+/// `ulimit -v` (RLIMIT_AS) in bytes, if one is set.
+pub(crate) fn address_space_soft_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits
         .lines()
         .find(|l| l.starts_with("Max address space"))?;
-    let soft: u64 = line
-        .trim_start_matches("Max address space")
+    line.trim_start_matches("Max address space")
         .split_whitespace()
         .next()?
         .parse()
-        .ok()?; // "unlimited" does not parse: no limit
-    // The evaluation thread's stack (`with_big_stack`, which picks a smaller one when
-    // the limit is tight) is reserved address space the limit must also hold.
-    Some(soft.saturating_sub(super::eval_stack_size() as u64))
+        .ok() // "unlimited" does not parse: no limit
+}
+
+/// `VmSize` of this process, in bytes.
+fn address_space_in_use() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmSize:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Parses a size: a whole number of bytes with an optional binary unit, `K`, `M`, `G`

@@ -103,3 +103,27 @@ fn a_parse_error_points_at_the_unexpected_token() {
     assert!(err.contains("unexpected character `@`"), "{err}");
     assert_eq!(err.matches("syntax error:").count(), 1, "{err}");
 }
+
+/// A fault inside a prelude function is the user's mistake at the call: reported
+/// there (naming the prelude function), never at a `<prelude>` location; and `dot` of
+/// arrays of different lengths is an error, not a truncation.
+#[test]
+fn faults_in_prelude_functions_are_reported_at_the_users_call() {
+    for (src, col) in [
+        ("fn main() -> Real { dot([1.0, 2.0], [1.0]) }", 21),
+        ("fn main() -> Real { dot([1.0], [1.0, 2.0]) }", 21),
+        ("fn main() -> [Real] { matvec([[1.0]], [1.0, 5.0]) }", 23),
+        (
+            "fn main() -> [[Real]] { transpose([[1.0, 2.0], [3.0]]) }",
+            25,
+        ),
+    ] {
+        let err = run(src).expect_err(src);
+        assert!(
+            err.starts_with(&format!("user.flx:1:{col}: runtime error:")),
+            "{src}:\n{err}"
+        );
+        assert!(err.contains("a prelude function"), "{err}");
+        assert!(!err.contains("<prelude>"), "{err}");
+    }
+}

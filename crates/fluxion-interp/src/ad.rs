@@ -101,6 +101,8 @@ impl Interp {
     /// The translation of a closure by `layer`: translated code, lifted environment.
     fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
         let (code, capture_tys) = {
+            let estimate = translation_estimate(&self.module(), clo.code, layer);
+            self.reserve(estimate, span)?;
             let mut m = self.module_mut();
             let first_new = m.codes.len();
             let code = match layer {
@@ -109,6 +111,11 @@ impl Interp {
             }
             .map_err(|e| RuntimeError { span, message: e.0 })?;
             verify_derived(&m, first_new, span)?;
+            // A translation grows the module (nested forward mode: about 3x the code
+            // it translates), so it counts against the memory budget like values do.
+            drop(m);
+            self.check_limits(span)?;
+            let m = self.module();
             let tys: Vec<Type> = m
                 .code(clo.code)
                 .captures
@@ -168,6 +175,61 @@ impl Interp {
             (v, _) => v.clone(),
         })
     }
+}
+
+/// Bytes a translation of `code` by `layer` may allocate, reserved against the memory
+/// budget before it runs (a translation cannot stop half-way, and nested forward mode
+/// makes each level about 3x the code of the one before it): the codes it reaches and
+/// has not translated yet, at a generous 4 new bindings of about 400 bytes each per
+/// binding, plus the doubling of the module's tables should they have to grow.
+fn translation_estimate(m: &Module, code: fluxion_core::CodeId, layer: TypeMap) -> usize {
+    const NEW_BINDINGS_PER_BINDING: usize = 4;
+    const BYTES_PER_BINDING: usize = 400;
+    let key = |c: fluxion_core::CodeId| match layer {
+        TypeMap::Taylor(k) => format!("taylor{k}#{}", c.0),
+        _ => format!("fwd#{}", c.0),
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut work = vec![code];
+    let mut bindings = 0usize;
+    while let Some(c) = work.pop() {
+        if !seen.insert(c) || m.derived_codes.contains_key(&key(c)) {
+            continue;
+        }
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| work.push(r));
+        bindings += count_bindings(&m.code(c).body);
+    }
+    let new_vars = bindings * NEW_BINDINGS_PER_BINDING;
+    let growth = |len: usize, cap: usize, size: usize| {
+        if len + new_vars > cap {
+            (cap.max(len + new_vars)) * 2 * size
+        } else {
+            0
+        }
+    };
+    new_vars * BYTES_PER_BINDING
+        + growth(
+            m.vars.len(),
+            m.vars.capacity(),
+            std::mem::size_of::<fluxion_core::VarInfo>(),
+        )
+}
+
+fn count_bindings(body: &fluxion_core::Body) -> usize {
+    use fluxion_core::Rhs;
+    body.bindings
+        .iter()
+        .map(|b| {
+            1 + match &b.rhs {
+                Rhs::If(_, t, e) => count_bindings(t) + count_bindings(e),
+                Rhs::Match(_, arms, d) => {
+                    arms.iter().map(|a| count_bindings(&a.body)).sum::<usize>()
+                        + d.as_deref().map_or(0, count_bindings)
+                }
+                _ => 0,
+            }
+        })
+        .sum()
 }
 
 /// In debug builds (every test), the codes a run-time translation just added must pass

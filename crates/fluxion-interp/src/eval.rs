@@ -53,6 +53,9 @@ pub struct Interp {
     module: RefCell<Module>,
     /// The `--ad` mode: which algorithm the reverse-mode operators use.
     mode: AdMode,
+    /// Source id of library code (the prelude), whose faults are reported at the call
+    /// from the user's code.
+    library_source: Option<u32>,
     compiled: RefCell<Vec<Option<Rc<CCode>>>>,
     stack_base: usize,
     stack_budget: usize,
@@ -77,6 +80,7 @@ impl Interp {
         Interp {
             module: RefCell::new(module),
             mode,
+            library_source: None,
             compiled: RefCell::new(Vec::new()),
             stack_base: stack_position(),
             stack_budget: 0,
@@ -177,6 +181,31 @@ impl Interp {
         frame.extend(args);
         frame.resize_with(code.n_slots, || Value::Unit);
         self.body(&mut frame, &code.body)
+            .map_err(|e| self.attribute_to_caller(e, id, span))
+    }
+
+    /// Code of the library source (the prelude) is not the user's: a fault inside it,
+    /// reached from the user's code, is reported at the user's call, naming the
+    /// library function. Nested library calls keep the fault's span until the
+    /// outermost one.
+    #[cold]
+    fn attribute_to_caller(&self, e: RuntimeError, id: CodeId, call: Span) -> RuntimeError {
+        match self.library_source {
+            Some(lib) if e.span.source == lib && call.source != lib => {
+                let name = self.module().code(id).name.clone();
+                RuntimeError {
+                    span: call,
+                    message: format!("{} (in `{name}`, a prelude function)", e.message),
+                }
+            }
+            _ => e,
+        }
+    }
+
+    /// Faults in code from `source` (the prelude) are reported at the call that
+    /// reached them from other code.
+    pub fn set_library_source(&mut self, source: u32) {
+        self.library_source = Some(source);
     }
 
     /// Applies a function value.

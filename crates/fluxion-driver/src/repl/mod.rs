@@ -93,6 +93,7 @@ impl Session {
             return Err(session.render(vec![d]));
         }
         session.interp = Interp::with_mode(module, AdMode::default());
+        session.interp.set_library_source(PRELUDE_SOURCE);
         Ok(session)
     }
 
