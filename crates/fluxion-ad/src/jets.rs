@@ -499,9 +499,7 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
         let x0 = index(b, x, int(0));
         let y0 = index(b, y, int(0));
         let value = b.prim(Prim::Pow, &[x0, y0], Type::Real);
-        // Branches read primals only (x₀, and whether the exponent moves only where
-        // x₀ ≤ 0, where a moving exponent has no real derivative anyway), so that
-        // every nested layer sees the same rule.
+        // Branches read primals only, so that every nested layer sees the same rule.
         let positive = b.cmp(Prim::Gt, x0, real(0.0));
         let series = b.if_(
             positive,
@@ -512,14 +510,9 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                 exp(b, e)
             },
             |b| {
-                let n = length(b, y);
-                let rest = b.sub(n, int(1));
-                let variation = sum_over(b, rest, &[y], |b, i, c| {
-                    let j = b.add(i, int(1));
-                    let yj = index(b, c[0], j);
-                    b.unary(Prim::Abs, yj)
-                });
-                let constant_exponent = b.cmp(Prim::Eq, variation, real(0.0));
+                // x₀ ≤ 0: the exponent is held at its value y₀, as ∂pow/∂y is taken as 0
+                // there in every mode (calculus.rs; x^y is real at x < 0 only for integer
+                // y, where it is not differentiable in y).
                 let at_zero = b.cmp(Prim::Eq, x0, real(0.0));
                 let whole = b.unary(Prim::Floor, y0);
                 let natural = b.cmp(Prim::Eq, whole, y0);
@@ -528,11 +521,7 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                 let no = Atom::Lit(fluxion_core::Lit::Bool(false));
                 let natural_small = b.if_(natural, Type::Bool, |_| small, |_| no);
                 let natural_power = b.if_(natural_small, Type::Bool, |_| nonneg, |_| no);
-                // At x₀ = 0 the exponent is held constant (∂/∂y is taken as 0 there,
-                // LANGUAGE.md §5).
                 let use_product = b.if_(at_zero, Type::Bool, |_| natural_power, |_| no);
-                let nonzero = b.cmp(Prim::Ne, x0, real(0.0));
-                let use_recurrence = b.if_(constant_exponent, Type::Bool, |_| nonzero, |_| no);
                 b.if_(
                     use_product,
                     reals(),
@@ -548,39 +537,21 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                     },
                     |b| {
                         b.if_(
-                            use_recurrence,
+                            at_zero,
                             reals(),
-                            |b| pow_const(b, x, y0),
+                            // 0^r for another r: x(t)^r vanishes to order r, so the
+                            // coefficients below r are 0; the others have no finite value.
                             |b| {
-                                b.if_(
-                                    at_zero,
-                                    reals(),
-                                    // 0^r for another r: x(t)^r vanishes to order r, so
-                                    // the coefficients below r are 0; the others have
-                                    // no finite value.
-                                    |b| {
-                                        let n = length(b, x);
-                                        let rv = var_of(b, y0);
-                                        let lam =
-                                            b.lambda("coef", &[rv], vec![Type::Int], |b, ps| {
-                                                let jr = to_real(b, ps[0]);
-                                                let below = b.cmp(Prim::Lt, jr, Atom::Var(rv));
-                                                b.if_(
-                                                    below,
-                                                    Type::Real,
-                                                    |_| real(0.0),
-                                                    |_| real(f64::NAN),
-                                                )
-                                            });
-                                        b.prim(Prim::Build, &[n, lam], reals())
-                                    },
-                                    |b| {
-                                        let l = log_of(b, x);
-                                        let e = mul(b, y, l);
-                                        exp(b, e)
-                                    },
-                                )
+                                let n = length(b, x);
+                                let rv = var_of(b, y0);
+                                let lam = b.lambda("coef", &[rv], vec![Type::Int], |b, ps| {
+                                    let jr = to_real(b, ps[0]);
+                                    let below = b.cmp(Prim::Lt, jr, Atom::Var(rv));
+                                    b.if_(below, Type::Real, |_| real(0.0), |_| real(f64::NAN))
+                                });
+                                b.prim(Prim::Build, &[n, lam], reals())
                             },
+                            |b| pow_const(b, x, y0),
                         )
                     },
                 )

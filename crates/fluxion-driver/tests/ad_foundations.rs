@@ -145,3 +145,22 @@ fn every_real_primitive_matches_finite_differences() {
     }";
     check_gradient(src, "f", &[0.37, 0.61], AdMode::Fwd).unwrap_or_else(|m| panic!("{m}"));
 }
+
+/// Taylor mode follows the same convention for pow at a base ≤ 0: the exponent is held
+/// at its value, so order 1 agrees with `diff` (both 0 in the exponent, 12 in the base).
+#[test]
+fn taylor_pow_at_a_negative_base_agrees_with_forward_mode() {
+    let r = |e: &str| eval_reals("", e, AdMode::Fwd).unwrap_or_else(|m| panic!("{e}: {m}"));
+    assert_eq!(
+        r("taylor(|y: Real| pow(-2.0, y), 3.0, 1.0, 1).1"),
+        vec![0.0]
+    );
+    assert_eq!(
+        r("taylor(|x: Real| pow(x, 3.0), -2.0, 1.0, 1).1"),
+        vec![12.0]
+    );
+    assert_eq!(
+        r("taylor(|t: Real| pow(t - 4.0, t + 1.0), 2.0, 1.0, 1).1"),
+        vec![12.0]
+    );
+}

@@ -56,6 +56,13 @@ pub struct Session {
     memory_limit: Option<usize>,
 }
 
+/// Whether `text` holds nothing but white space and `//` comments (an input that says
+/// nothing, as an empty line).
+fn only_comments(text: &str) -> bool {
+    text.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with("//"))
+}
+
 /// The REPL's commands and keywords, besides names (for completion).
 const KEYWORDS: &[&str] = &["let", "fn", "enum", "match", "if", "else", "true", "false"];
 
@@ -139,7 +146,7 @@ impl Session {
         // What follows the input (its newline) is not part of it: "end of input" is
         // reported where the text ends.
         let text = text.trim_end();
-        if text.is_empty() {
+        if only_comments(text) {
             return Ok(Reply::default());
         }
         let source = self.add_input(text);

@@ -295,3 +295,10 @@ fn an_input_over_the_memory_budget_fails_and_the_session_goes_on() {
         assert_eq!(s.eval("length(a)").unwrap().output, "10\n");
     });
 }
+
+/// A line holding only a comment says nothing, like an empty line.
+#[test]
+fn a_comment_alone_is_not_an_error() {
+    let out = transcript(&["// a note", "  // indented\n", "1 + 1 // and after"]);
+    assert_eq!(out, vec![ok(""), ok(""), ok("2\n")]);
+}
