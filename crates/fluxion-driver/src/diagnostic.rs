@@ -40,6 +40,17 @@ impl Diagnostic {
         }
     }
 
+    /// Where the diagnostic points: file name, 1-based line and column (`None` for a
+    /// diagnostic about the program as a whole). For embeddings that report errors as
+    /// values with fields (the Python bindings).
+    pub fn location(&self, sources: &[SourceFile]) -> Option<(String, usize, usize)> {
+        let span = self.span?;
+        let file = sources.get(span.source as usize)?;
+        let start = (span.start as usize).min(file.text.len());
+        let (line, col) = fluxion_syntax::line_col(&file.text, start);
+        Some((file.name.clone(), line, col))
+    }
+
     fn heading(&self) -> &'static str {
         match self.phase {
             Phase::Syntax => "syntax error",

@@ -296,17 +296,11 @@ impl Program {
         args_json: Option<&str>,
         options: RunOptions,
     ) -> Result<Output, Failure> {
-        let mode = options.mode;
         let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
             diagnostics: vec![d],
             sources,
         };
-        // Only the reverse-mode operators depend on the mode; a program without them
-        // runs the same in every mode, built or not.
-        if let Err(e) = fluxion_ad::expand_module(&mut self.module, mode) {
-            return Err(fail(Diagnostic::new(Phase::Input, e.1, e.0), self.sources));
-        }
-        if let Err(d) = check_core(&self.module, "expanding differential operators") {
+        if let Err(d) = self.expand(options.mode) {
             return Err(fail(d, self.sources));
         }
         let Some(&code) = self.module.functions.get(entry) else {
@@ -319,7 +313,7 @@ impl Program {
                 self.sources,
             ));
         };
-        let Type::Fn(params, ret) = self.module.code_ty(code) else {
+        let Type::Fn(params, _) = self.module.code_ty(code) else {
             unreachable!("code types are function types")
         };
         let args = match decode_args(args_json, &params, &self.module) {
@@ -331,22 +325,17 @@ impl Program {
                 ));
             }
         };
-        let span = self.module.code(code).span;
-        let mut interp = Interp::with_mode(self.module, mode);
-        interp.set_library_source(PRELUDE_SOURCE);
-        interp.set_stack_limit(stack_budget());
-        interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
-        match interp.call_code(code, &[], args, span) {
-            Ok(value) => Ok(Output {
-                value,
-                ty: *ret,
-                interp,
-            }),
-            Err(e) => Err(fail(
-                Diagnostic::new(Phase::Runtime, Some(e.span), e.message),
-                self.sources,
-            )),
-        }
+        call(self.module, code, args, options).map_err(|d| fail(d, self.sources))
+    }
+
+    /// Expands the differential operators for `mode`: the step before running. Only
+    /// the reverse-mode operators depend on the mode; a program without them runs the
+    /// same in every mode, built or not. An embedding that calls a program many times
+    /// expands it once and then [`call`]s a copy of the module each time.
+    pub fn expand(&mut self, mode: AdMode) -> Result<(), Diagnostic> {
+        fluxion_ad::expand_module(&mut self.module, mode)
+            .map_err(|e| Diagnostic::new(Phase::Input, e.1, e.0))?;
+        check_core(&self.module, "expanding differential operators")
     }
 
     /// The program after a pipeline stage, as Fluxion source.
@@ -415,6 +404,27 @@ impl Program {
             .collect();
         ids.sort();
         ids
+    }
+}
+
+/// Calls the top-level function `code` of a module expanded for `options.mode`
+/// ([`Program::expand`]) with argument values of its parameter types. The error is the
+/// runtime error. Call inside [`with_big_stack`].
+pub fn call(
+    module: Module,
+    code: fluxion_core::CodeId,
+    args: Vec<Value>,
+    options: RunOptions,
+) -> Result<Output, Diagnostic> {
+    let span = module.code(code).span;
+    let ty = module.code(code).ret.clone();
+    let mut interp = Interp::with_mode(module, options.mode);
+    interp.set_library_source(PRELUDE_SOURCE);
+    interp.set_stack_limit(stack_budget());
+    interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
+    match interp.call_code(code, &[], args, span) {
+        Ok(value) => Ok(Output { value, ty, interp }),
+        Err(e) => Err(Diagnostic::new(Phase::Runtime, Some(e.span), e.message)),
     }
 }
 

@@ -1,0 +1,189 @@
+"""JAX-style transformations of Fluxion functions.
+
+Each transformation generates a small Fluxion function around the user's one, in the
+module's source, and compiles it (``fluxion.grad(m.f, argnums=1)`` is
+``fn __fx_grad_f(x: A, w: B) -> T(B) { grad(|w: B| f(x, w), w) }``), so the
+derivative is computed by Fluxion's own operator, in the chosen AD mode, and a derived
+function can be transformed again (``grad(grad(m.f))``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ._fluxion import FluxionArgumentError, FluxionUnsupportedError, Function
+
+ArgNums = int | Sequence[int]
+
+BACKENDS = ("interp",)
+"""The backends built today (``native`` is planned)."""
+
+
+def _prepare(f: Any, ad: str | None, backend: str) -> Function:
+    if not isinstance(f, Function):
+        raise FluxionArgumentError(
+            f"expected a Fluxion function (m.f from fluxion.compile or fluxion.load), "
+            f"found {type(f).__name__}"
+        )
+    if backend not in BACKENDS:
+        if backend == "native":
+            raise FluxionUnsupportedError(
+                "backend 'native' is not built yet; the only backend is 'interp'"
+            )
+        raise FluxionArgumentError(f"unknown backend {backend!r} (the backends: interp, native)")
+    return f if ad is None else f.with_ad(ad)
+
+
+def _argnums(f: Function, argnums: ArgNums | None) -> tuple[list[int], bool]:
+    """The differentiated parameters, and whether the caller asked for a tuple."""
+    n = len(f.parameters)
+    if argnums is None:
+        return list(range(n)), True
+    if isinstance(argnums, int):
+        return [_index(argnums, n)], False
+    return [_index(i, n) for i in argnums], True
+
+
+def _index(i: int, n: int) -> int:
+    if not isinstance(i, int) or isinstance(i, bool):
+        raise FluxionArgumentError(f"argnums must be ints, found {i!r}")
+    return i + n if -n <= i < 0 else i
+
+
+def _single(nums: list[int], tupled: bool) -> bool:
+    """Whether the wrapper's result must be put into a 1-tuple for the caller."""
+    return tupled and len(nums) == 1
+
+
+def grad(
+    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str = "interp"
+) -> Callable[..., Any]:
+    """The gradient of ``f`` (which returns a ``Real``) with respect to argument
+    ``argnums``: a function with ``f``'s parameters returning ``T(A)`` (a float64
+    array for ``[Real]``). With a tuple of argnums it returns a tuple of gradients.
+
+    ``ad`` picks the algorithm (``"fwd"``, the default and the only one built;
+    ``"chad"`` and ``"delta"`` raise ``FluxionUnsupportedError`` when called)."""
+    f = _prepare(f, ad, backend)
+    nums, tupled = _argnums(f, argnums)
+    g = f.derive("grad", nums)
+    if _single(nums, tupled):
+        return _wrap(g, lambda r: (r,))
+    return g
+
+
+def value_and_grad(
+    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str = "interp"
+) -> Callable[..., Any]:
+    """Like :func:`grad`, returning ``(f(*args), gradient)``."""
+    f = _prepare(f, ad, backend)
+    nums, tupled = _argnums(f, argnums)
+    g = f.derive("value_and_grad", nums)
+    if _single(nums, tupled):
+        return _wrap(g, lambda r: (r[0], (r[1],)))
+    return g
+
+
+def jacobian(
+    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str = "interp"
+) -> Callable[..., Any]:
+    """The Jacobian of ``f`` (``[Real] -> [Real]`` in argument ``argnums``) as a
+    2-D float64 array: row ``i`` is the gradient of output ``i``."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    return f.derive("jacobian", nums)
+
+
+def hessian(
+    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str = "interp"
+) -> Callable[..., Any]:
+    """The Hessian of ``f`` (``[Real] -> Real`` in argument ``argnums``) as a 2-D
+    float64 array."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    return f.derive("hessian", nums)
+
+
+def jvp(
+    f: Function,
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    *,
+    argnums: ArgNums | None = None,
+    ad: str | None = None,
+    backend: str = "interp",
+) -> tuple[Any, Any]:
+    """``(f(*primals), J·tangents)``, as ``jax.jvp``: ``primals`` has one value per
+    parameter; ``tangents`` one per differentiated parameter (all of them unless
+    ``argnums`` says otherwise), each of the parameter's tangent type (``None`` for
+    an ``Int``, ``Bool`` or ``()``)."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(tangents) != len(nums):
+        raise FluxionArgumentError(
+            f"jvp: {len(nums)} tangent(s) expected (one per differentiated argument), "
+            f"{len(tangents)} given"
+        )
+    g = f.derive("jvp", nums)
+    return tuple(g(*primals, tangents[0] if len(nums) == 1 else tangents))
+
+
+def vjp(
+    f: Function,
+    *primals: Any,
+    argnums: ArgNums | None = None,
+    ad: str | None = None,
+    backend: str = "interp",
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
+    """``(f(*primals), pullback)``, as ``jax.vjp``: ``pullback(cotangent)`` returns a
+    tuple with one cotangent per differentiated parameter (all of them unless
+    ``argnums`` says otherwise). Each pullback call runs Fluxion's ``vjp`` again at
+    the same point (values do not outlive a call)."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    value = f(*primals)
+    pb = f.derive("vjp", nums)
+
+    def pullback(cotangent: Any) -> tuple[Any, ...]:
+        r = pb(*primals, cotangent)
+        return (r,) if len(nums) == 1 else tuple(r)
+
+    pullback.__doc__ = f"The pullback of {f.name} at the given point."
+    return value, pullback
+
+
+def taylor(
+    f: Function,
+    primals: Sequence[Any],
+    directions: Sequence[Any],
+    order: int,
+    *,
+    argnums: ArgNums | None = None,
+    ad: str | None = None,
+    backend: str = "interp",
+) -> tuple[Any, Any]:
+    """``(f(x), [c_1, ..., c_order])`` with ``c_j = (1/j!) dʲ/dtʲ f(x + t·v)`` at
+    ``t = 0`` (Fluxion's ``taylor``, Taylor mode): ``primals`` and ``directions`` as
+    in :func:`jvp`. For a ``Real`` result the coefficients are a float64 array."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    primals, directions = tuple(primals), tuple(directions)
+    if len(directions) != len(nums):
+        raise FluxionArgumentError(
+            f"taylor: {len(nums)} direction(s) expected, {len(directions)} given"
+        )
+    if not isinstance(order, int) or isinstance(order, bool):
+        raise FluxionArgumentError(f"taylor: the order must be an int, found {order!r}")
+    g = f.derive("taylor", nums, order)
+    return tuple(g(*primals, directions[0] if len(nums) == 1 else directions))
+
+
+def _wrap(g: Function, post: Callable[[Any], Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return post(g(*args, **kwargs))
+
+    call.__name__ = g.name
+    call.__doc__ = f"{g.name}: {g.signature}"
+    call.__wrapped__ = g  # type: ignore[attr-defined]
+    return call

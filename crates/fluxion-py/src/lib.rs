@@ -1,0 +1,312 @@
+//! `import fluxion`: Fluxion modules whose functions are Python callables, with NumPy
+//! arrays in and out. The Python half of the package (`python/fluxion/`) adds the
+//! JAX-style transformations over [`Function::derive`].
+//!
+//! - `compiled.rs`: the shared compiled module and the evaluation thread;
+//! - `to_value.rs`, `to_python.rs`, `variant.rs`: conversions;
+//! - `transform.rs`: transformations as generated Fluxion source;
+//! - `errors.rs`: the `fluxion.Error` hierarchy.
+
+mod compiled;
+mod errors;
+mod to_python;
+mod to_value;
+mod transform;
+mod variant;
+
+use std::sync::Arc;
+
+use fluxion_driver::AdMode;
+use pyo3::exceptions::PyAttributeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use compiled::{Compiled, on_eval_thread};
+use errors::{FxError, Kind};
+use transform::Transform;
+
+/// A compiled Fluxion module: its top-level functions are attributes (`m.f`), and
+/// so are its enum constructors (`m.Circle(1.0)` makes a `fluxion.Variant`).
+#[pyclass(frozen, module = "fluxion", name = "Module")]
+struct PyModuleObj {
+    compiled: Arc<Compiled>,
+}
+
+#[pymethods]
+impl PyModuleObj {
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        if self.compiled.function(name).is_some() {
+            let f = Function {
+                compiled: self.compiled.clone(),
+                entry: name.to_string(),
+                label: name.to_string(),
+                mode: AdMode::default(),
+            };
+            return Ok(Py::new(py, f)?.into_any());
+        }
+        for def in &self.compiled.module.enums {
+            if def.origin.is_some() {
+                continue;
+            }
+            if let Some(v) = def.variants.iter().find(|v| v.name == name) {
+                let make = py.import("fluxion._variant")?.getattr("constructor")?;
+                return Ok(make
+                    .call1((def.name.as_str(), name, v.fields.len()))?
+                    .unbind());
+            }
+        }
+        Err(PyAttributeError::new_err(format!(
+            "the Fluxion module has no function or constructor `{name}` (functions: {})",
+            self.compiled.function_names().join(", ")
+        )))
+    }
+
+    /// The names of the module's own top-level functions, in source order.
+    #[getter]
+    fn functions(&self) -> Vec<String> {
+        self.compiled.function_names()
+    }
+
+    /// The source text the module was compiled from.
+    #[getter]
+    fn source(&self) -> &str {
+        &self.compiled.text
+    }
+
+    fn __dir__(&self) -> Vec<String> {
+        let mut names = self.compiled.function_names();
+        names.extend(["functions".into(), "source".into()]);
+        names
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<fluxion.Module {} with functions {}>",
+            self.compiled.name,
+            self.compiled.function_names().join(", ")
+        )
+    }
+}
+
+/// A Fluxion function as a Python callable: `f(*args, **kwargs)` converts the
+/// arguments, runs the function with the GIL released, and converts the result.
+#[pyclass(frozen, module = "fluxion")]
+struct Function {
+    compiled: Arc<Compiled>,
+    /// The top-level function to call (a generated wrapper for a derived function).
+    entry: String,
+    /// What the user calls it (`grad(f)`), for messages.
+    label: String,
+    mode: AdMode,
+}
+
+#[pymethods]
+impl Function {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let sig = self.signature_of()?;
+        let n = sig.params.len();
+        let mut slots: Vec<Option<Py<PyAny>>> = (0..n).map(|_| None).collect();
+        let arity = || {
+            FxError::new(
+                Kind::Argument,
+                format!(
+                    "`{}` takes {n} argument(s) ({}), {} given",
+                    self.label,
+                    sig.names.join(", "),
+                    args.len() + kwargs.map_or(0, |k| k.len())
+                ),
+            )
+            .into_pyerr(py)
+        };
+        if args.len() > n {
+            return Err(arity());
+        }
+        for (i, a) in args.iter().enumerate() {
+            slots[i] = Some(a.unbind());
+        }
+        if let Some(kwargs) = kwargs {
+            for (k, v) in kwargs.iter() {
+                let key: String = k.extract()?;
+                let Some(i) = sig.names.iter().position(|n| *n == key) else {
+                    return Err(FxError::new(
+                        Kind::Argument,
+                        format!("`{}` has no parameter `{key}`", self.label),
+                    )
+                    .into_pyerr(py));
+                };
+                if slots[i].is_some() {
+                    return Err(FxError::new(
+                        Kind::Argument,
+                        format!("`{}` got two values for `{key}`", self.label),
+                    )
+                    .into_pyerr(py));
+                }
+                slots[i] = Some(v.unbind());
+            }
+        }
+        let args = slots
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(arity)?;
+        self.compiled
+            .call(py, &self.entry, &self.label, args, self.mode)
+    }
+
+    /// The function's name (for a derived function, how it was made: `grad(f)`).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.label
+    }
+
+    /// The parameter names, in order.
+    #[getter]
+    fn parameters(&self) -> PyResult<Vec<String>> {
+        Ok(self.signature_of()?.names)
+    }
+
+    /// The Fluxion signature, e.g. `fn(x: [Real], y: Real) -> Real`.
+    #[getter]
+    fn signature(&self) -> PyResult<String> {
+        let sig = self.signature_of()?;
+        let enums = &self.compiled.module.enums;
+        let params: Vec<String> = sig
+            .names
+            .iter()
+            .zip(&sig.params)
+            .map(|(n, t)| format!("{n}: {}", t.display(enums)))
+            .collect();
+        Ok(format!(
+            "fn({}) -> {}",
+            params.join(", "),
+            sig.ret.display(enums)
+        ))
+    }
+
+    /// The AD mode (`--ad`) behind this function's reverse-mode operators.
+    #[getter]
+    fn ad(&self) -> &'static str {
+        self.mode.name()
+    }
+
+    /// The same function run with another AD mode (`"fwd"`, `"chad"`, `"delta"`).
+    fn with_ad(&self, ad: &str) -> PyResult<Function> {
+        Ok(Function {
+            compiled: self.compiled.clone(),
+            entry: self.entry.clone(),
+            label: self.label.clone(),
+            mode: parse_mode(ad)?,
+        })
+    }
+
+    /// A transformation of this function as a new function (used by
+    /// `fluxion.grad` and the others; see `transform.rs`).
+    #[pyo3(signature = (kind, argnums, order=None))]
+    fn derive(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        argnums: Vec<usize>,
+        order: Option<u32>,
+    ) -> PyResult<Function> {
+        let t = Transform::parse(kind, order).ok_or_else(|| {
+            FxError::new(Kind::Argument, format!("unknown transformation `{kind}`")).into_pyerr(py)
+        })?;
+        if let Transform::Taylor(k) = t
+            && !(1..=64).contains(&k)
+        {
+            return Err(FxError::new(
+                Kind::Argument,
+                format!("taylor: the order must be 1 to 64, found {k}"),
+            )
+            .into_pyerr(py));
+        }
+        // Only the reverse-mode operators depend on the mode (LANGUAGE.md §5).
+        let reverse = !matches!(t, Transform::Jvp | Transform::Taylor(_));
+        if reverse && !self.mode.is_implemented() {
+            return Err(FxError::new(
+                Kind::Unsupported,
+                format!(
+                    "{kind}: ad='{}' is not implemented yet; use ad='fwd'",
+                    self.mode.name()
+                ),
+            )
+            .into_pyerr(py));
+        }
+        let sig = self.signature_of()?;
+        let compiled = self.compiled.clone();
+        let name = self.entry.clone();
+        let (wname, derived) = on_eval_thread(py, move || {
+            let (wname, source) = transform::wrapper(&compiled.module, &name, &sig, t, &argnums)?;
+            Ok((wname, compiled.derive(&source)?))
+        })?;
+        Ok(Function {
+            compiled: derived,
+            entry: wname,
+            label: format!("{kind}({})", self.label),
+            mode: self.mode,
+        })
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        Ok(format!(
+            "<fluxion.Function {} : {}>",
+            self.label,
+            self.signature()?
+        ))
+    }
+}
+
+impl Function {
+    fn signature_of(&self) -> PyResult<compiled::Signature> {
+        self.compiled.function(&self.entry).ok_or_else(|| {
+            PyAttributeError::new_err(format!("no function `{}` in the module", self.entry))
+        })
+    }
+}
+
+fn parse_mode(ad: &str) -> PyResult<AdMode> {
+    AdMode::parse(ad).ok_or_else(|| {
+        Python::attach(|py| {
+            FxError::new(
+                Kind::Argument,
+                format!("unknown AD mode `{ad}` (the modes: fwd, chad, delta)"),
+            )
+            .into_pyerr(py)
+        })
+    })
+}
+
+/// Compiles Fluxion source text into a module. `name` is the file name diagnostics
+/// show.
+#[pyfunction]
+#[pyo3(signature = (source, name="<string>"))]
+fn compile(py: Python<'_>, source: &str, name: &str) -> PyResult<PyModuleObj> {
+    let (source, name) = (source.to_string(), name.to_string());
+    let compiled = on_eval_thread(py, move || Ok(Compiled::compile(&name, &source)?))?;
+    Ok(PyModuleObj {
+        compiled: Arc::new(compiled),
+    })
+}
+
+/// Reads and compiles a Fluxion source file.
+#[pyfunction]
+fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyModuleObj> {
+    let text = std::fs::read_to_string(&path)?;
+    compile(py, &text, &path.display().to_string())
+}
+
+#[pymodule]
+fn _fluxion(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<PyModuleObj>()?;
+    m.add_class::<Function>()?;
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    Ok(())
+}

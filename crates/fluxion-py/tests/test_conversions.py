@@ -1,0 +1,112 @@
+"""Every type both ways, and wrong values as clear fluxion errors."""
+
+import numpy as np
+import pytest
+
+import fluxion
+
+
+def test_scalars_round_trip(m):
+    assert m.ident_real(1.5) == 1.5 and type(m.ident_real(1.5)) is float
+    assert m.ident_real(2) == 2.0  # an int is accepted where a Real is expected
+    assert m.ident_real(np.float64(0.25)) == 0.25
+    assert m.ident_int(-(2**63)) == -(2**63) and type(m.ident_int(3)) is int
+    assert m.ident_int(np.int64(7)) == 7
+    assert m.ident_bool(True) is True and m.ident_bool(np.bool_(False)) is False
+    assert m.ident_unit(None) is None
+    assert np.isnan(m.ident_real(float("nan"))) and m.ident_real(float("inf")) == float("inf")
+
+
+def test_tuples_and_lists(m):
+    assert m.ident_tuple((1.5, (2, True))) == (1.5, (2, True))
+    assert m.ident_tuple([1.5, [2, True]]) == (1.5, (2, True))
+    assert m.ident_pairs([(1.0, 2), (3.0, 4)]) == [(1.0, 2), (3.0, 4)]
+
+
+def test_numeric_arrays_are_numpy_both_ways(m):
+    x = np.linspace(0, 1, 7)
+    out = m.ident_reals(x)
+    assert out.dtype == np.float64 and out.shape == (7,)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(m.ident_reals([1.0, 2.0]), [1.0, 2.0])
+    ints = m.ident_ints(np.array([1, -2, 2**62], dtype=np.int64))
+    assert ints.dtype == np.int64 and list(ints) == [1, -2, 2**62]
+    bools = m.ident_bools(np.array([True, False]))
+    assert bools.dtype == np.bool_ and list(bools) == [True, False]
+    # Strided views are read with one copy, too.
+    np.testing.assert_array_equal(m.ident_reals(np.arange(10.0)[::3]), [0.0, 3.0, 6.0, 9.0])
+
+
+def test_matrices(m):
+    a = np.arange(12.0).reshape(3, 4)
+    out = m.ident_matrix(a)
+    assert out.dtype == np.float64 and out.shape == (3, 4)
+    np.testing.assert_array_equal(out, a)
+    np.testing.assert_array_equal(m.ident_matrix(a.T), a.T)  # Fortran order
+    np.testing.assert_array_equal(m.ident_matrix([[1.0, 2.0], [3.0, 4.0]]), [[1, 2], [3, 4]])
+    ints = m.ident_int_matrix(np.arange(6).reshape(2, 3))
+    assert ints.dtype == np.int64 and ints.shape == (2, 3)
+    cube = np.arange(24.0).reshape(2, 3, 4)
+    out = m.ident_cube(cube)
+    assert isinstance(out, list) and len(out) == 2
+    np.testing.assert_array_equal(np.stack(out), cube)
+    ragged = m.ragged()
+    assert isinstance(ragged, list) and [list(r) for r in ragged] == [[1.0], [2.0, 3.0]]
+    empty = m.empty()
+    assert empty.dtype == np.float64 and empty.shape == (0,)
+
+
+def test_enums(m):
+    shapes = m.shapes(1.5)
+    assert shapes == [fluxion.Variant("Circle", 1.5), fluxion.Variant("Rect", 1.5, 2.0)]
+    assert shapes[0].enum == "Shape" and repr(shapes[1]) == "Rect(1.5, 2.0)"
+    assert m.area(m.Circle(2.0)) == 12.0
+    assert m.area({"Rect": [2.0, 3.0]}) == 6.0
+    assert m.ident_shape(shapes[1]) == shapes[1]
+    lst = m.Cons(1.0, m.Cons(2.0, "Nil"))
+    assert m.total(lst) == 3.0
+    assert m.total({"Cons": [1.0, {"Nil": []}]}) == 1.0
+
+
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        (lambda m: m.ident_reals(np.ones(3, dtype=np.float32)), "dtype float64"),
+        (lambda m: m.ident_reals(np.ones(3, dtype=np.int64)), "dtype float64"),
+        (lambda m: m.ident_ints(np.ones(3)), "dtype int64"),
+        (lambda m: m.ident_reals(np.ones((2, 2))), "expected a 1-D array"),
+        (lambda m: m.ident_matrix(np.ones(3)), "2-D array"),
+        (lambda m: m.ident_matrix([[1.0], 2.0]), "x[1]"),
+        (lambda m: m.ident_real("1.0"), "expected a float"),
+        (lambda m: m.ident_real(True), "expected a float"),
+        (lambda m: m.ident_int(1.5), "expected an int"),
+        (lambda m: m.ident_int(2**70), "64-bit"),
+        (lambda m: m.ident_unit(0), "expected None"),
+        (lambda m: m.ident_tuple((1.0, 2)), "x[1]"),
+        (lambda m: m.ident_tuple((1.0,)), "tuple of 2"),
+        (lambda m: m.area("Square"), "not a constructor of Shape"),
+        (lambda m: m.area({"Rect": [1.0]}), "has 2 field(s)"),
+        (lambda m: m.area(3), "fluxion.Variant"),
+        (lambda m: m.ident_real(), "takes 1 argument"),
+        (lambda m: m.ident_real(1.0, 2.0), "takes 1 argument"),
+        (lambda m: m.ident_real(y=1.0), "no parameter `y`"),
+        (lambda m: m.f_returns_fn(1.0), "cannot be returned to Python"),
+    ],
+)
+def test_wrong_values_are_argument_errors(m, call, fragment):
+    with pytest.raises(fluxion.FluxionArgumentError) as e:
+        call(m)
+    assert fragment in str(e.value)
+    assert isinstance(e.value, fluxion.Error)
+
+
+def test_keyword_arguments(m):
+    assert m.pair(n=2, x=0.0) == 1.0
+
+
+def test_large_array_is_one_buffer(m):
+    # 10^7 elements: converting per element would take seconds and ~300 MB of Python
+    # floats; a buffer copy takes milliseconds (timed in BENCHMARKS.md, not here).
+    big = np.random.default_rng(0).random(10_000_000)
+    out = m.ident_reals(big)
+    assert out.shape == big.shape and out[123456] == big[123456]
