@@ -290,7 +290,10 @@ impl Elab {
                 continue;
             }
             let mut variants = Vec::new();
-            for (tag, v) in def.variants.iter().enumerate() {
+            for v in &def.variants {
+                // A constructor's tag is its place among those kept (a duplicate is
+                // reported and left out).
+                let tag = variants.len();
                 if self.ctors.contains_key(&v.name.name) {
                     self.error(
                         span(v.name.span),
