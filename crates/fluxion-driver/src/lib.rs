@@ -76,7 +76,12 @@ pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     // Held here, so that a spawn that fails (too little address space) does not take
     // the work with it.
     let work = std::sync::Mutex::new(Some(f));
-    let work = &work;
+    let take_work = || {
+        work.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .expect("the work runs once")
+    };
     std::thread::scope(|scope| {
         for (size, budget) in sizes {
             let spawned = std::thread::Builder::new()
@@ -85,12 +90,7 @@ pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
                 .spawn_scoped(scope, move || {
                     EVAL_STACK_BUDGET.with(|b| b.set(budget));
                     EVAL_STACK_SIZE.with(|s| s.set(size));
-                    let f = work
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner())
-                        .take()
-                        .expect("the work runs once");
-                    f()
+                    take_work()()
                 });
             if let Ok(handle) = spawned {
                 return handle
@@ -99,12 +99,7 @@ pub fn with_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
             }
         }
         // Not even a small stack: run here, with the default budget.
-        let f = work
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-            .expect("the work runs once");
-        f()
+        take_work()()
     })
 }
 
