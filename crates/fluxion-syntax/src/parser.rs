@@ -924,20 +924,19 @@ impl<'a> Parser<'a> {
 
     /// A `let` typed at the REPL: like [`Parser::let_stmt`], with the `;` optional.
     fn repl_let(&mut self) -> PResult<ReplInput> {
-        self.expect(Token::Let)?;
-        let pat = self.pattern(false)?;
-        let ty = if self.eat(Token::Colon) {
-            Some(self.type_expr()?)
-        } else {
-            None
-        };
-        self.expect(Token::Eq)?;
-        let value = self.expr()?;
+        let (pat, ty, value) = self.let_binding()?;
         self.eat(Token::Semi);
         Ok(ReplInput::Let { pat, ty, value })
     }
 
     fn let_stmt(&mut self) -> PResult<Stmt> {
+        let (pat, ty, value) = self.let_binding()?;
+        self.expect(Token::Semi)?;
+        Ok(Stmt::Let { pat, ty, value })
+    }
+
+    /// `let pattern (: type)? = expr`, without what ends it.
+    fn let_binding(&mut self) -> PResult<(Pat, Option<TypeExpr>, Expr)> {
         self.expect(Token::Let)?;
         let pat = self.pattern(false)?;
         let ty = if self.eat(Token::Colon) {
@@ -947,8 +946,7 @@ impl<'a> Parser<'a> {
         };
         self.expect(Token::Eq)?;
         let value = self.expr()?;
-        self.expect(Token::Semi)?;
-        Ok(Stmt::Let { pat, ty, value })
+        Ok((pat, ty, value))
     }
 }
 
