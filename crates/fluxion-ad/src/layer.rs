@@ -24,6 +24,12 @@ pub(crate) fn translation_key(layer: TypeMap, code: CodeId) -> String {
     format!("{}#{}", layer_name(layer), code.0)
 }
 
+/// Whether `code` has been translated by `layer` on its own already (so translating it
+/// again costs nothing).
+pub fn is_translated(m: &fluxion_core::Module, code: CodeId, layer: TypeMap) -> bool {
+    m.derived_codes.contains_key(&translation_key(layer, code))
+}
+
 /// Variables a translated lambda captures: its own fresh ones (`None`), or those of
 /// the enclosing translation it is made in.
 pub(crate) type Captures = Option<Vec<VarId>>;

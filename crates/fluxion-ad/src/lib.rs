@@ -35,6 +35,7 @@ mod taylor;
 
 pub use expand::expand_module;
 pub use forward::forward_code;
+pub use layer::is_translated;
 pub use mode::AdMode;
 pub use taylor::taylor_code;
 

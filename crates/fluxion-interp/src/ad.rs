@@ -185,15 +185,11 @@ impl Interp {
 fn translation_estimate(m: &Module, code: fluxion_core::CodeId, layer: TypeMap) -> usize {
     const NEW_BINDINGS_PER_BINDING: usize = 4;
     const BYTES_PER_BINDING: usize = 400;
-    let key = |c: fluxion_core::CodeId| match layer {
-        TypeMap::Taylor(k) => format!("taylor{k}#{}", c.0),
-        _ => format!("fwd#{}", c.0),
-    };
     let mut seen = std::collections::HashSet::new();
     let mut work = vec![code];
     let mut bindings = 0usize;
     while let Some(c) = work.pop() {
-        if !seen.insert(c) || m.derived_codes.contains_key(&key(c)) {
+        if !seen.insert(c) || fluxion_ad::is_translated(m, c, layer) {
             continue;
         }
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| work.push(r));
