@@ -1,4 +1,5 @@
 //! Program generators shared by the benchmark binary and the compile-time scaling
-//! test (`tests/compile_scaling.rs`).
+//! test (`tests/compile_scaling.rs`), and the scaling tests' clock.
 
+pub mod clock;
 pub mod programs;

@@ -10,8 +10,9 @@
 //! still grows by 10-20% from 10,000 to 40,000 lines as more memory accesses miss.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use fluxion_bench::clock::time_on_this_thread;
 use fluxion_bench::programs;
 
 /// How much longer a 4x larger program may take to compile.
@@ -28,28 +29,17 @@ const SMALL_COMPILES: u32 = 4;
 /// The timing tests run one at a time, so that they do not slow each other down.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// CPU time this thread has run, where Linux reports it (to within a scheduler tick):
-/// unlike wall time, it does not count other processes sharing the machine's cores.
-fn thread_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let nanos = stat.split_whitespace().next()?.parse().ok()?;
-    Some(Duration::from_nanos(nanos))
-}
-
 /// How long one compile of `src` takes, averaged over `times` compiles in a row: CPU
 /// time if available, else wall time. Freeing the programs is not counted.
 fn compile_time(src: &str, times: u32) -> Duration {
-    let mut programs = Vec::new();
-    let (cpu_start, wall_start) = (thread_cpu_time(), Instant::now());
-    for _ in 0..times {
-        let program = fluxion_driver::compile("generated.flx", src)
-            .unwrap_or_else(|f| panic!("{}", f.render()));
-        programs.push(program);
-    }
-    let elapsed = match (cpu_start, thread_cpu_time()) {
-        (Some(start), Some(end)) => end - start,
-        _ => wall_start.elapsed(),
-    };
+    let (programs, elapsed) = time_on_this_thread(|| {
+        (0..times)
+            .map(|_| {
+                fluxion_driver::compile("generated.flx", src)
+                    .unwrap_or_else(|f| panic!("{}", f.render()))
+            })
+            .collect::<Vec<_>>()
+    });
     drop(programs);
     elapsed / times
 }

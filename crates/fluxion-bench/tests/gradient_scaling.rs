@@ -7,35 +7,22 @@
 //! Each program is run at two sizes 4x apart: quadratic growth is 16x, cubic 64x; the
 //! assertion allows 32x (fixed costs make the measured growth smaller, not larger).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use fluxion_bench::clock::time_on_this_thread;
 use fluxion_driver::{compile, with_big_stack};
 
 const MAX_GROWTH: f64 = 32.0;
 const ATTEMPTS: usize = 3;
 const SMALL_RUNS: u32 = 6;
 
-/// CPU time this thread has run, where Linux reports it; other processes sharing the
-/// cores do not count.
-fn thread_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    Some(Duration::from_nanos(
-        stat.split_whitespace().next()?.parse().ok()?,
-    ))
-}
-
 fn run_time(src: &str) -> Duration {
     let src = src.to_string();
     with_big_stack(move || {
         let program = compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-        let (cpu, wall) = (thread_cpu_time(), Instant::now());
-        program
-            .run("main", None)
-            .unwrap_or_else(|f| panic!("{}", f.render()));
-        match (cpu, thread_cpu_time()) {
-            (Some(a), Some(b)) => b - a,
-            _ => wall.elapsed(),
-        }
+        let (out, elapsed) = time_on_this_thread(|| program.run("main", None));
+        out.unwrap_or_else(|f| panic!("{}", f.render()));
+        elapsed
     })
 }
 
