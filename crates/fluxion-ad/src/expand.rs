@@ -37,33 +37,27 @@ pub fn uses_reverse_operators(m: &Module) -> bool {
 /// Where the program first applies an operator whose algorithm `--ad` chooses (in
 /// code order: the prelude's codes come first, then the user's).
 pub fn first_reverse_operator(m: &Module) -> Option<Span> {
-    fn find(body: &Body) -> Option<Span> {
-        body.bindings.iter().find_map(|b| match &b.rhs {
-            Rhs::Prim(p, _) if depends_on_mode(*p) => Some(b.span),
-            Rhs::If(_, t, e) => find(t).or_else(|| find(e)),
-            Rhs::Match(_, arms, d) => arms
-                .iter()
-                .find_map(|a| find(&a.body))
-                .or_else(|| d.as_deref().and_then(find)),
-            _ => None,
-        })
-    }
-    m.codes.iter().find_map(|c| find(&c.body))
+    m.codes
+        .iter()
+        .find_map(|c| first_prim(&c.body, &depends_on_mode))
 }
 
 /// Expands every operator in every code of the module (including codes the expansion
 /// itself creates) with `mode`'s algorithm. A mode that is not built yet is an error
 /// only for a program that uses one of the operators it would compute.
 pub fn expand_module(m: &mut Module, mode: AdMode) -> Result<(), AdError> {
-    let algorithm = match (mode.algorithm(), first_reverse_operator(m)) {
-        (Some(a), _) => a,
-        (None, None) => AdMode::Fwd.algorithm().expect("fwd is built"),
-        (None, Some(span)) => {
-            return Err(AdError::at(
-                span,
-                format!("--ad {} is not implemented yet; use --ad fwd", mode.name()),
-            ));
-        }
+    // The module is scanned for reverse operators only when the mode is not built.
+    let algorithm = match mode.algorithm() {
+        Some(a) => a,
+        None => match first_reverse_operator(m) {
+            None => AdMode::Fwd.algorithm().expect("fwd is built"),
+            Some(span) => {
+                return Err(AdError::at(
+                    span,
+                    format!("--ad {} is not implemented yet; use --ad fwd", mode.name()),
+                ));
+            }
+        },
     };
     let mut next = 0;
     while next < m.codes.len() {
@@ -82,14 +76,19 @@ pub fn expand_module(m: &mut Module, mode: AdMode) -> Result<(), AdError> {
 
 /// Whether `body` (or a body nested in it) applies a primitive satisfying `pred`.
 fn body_has_prim(body: &Body, pred: &dyn Fn(Prim) -> bool) -> bool {
-    body.bindings.iter().any(|b| match &b.rhs {
-        Rhs::Prim(p, _) => pred(*p),
-        Rhs::If(_, t, e) => body_has_prim(t, pred) || body_has_prim(e, pred),
-        Rhs::Match(_, arms, d) => {
-            arms.iter().any(|a| body_has_prim(&a.body, pred))
-                || d.as_ref().is_some_and(|d| body_has_prim(d, pred))
-        }
-        _ => false,
+    first_prim(body, pred).is_some()
+}
+
+/// Where `body` (or a body nested in it) first applies a primitive satisfying `pred`.
+fn first_prim(body: &Body, pred: &dyn Fn(Prim) -> bool) -> Option<Span> {
+    body.bindings.iter().find_map(|b| match &b.rhs {
+        Rhs::Prim(p, _) if pred(*p) => Some(b.span),
+        Rhs::If(_, t, e) => first_prim(t, pred).or_else(|| first_prim(e, pred)),
+        Rhs::Match(_, arms, d) => arms
+            .iter()
+            .find_map(|a| first_prim(&a.body, pred))
+            .or_else(|| d.as_deref().and_then(|d| first_prim(d, pred))),
+        _ => None,
     })
 }
 
