@@ -26,6 +26,15 @@ pub struct VerifyError {
     pub message: String,
 }
 
+/// The complaints as text, one line each: `in CODE: message`.
+pub fn describe(errors: &[VerifyError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("in {}: {}", e.code, e.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Verifies every code of the module.
 pub fn verify_module(module: &Module) -> Result<(), Vec<VerifyError>> {
     verify_codes_from(module, 0)

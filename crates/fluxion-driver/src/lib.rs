@@ -218,11 +218,7 @@ fn check_core_from(module: &Module, first: usize, pass: &str) -> Result<(), Diag
         return Ok(());
     }
     fluxion_core::verify::verify_codes_from(module, first).map_err(|errors| {
-        let text = errors
-            .iter()
-            .map(|e| format!("in {}: {}", e.code, e.message))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = fluxion_core::verify::describe(&errors);
         Diagnostic::new(
             Phase::Internal,
             None,

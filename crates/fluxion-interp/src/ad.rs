@@ -234,18 +234,12 @@ fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalResult<()> {
     if !cfg!(debug_assertions) || first_new == m.codes.len() {
         return Ok(());
     }
-    fluxion_core::verify::verify_codes_from(m, first_new).map_err(|errors| {
-        let text: Vec<String> = errors
-            .iter()
-            .map(|e| format!("in {}: {}", e.code, e.message))
-            .collect();
-        RuntimeError {
-            span,
-            message: format!(
-                "internal error: a derived code fails verification:\n{}",
-                text.join("\n")
-            ),
-        }
+    fluxion_core::verify::verify_codes_from(m, first_new).map_err(|errors| RuntimeError {
+        span,
+        message: format!(
+            "internal error: a derived code fails verification:\n{}",
+            fluxion_core::verify::describe(&errors)
+        ),
     })
 }
 
