@@ -65,7 +65,12 @@ impl<'m> Builder<'m> {
             panic!("projection of a non-tuple in generated code")
         };
         let hint = if ts.len() == 2 && ts[0] == Type::Real {
-            ["pri", "tan"][i.min(1)]
+            // Forward mode's (primal, tangent) or the delta layer's (primal, id).
+            match (i, &ts[1]) {
+                (0, _) => "pri",
+                (_, Type::Int) => "id",
+                _ => "tan",
+            }
         } else {
             "proj"
         };

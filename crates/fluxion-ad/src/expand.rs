@@ -15,7 +15,7 @@ use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Span, Type};
 use crate::AdError;
 use crate::builder::{Builder, real};
 use crate::helpers::var_of;
-use crate::mode::{AdMode, ReverseAlgorithm, Site, call_at, jvp_tangent};
+use crate::mode::{AdMode, ReverseAlgorithm, Site, jvp_tangent};
 
 /// Whether a primitive is expanded here.
 fn is_expanded(p: Prim) -> bool {
@@ -144,34 +144,8 @@ fn expand_op(b: &mut Builder, p: Prim, args: &[Atom], alg: &dyn ReverseAlgorithm
         Prim::Grad => alg.grad(b, &s),
         Prim::Vjp => alg.vjp(b, &s),
         Prim::Jacobian => alg.jacobian(b, &s),
-        Prim::ValueAndGrad => {
-            let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, s.b.clone());
-            let g = alg.grad(b, &s);
-            b.tuple("value_and_grad", vec![y, g])
-        }
-        Prim::Hessian => {
-            let reals = Type::array(Type::Real);
-            let f = s.f;
-            let g = b.lambda("gradient", &[f], vec![reals.clone()], |b, ps| {
-                let y = var_of(b, ps[0]);
-                let inner = Site {
-                    f,
-                    x: y,
-                    a: reals.clone(),
-                    b: Type::Real,
-                    n_params: 1,
-                };
-                alg.grad(b, &inner)
-            });
-            let outer = Site {
-                f: var_of(b, g),
-                x: s.x,
-                a: reals.clone(),
-                b: reals,
-                n_params: 1,
-            };
-            alg.jacobian(b, &outer)
-        }
+        Prim::ValueAndGrad => alg.value_and_grad(b, &s),
+        Prim::Hessian => alg.hessian(b, &s),
         _ => unreachable!("not an expanded operator"),
     }
 }

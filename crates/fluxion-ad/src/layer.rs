@@ -13,6 +13,7 @@ pub(crate) fn layer_name(layer: TypeMap) -> String {
         TypeMap::Fwd => "fwd".into(),
         TypeMap::Taylor(k) => format!("taylor{k}"),
         TypeMap::Tangent => "tangent".into(),
+        TypeMap::Delta => "delta".into(),
     }
 }
 

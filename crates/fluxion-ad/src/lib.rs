@@ -7,12 +7,16 @@
 //! - `tangent` — zero and plus of every tangent type, with a symbolic zero;
 //! - `coordinates` — coordinates of tangent spaces (`tdim`, `tbasis`, ...);
 //! - `layer` — memo keys and `primal(v)` of translated values;
-//! - `structural` — the structure-preserving translation skeleton.
+//! - `structural` — the structure-preserving translation skeleton;
+//! - `pullback_by_jvps` — `wᵀ·J` and the Jacobian by one JVP per coordinate.
 //!
 //! Transformations, each one module over those layers:
 //! - [`forward_code`] (`forward`) — dual numbers; [`taylor_code`] (`taylor`) — jets;
+//!   [`delta_code`] (`delta`) — dual numbers with deltas (reverse mode, seed 004);
 //! - [`expand_module`] (`expand`) — the operators other than `jvp`/`taylor`, by the
-//!   chosen [`AdMode`]'s algorithm (`mode`; `fwd_mode` is `--ad fwd`).
+//!   chosen [`AdMode`]'s algorithm (`mode`; `fwd_mode` is `--ad fwd`, `delta_mode`
+//!   is `--ad delta`; `pullback_by_jvps` is the pullback and Jacobian by JVPs they
+//!   share).
 //!
 //! Invariants: passes read and write Core only; every real primitive's calculus comes
 //! from `calculus.rs`; generated code is ordinary Core (it passes the verifier and can
@@ -22,6 +26,8 @@ mod builder;
 mod calculus;
 mod cleanup;
 mod coordinates;
+mod delta;
+mod delta_mode;
 pub mod expand;
 mod forward;
 mod fwd_mode;
@@ -29,10 +35,12 @@ mod helpers;
 mod jets;
 mod layer;
 mod mode;
+mod pullback_by_jvps;
 mod structural;
 mod tangent;
 mod taylor;
 
+pub use delta::delta_code;
 pub use expand::expand_module;
 pub use forward::forward_code;
 pub use layer::is_translated;
@@ -63,6 +71,8 @@ mod layering {
         ("forward", include_str!("forward.rs")),
         ("taylor", include_str!("taylor.rs")),
         ("fwd_mode", include_str!("fwd_mode.rs")),
+        ("delta", include_str!("delta.rs")),
+        ("delta_mode", include_str!("delta_mode.rs")),
         ("expand", include_str!("expand.rs")),
     ];
 
@@ -76,6 +86,7 @@ mod layering {
         ("helpers", include_str!("helpers.rs")),
         ("jets", include_str!("jets.rs")),
         ("layer", include_str!("layer.rs")),
+        ("pullback_by_jvps", include_str!("pullback_by_jvps.rs")),
         ("structural", include_str!("structural.rs")),
         ("tangent", include_str!("tangent.rs")),
     ];

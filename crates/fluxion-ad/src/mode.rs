@@ -43,7 +43,8 @@ impl AdMode {
     pub(crate) fn algorithm(self) -> Option<&'static dyn ReverseAlgorithm> {
         match self {
             AdMode::Fwd => Some(&crate::fwd_mode::FwdMode),
-            AdMode::Chad | AdMode::Delta => None,
+            AdMode::Delta => Some(&crate::delta_mode::DeltaMode),
+            AdMode::Chad => None,
         }
     }
 
@@ -83,6 +84,48 @@ pub(crate) trait ReverseAlgorithm: Sync {
     /// `jacobian(f, x): [[Real]]` for `f: [Real] -> [Real]`, row i the gradient of
     /// output i.
     fn jacobian(&self, b: &mut Builder, site: &Site) -> Atom;
+
+    /// `value_and_grad(f, x) = (f(x), grad(f, x))` unless the mode gets both at once.
+    fn value_and_grad(&self, b: &mut Builder, s: &Site) -> Atom {
+        let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, s.b.clone());
+        let g = self.grad(b, s);
+        b.tuple("value_and_grad", vec![y, g])
+    }
+
+    /// `hessian(f, x) = jacobian(|y| grad(f, y), x)` unless the mode nests otherwise.
+    fn hessian(&self, b: &mut Builder, s: &Site) -> Atom {
+        hessian_by(b, s, self, &|b, s| self.jacobian(b, s))
+    }
+}
+
+/// `hessian(f, x)` as `jacobian(|y| inner.grad(f, y), x)`.
+pub(crate) fn hessian_by(
+    b: &mut Builder,
+    s: &Site,
+    inner: &(impl ReverseAlgorithm + ?Sized),
+    jacobian: &dyn Fn(&mut Builder, &Site) -> Atom,
+) -> Atom {
+    let reals = Type::array(Type::Real);
+    let f = s.f;
+    let g = b.lambda("gradient", &[f], vec![reals.clone()], |b, ps| {
+        let y = crate::helpers::var_of(b, ps[0]);
+        let site = Site {
+            f,
+            x: y,
+            a: reals.clone(),
+            b: Type::Real,
+            n_params: 1,
+        };
+        inner.grad(b, &site)
+    });
+    let site = Site {
+        f: crate::helpers::var_of(b, g),
+        x: s.x,
+        a: reals.clone(),
+        b: reals,
+        n_params: 1,
+    };
+    jacobian(b, &site)
 }
 
 /// `f(x)`, where `x` is the tuple of the arguments if `f` has several.

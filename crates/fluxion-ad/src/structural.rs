@@ -60,6 +60,13 @@ pub(crate) trait Layer {
     ) -> Option<Atom> {
         None
     }
+
+    /// The translation of `%delta_vjp(f, x, w)` (`f: fty`; `args` translated) when the
+    /// layer carries a reverse pass through it, or `None` for the default: the same
+    /// pullback by forward mode (`pullback_by_jvps.rs`), translated.
+    fn delta_vjp(&self, _b: &mut Builder, _fty: &Type, _args: &[Atom]) -> Option<Atom> {
+        None
+    }
 }
 
 /// The (primal, perturbation) atoms of translated reals, one map per open block (an
@@ -119,6 +126,7 @@ pub(crate) fn translate_code<L: Layer>(
     if captures.is_none() {
         b.m.derived_codes.insert(key, id);
     }
+    b.m.translated_from.insert(id, code);
     let ret = b.m.map_type(&original.ret, layer.map());
     // Known before the body exists: recursive calls read it.
     b.m.codes[id.0 as usize].ret = ret.clone();
@@ -358,6 +366,25 @@ impl<L: Layer> Translate<'_, L> {
                     "internal error: `{}` reached a translation unexpanded",
                     p.name()
                 )));
+            }
+            // Only delta-translated code has these, and it is never translated again.
+            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor => {
+                return Err(AdError::new(format!(
+                    "internal error: `{}` reached a translation",
+                    p.name()
+                )));
+            }
+            DeltaVjp => {
+                let fty = b.m.atom_ty(&args[0]);
+                let targs = self.atoms(b, args);
+                match self.layer.delta_vjp(b, &fty, &targs) {
+                    Some(a) => a,
+                    None => {
+                        let h = crate::pullback_by_jvps::vjp_by_forward_code(b, &fty);
+                        let h = translate_code(b.m, h, self.layer, None)?;
+                        b.emit(hint, Rhs::CallDirect(h, targs), lty)
+                    }
+                }
             }
             _ => {
                 let args = self.atoms(b, args);

@@ -17,6 +17,10 @@ pub struct Module {
     /// Codes derived by transformations and generated helpers, memoised by a key
     /// naming the transformation and its input (e.g. `fwd#12`, `tdim#[Real]`).
     pub derived_codes: HashMap<String, CodeId>,
+    /// A code a structure-preserving layer derived → the code it translates (on its
+    /// own or inline). Delta-translated code reads it to apply another layer to the
+    /// original of a closure it holds (`%delta_jvp`).
+    pub translated_from: HashMap<CodeId, CodeId>,
 }
 
 impl Module {
@@ -123,19 +127,59 @@ impl Module {
 
     /// The normalised key of `map` applied to enum `e` (identity maps dropped).
     fn derived_key(&self, e: EnumId, map: TypeMap) -> EnumOrigin {
-        let mut key = self.origin(e);
-        match map {
-            TypeMap::Tangent => key.tangent = true,
-            layer => key.layers.push(layer),
+        let key = self.origin(e);
+        let mut maps = key.layers;
+        if key.tangent {
+            maps.push(TypeMap::Tangent);
         }
-        if key.tangent && self.enum_is_fixed(key.base, TypeMap::Tangent) {
-            key.tangent = false;
+        maps.push(map);
+        self.normalise(key.base, maps)
+    }
+
+    /// The canonical key of `base` under `maps` applied in order. `T` commutes with
+    /// the forward layers and is idempotent, so within each run of maps between two
+    /// `Delta`s it is kept once, last (just before the `Delta`, or as `tangent` at
+    /// the end); it is dropped where it is the identity (at the front, on an enum
+    /// with no `Int`, `Bool` or `()`); the layers are dropped on an enum without reals.
+    fn normalise(&self, base: EnumId, maps: Vec<TypeMap>) -> EnumOrigin {
+        let mut layers = Vec::new();
+        let mut pending_t = false;
+        for m in maps {
+            match m {
+                TypeMap::Tangent => pending_t = true,
+                TypeMap::Delta => {
+                    if std::mem::take(&mut pending_t) {
+                        layers.push(TypeMap::Tangent);
+                    }
+                    layers.push(TypeMap::Delta);
+                }
+                layer => layers.push(layer),
+            }
         }
-        // Layers change only reals (and functions): an enum without them is fixed.
-        if self.enum_is_fixed(key.base, TypeMap::Fwd) {
-            key.layers.clear();
+        if self.enum_is_fixed(base, TypeMap::Fwd) {
+            let tangent = pending_t || layers.contains(&TypeMap::Tangent);
+            return EnumOrigin {
+                base,
+                layers: Vec::new(),
+                tangent: tangent && !self.enum_is_fixed(base, TypeMap::Tangent),
+            };
         }
-        key
+        if self.enum_is_fixed(base, TypeMap::Tangent) {
+            let first_delta = layers.iter().position(|l| *l == TypeMap::Delta);
+            match first_delta {
+                None => pending_t = false,
+                Some(d) => {
+                    if let Some(t) = layers[..d].iter().position(|l| *l == TypeMap::Tangent) {
+                        layers.remove(t);
+                    }
+                }
+            }
+        }
+        EnumOrigin {
+            base,
+            layers,
+            tangent: pending_t,
+        }
     }
 
     /// Whether `map` leaves enum `e` (and every enum it contains) unchanged.
@@ -187,8 +231,8 @@ impl Module {
         // Consecutive forward layers count up (`Fwd2`); Taylor layers name their order.
         let mut suffix = String::new();
         let mut fwd_run = 0;
-        for layer in key.layers.iter().chain([&TypeMap::Tangent]) {
-            if *layer == TypeMap::Fwd {
+        for layer in key.layers.iter().map(Some).chain([None]) {
+            if layer == Some(&TypeMap::Fwd) {
                 fwd_run += 1;
                 continue;
             }
@@ -196,8 +240,11 @@ impl Module {
                 suffix.push_str(&format!("Fwd{fwd_run}"));
                 fwd_run = 0;
             }
-            if let TypeMap::Taylor(k) = layer {
-                suffix.push_str(&format!("Taylor{k}"));
+            match layer {
+                Some(TypeMap::Taylor(k)) => suffix.push_str(&format!("Taylor{k}")),
+                Some(TypeMap::Delta) => suffix.push_str("Delta"),
+                Some(TypeMap::Tangent) => suffix.push_str("Tan"),
+                _ => {}
             }
         }
         if key.tangent {

@@ -61,6 +61,17 @@ prims! {
     // unit; different lengths or constructors are a runtime error); `%tdense(x, t)` is
     // `t: T(A)` with every symbolic zero in it made dense in the shape of `x: A`.
     TanZero => "%tzero", TanPlus => "%tplus", TanDense => "%tdense",
+    // Internal: reverse mode by dual numbers with deltas (seed 004 §7; fluxion-ad's
+    // `delta.rs`). `%delta_vjp(f, x, w)` is `(f(x), wᵀ·J)`: the run time translates `f`
+    // by the delta layer, runs it on a fresh tape and sweeps it backwards once.
+    // In delta-translated code: `%delta(c₁, id₁, …, cₙ, idₙ)` puts the delta
+    // `Σ cᵢ·idᵢ` on the current tape and returns its id; `%delta_sum(a)` is the sum of
+    // `a: [(Real, Int)]` with one delta for all of it; `%delta_jvp(f, x, dx)` and
+    // `%delta_taylor(f, x, v, k)` are `jvp` and `taylor` of a delta-translated
+    // closure (the run time applies the forward layer to the closure's original code,
+    // then the delta layer).
+    DeltaVjp => "%delta_vjp", DeltaPush => "%delta", DeltaSum => "%delta_sum",
+    DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor",
     // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
@@ -275,6 +286,14 @@ impl Prim {
             TanPlus => poly(vec![C::Any], vec![v(0), v(0)], v(0)),
             TanDense => poly(vec![C::Any, C::Any], vec![v(0), v(1)], v(1)),
             TanZero => return None,
+            DeltaSum => mono(
+                vec![arr(S::Tuple(vec![S::Real, S::Int]))],
+                S::Tuple(vec![S::Real, S::Int]),
+            ),
+            // `%delta_vjp` is checked like the differential operators; the others act
+            // on delta-translated types, which do not say their original type: their
+            // binding's type is trusted.
+            DeltaVjp | DeltaPush | DeltaJvp | DeltaTaylor => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

@@ -832,3 +832,44 @@ fn a_derived_code_using_a_variable_out_of_its_scope_fails_verification() {
     assert!(crate::verify::verify_codes_from(&m, m.codes.len()).is_ok());
     assert!(verify_module(&m).is_err());
 }
+
+/// `Δ` does not commute with `T`: `Δ(T(E))` keeps an id beside each real (`(Real,
+/// Int)`) where `T(Δ(E))` has `(Real, ())`; `Δ(T(E))` and `Δ(Tf(T(E)))`-style
+/// composites are each one enum however they are reached.
+#[test]
+fn delta_after_tangent_is_its_own_enum() {
+    let mut m = Module::default();
+    let e = add_enum(&mut m, "E", vec![("A", vec![Type::Real, Type::Int])]);
+    let te = m.tangent_type(&Type::Enum(e));
+    let delta_of_t = m.map_type(&te, TypeMap::Delta);
+    let de = m.map_type(&Type::Enum(e), TypeMap::Delta);
+    let t_of_delta = m.tangent_type(&de);
+    assert_ne!(delta_of_t, t_of_delta);
+    let pair = tuple(vec![Type::Real, Type::Int]);
+    assert_eq!(
+        m.enum_def(enum_id(&delta_of_t)).variants[0].fields,
+        vec![pair.clone(), Type::Unit]
+    );
+    assert_eq!(
+        m.enum_def(enum_id(&t_of_delta)).variants[0].fields,
+        vec![tuple(vec![Type::Real, Type::Unit]), Type::Unit]
+    );
+    assert_eq!(
+        m.enum_def(enum_id(&de)).variants[0].fields,
+        vec![pair, Type::Int]
+    );
+    // Reached again, through the commuting forward layer: Δ(T(Tf(E))) = Δ(Tf(T(E))).
+    let fe = m.fwd_type(&Type::Enum(e));
+    let t_fe = m.tangent_type(&fe);
+    let a = m.map_type(&t_fe, TypeMap::Delta);
+    let f_te = m.fwd_type(&te);
+    let b = m.map_type(&f_te, TypeMap::Delta);
+    assert_eq!(a, b);
+    // On an enum without `Int`, `Bool` or `()`, `T` is the identity: Δ(T(F)) = Δ(F).
+    let f = add_enum(&mut m, "F", vec![("B", vec![Type::Real])]);
+    let tf = m.tangent_type(&Type::Enum(f));
+    assert_eq!(
+        m.map_type(&tf, TypeMap::Delta),
+        m.map_type(&Type::Enum(f), TypeMap::Delta)
+    );
+}

@@ -36,9 +36,11 @@ pub struct EnumDef {
     pub origin: Option<EnumOrigin>,
 }
 
-/// A derived enum is `base` with the translation `layers` applied in order (each
-/// [`TypeMap::Fwd`] or [`TypeMap::Taylor`]), then `T` if `tangent`. `T` commutes with
-/// every layer and is idempotent, so this key names every derivation once.
+/// A derived enum is `base` with the translation `layers` applied in order, then `T`
+/// if `tangent`. `T` commutes with the forward layers ([`TypeMap::Fwd`],
+/// [`TypeMap::Taylor`]) and is idempotent, so it is kept last; a [`TypeMap::Delta`]
+/// applied after `T` does not commute with it, so that `T` is kept in `layers`, in
+/// order, before the `Delta`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EnumOrigin {
     pub base: EnumId,
@@ -57,6 +59,11 @@ pub enum TypeMap {
     /// The Taylor-mode translation of order k (seed 001, the (1, k) case): `Real`
     /// becomes `[Real]`, its k+1 Taylor coefficients; everything else maps to itself.
     Taylor(u32),
+    /// The reverse-mode translation by dual numbers with deltas (seed 004 §7): `Real`
+    /// becomes `(Real, Int)` (primal, the id of its delta on the current tape);
+    /// everything else maps to itself. Unlike the forward layers it does not commute
+    /// with `T`: `Delta(T(A))` carries ids where `T(Delta(A))` has `()`.
+    Delta,
 }
 
 /// Applies `map` to `ty`; `derive` gives the image of an enum.
@@ -70,10 +77,11 @@ pub fn map_type(
             TypeMap::Tangent => Type::Real,
             TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
             TypeMap::Taylor(_) => Type::array(Type::Real),
+            TypeMap::Delta => Type::Tuple(vec![Type::Real, Type::Int]),
         },
         Type::Int | Type::Bool | Type::Unit => match map {
             TypeMap::Tangent => Type::Unit,
-            TypeMap::Fwd | TypeMap::Taylor(_) => ty.clone(),
+            TypeMap::Fwd | TypeMap::Taylor(_) | TypeMap::Delta => ty.clone(),
         },
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| map_type(t, map, derive)).collect()),
         Type::Array(t) => Type::array(map_type(t, map, derive)),

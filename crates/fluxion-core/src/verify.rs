@@ -428,7 +428,7 @@ impl Verifier<'_> {
         if p == Prim::MatchFail {
             return None;
         }
-        if p.is_differential() {
+        if p.is_differential() || p == Prim::DeltaVjp {
             return match differential_result_type(self.module, p, args) {
                 Ok(t) => Some(t),
                 Err(msg) => {
@@ -604,6 +604,10 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             }
             expect(vec![f, a])?;
             Ok(matrix)
+        }
+        Prim::DeltaVjp => {
+            expect(vec![f, a.clone(), tb])?;
+            Ok(Type::Tuple(vec![b.clone(), ta]))
         }
         Prim::Taylor => {
             expect(vec![f, a.clone(), ta, Type::Int])?;

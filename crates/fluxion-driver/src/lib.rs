@@ -342,8 +342,9 @@ impl Program {
                 };
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
-            stage if stage == "fwd" || stage.starts_with("taylor") => {
+            stage if stage == "fwd" || stage == "delta" || stage.starts_with("taylor") => {
                 let layer = match stage.strip_prefix("taylor") {
+                    None if stage == "delta" => fluxion_core::TypeMap::Delta,
                     None => fluxion_core::TypeMap::Fwd,
                     Some("") => fluxion_core::TypeMap::Taylor(2),
                     Some(k) => match k.parse::<u32>() {
@@ -356,7 +357,12 @@ impl Program {
                     },
                 };
                 let mut module = self.module.clone();
-                fluxion_ad::expand_module(&mut module, AdMode::default()).map_err(|e| e.0)?;
+                // The delta stage shows the operators as `--ad delta` expands them.
+                let mode = match layer {
+                    fluxion_core::TypeMap::Delta => AdMode::Delta,
+                    _ => AdMode::default(),
+                };
+                fluxion_ad::expand_module(&mut module, mode).map_err(|e| e.0)?;
                 let roots = match entry {
                     Some(e) => match module.functions.get(e) {
                         Some(c) => vec![*c],
@@ -370,6 +376,7 @@ impl Program {
                         fluxion_core::TypeMap::Taylor(k) => {
                             fluxion_ad::taylor_code(&mut module, root, k)
                         }
+                        fluxion_core::TypeMap::Delta => fluxion_ad::delta_code(&mut module, root),
                         _ => fluxion_ad::forward_code(&mut module, root),
                     };
                     derived.push(code.map_err(|e| e.0)?);
@@ -420,7 +427,7 @@ pub fn call(
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "fwd", "taylor"];
+pub const STAGES: &[&str] = &["core", "fwd", "delta", "taylor"];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
 pub fn is_stage(stage: &str) -> bool {

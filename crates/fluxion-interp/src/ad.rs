@@ -41,8 +41,19 @@ impl Interp {
                     self.push_forward(&args[0], &args[1], &args[2], TypeMap::Taylor(k), span)?;
                 Ok(Value::tuple(vec![y, Value::array(coefs)]))
             }
-            // Under every mode built so far, the other operators are expanded before
-            // evaluation; a mode that runs one at run time dispatches on the mode here.
+            Prim::DeltaVjp => self.delta_vjp(args, span),
+            Prim::DeltaJvp => self.delta_push_forward(args, TypeMap::Fwd, span),
+            Prim::DeltaTaylor => {
+                let k = match args[3] {
+                    Value::Int(k) if (1..=64).contains(&k) => k as u32,
+                    Value::Int(k) => {
+                        return fail(span, format!("taylor: order {k} is outside 1..=64"));
+                    }
+                    _ => return fail(span, "internal error: taylor order is not an Int"),
+                };
+                self.delta_push_forward(args, TypeMap::Taylor(k), span)
+            }
+            // The other operators are expanded before evaluation.
             _ => fail(
                 span,
                 format!(
@@ -99,30 +110,15 @@ impl Interp {
     }
 
     /// The translation of a closure by `layer`: translated code, lifted environment.
-    fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
-        let (code, capture_tys) = {
-            let estimate = translation_estimate(&self.module(), clo.code, layer);
-            self.reserve(estimate, span)?;
-            let mut m = self.module_mut();
-            let first_new = m.codes.len();
-            let code = match layer {
-                TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, clo.code, k),
-                _ => fluxion_ad::forward_code(&mut m, clo.code),
-            }
-            .map_err(|e| RuntimeError { span, message: e.0 })?;
-            verify_derived(&m, first_new, span)?;
-            // A translation grows the module (nested forward mode: about 3x the code
-            // it translates), so it counts against the memory budget like values do.
-            drop(m);
-            self.check_limits(span)?;
+    pub(crate) fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
+        let code = self.translate_code(clo.code, layer, span)?;
+        let capture_tys: Vec<Type> = {
             let m = self.module();
-            let tys: Vec<Type> = m
-                .code(clo.code)
+            m.code(clo.code)
                 .captures
                 .iter()
                 .map(|c| m.var_ty(*c).clone())
-                .collect();
-            (code, tys)
+                .collect()
         };
         let mut env = Vec::with_capacity(clo.env.len());
         for (v, t) in clo.env.iter().zip(&capture_tys) {
@@ -131,12 +127,38 @@ impl Interp {
         Ok(Value::Closure(Rc::new(Closure { code, env })))
     }
 
+    /// The translation of `code` by `layer` (memoised), verified in debug builds and
+    /// counted against the memory budget.
+    pub(crate) fn translate_code(
+        &self,
+        code: fluxion_core::CodeId,
+        layer: TypeMap,
+        span: Span,
+    ) -> EvalResult<fluxion_core::CodeId> {
+        let estimate = translation_estimate(&self.module(), code, layer);
+        self.reserve(estimate, span)?;
+        let mut m = self.module_mut();
+        let first_new = m.codes.len();
+        let code = match layer {
+            TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, code, k),
+            TypeMap::Delta => fluxion_ad::delta_code(&mut m, code),
+            _ => fluxion_ad::forward_code(&mut m, code),
+        }
+        .map_err(|e| RuntimeError { span, message: e.0 })?;
+        verify_derived(&m, first_new, span)?;
+        // A translation grows the module (nested forward mode: about 3x the code
+        // it translates), so it counts against the memory budget like values do.
+        drop(m);
+        self.check_limits(span)?;
+        Ok(code)
+    }
+
     /// A value of type `A` as a value of type `L(A)` with zero perturbation.
     fn lift(&self, v: &Value, ty: &Type, layer: TypeMap, span: Span) -> EvalResult<Value> {
         Ok(match (v, ty) {
             (Value::Real(x), _) => leaf(*x, 0.0, layer),
             (Value::RealArray(xs), _) => match layer {
-                TypeMap::Taylor(_) => {
+                TypeMap::Taylor(_) | TypeMap::Delta => {
                     Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
                 }
                 _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
@@ -253,6 +275,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             c[1] = dx;
             Value::RealArray(c.into())
         }
+        TypeMap::Delta => Value::Tuple(Rc::new([Value::Real(x), Value::Int(0)])),
         _ => Value::Dual(x, dx),
     }
 }
@@ -329,7 +352,7 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
 
 /// Coefficient `j` of every real leaf of `v: L(B)`: a value of `B` for j = 0, of
 /// `T(B)` otherwise (non-real leaves become `()`).
-fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
+pub(crate) fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
     match ty {
         Type::Real => match v {
             Value::Tuple(_) | Value::Dual(..) => v.tuple_get(j).unwrap_or(Value::Real(f64::NAN)),

@@ -60,6 +60,8 @@ pub struct Interp {
     stack_base: usize,
     stack_budget: usize,
     memory: MemoryBudget,
+    /// The tapes of the reverse passes under way (`--ad delta`), innermost last.
+    pub(crate) tapes: RefCell<Vec<crate::tape::Tape>>,
 }
 
 /// Address of a local: how deep the Rust stack currently is.
@@ -85,6 +87,7 @@ impl Interp {
             stack_base: stack_position(),
             stack_budget: 0,
             memory: MemoryBudget::UNLIMITED,
+            tapes: RefCell::new(Vec::new()),
         }
     }
 

@@ -10,6 +10,7 @@
 mod ad;
 mod array;
 mod compile;
+mod delta;
 mod eval;
 mod memory;
 mod prims;

@@ -438,9 +438,11 @@ impl Interp {
                     a(0).array_get(best).unwrap_or(Value::Unit)
                 }
             }
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor => {
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | DeltaVjp
+            | DeltaJvp | DeltaTaylor => {
                 return self.differential(p, args, span);
             }
+            DeltaPush | DeltaSum => return self.delta_prim(p, args, span),
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
             TanZero => Value::Zero,
             TanPlus => {

@@ -48,6 +48,7 @@ impl Mark {
         m.enums.truncate(self.enums);
         m.derived_enums.retain(|_, e| (e.0 as usize) < self.enums);
         m.derived_codes.retain(|_, c| (c.0 as usize) < self.codes);
+        m.translated_from.retain(|d, _| (d.0 as usize) < self.codes);
     }
 }
 

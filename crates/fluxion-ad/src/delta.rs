@@ -1,0 +1,220 @@
+//! Reverse mode by dual numbers with deltas (seed 004 §7, "the classic tape"): the
+//! delta layer `Δ(Real) = (Real, Int)`, a primal and the id of its delta on the
+//! current tape; every other type constructor maps to itself (`A -> B` to
+//! `Δ(A) -> Δ(B)`, effectful only through the tape). The monad of §7 — a state of
+//! fresh ids and an appended list of delta bindings — is the interpreter's tape, so
+//! the translated code is ordinary Core whose effects are three internal primitives:
+//!
+//! - a real primitive `y = p(x₁, …, xₙ)` becomes `y = p(primals)` and
+//!   `id = %delta(∂₁, id₁, …, ∂ₙ, idₙ)`: one tape entry `Σ ∂ᵢ·idᵢ` with the partials of
+//!   the shared table (`calculus.rs`), which the backward sweep transposes (§7's
+//!   `eval`: each entry is visited once, so the sweep is linear in the tape);
+//!   a constant (a literal, `to_real`) has id 0, the zero delta;
+//! - `sum(a)` of `a: [Real]` is one entry `Σⱼ 1·idⱼ` (`%delta_sum`), not n additions
+//!   of ids (DESIGN-AD §5: sums of deltas are never sums of ids); `sum` of arrays of
+//!   tuples or arrays is a fold of translated additions; `sumbuild` is `build` then sum.
+//! - Everything else is the structural skeleton (`structural.rs`): closures are
+//!   translated with their code, so a closure records on every call, not at creation
+//!   (§7.5: each function's translation reads only its own code).
+//!
+//! Arrays (the paper only sketches them): `Δ([A]) = [Δ(A)]`, so `build`, `map`, `fold`,
+//! `scan`, `a[i]`, `slice`, `concat`, `reverse`, `zip`, `replicate` are themselves on
+//! translated elements — indexing copies an element's (primal, id) and adds no tape
+//! entry, so a gradient never builds a one-hot cotangent per element: the sweep adds
+//! each read's adjoint into the element's id directly.
+//!
+//! Nested operators inside translated code (the layers do not commute with `Δ`):
+//! `jvp`/`taylor` of a translated closure become `%delta_jvp`/`%delta_taylor`, which
+//! the run time evaluates with `Δ(Fwd(code))`/`Δ(Taylor(code))` of the closure's
+//! original code (reverse-over-forward); `%delta_vjp` inside translated code (reverse
+//! over reverse) is computed by forward mode (`pullback_by_jvps.rs`) and translated.
+
+use fluxion_core::{Atom, CodeId, Lit, Module, Prim, Rhs, Type, TypeMap};
+
+use crate::AdError;
+use crate::builder::{Builder, int};
+use crate::calculus::{self, Partial, RealRule};
+use crate::helpers::helper;
+use crate::layer::primal_of;
+use crate::structural::{Layer, Parts, translate_code};
+
+/// The delta translation of `code`, creating it on first request.
+pub fn delta_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
+    translate_code(m, code, &Delta, None)
+}
+
+/// The delta layer.
+pub(crate) struct Delta;
+
+fn pair_ty() -> Type {
+    Type::Tuple(vec![Type::Real, Type::Int])
+}
+
+impl Layer for Delta {
+    fn map(&self) -> TypeMap {
+        TypeMap::Delta
+    }
+
+    fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
+        b.tuple("c", vec![r, int(0)])
+    }
+
+    fn real_function(
+        &self,
+        b: &mut Builder,
+        rule: &RealRule,
+        args: &[Atom],
+        parts: &mut Parts,
+        hint: &str,
+    ) -> Atom {
+        let (mut xs, mut ids) = (Vec::new(), Vec::new());
+        for a in args {
+            let (x, id) = if matches!(a, Atom::Lit(Lit::Real(_))) || b.ty(a) == Type::Int {
+                (*a, None)
+            } else {
+                let (x, id) = parts.get_or_split(b, *a, |b, d| (b.proj(&d, 0), b.proj(&d, 1)));
+                (x, Some(id))
+            };
+            xs.push(x);
+            ids.push(id);
+        }
+        let y = b.prim(rule.prim, &xs, Type::Real);
+        let mut terms = Vec::new();
+        for (partial, id) in (rule.partials)(b, &xs, y).into_iter().zip(ids) {
+            if let (Partial::At(d), Some(id)) = (partial, id) {
+                terms.push(d);
+                terms.push(id);
+            }
+        }
+        let id = if terms.is_empty() {
+            int(0)
+        } else {
+            b.prim(Prim::DeltaPush, &terms, Type::Int)
+        };
+        let pair = b.tuple(hint, vec![y, id]);
+        parts.remember(pair, (y, id));
+        pair
+    }
+
+    fn special_prim(
+        &self,
+        b: &mut Builder,
+        p: Prim,
+        args: &[Atom],
+        ty: &Type,
+        hint: &str,
+    ) -> Option<Atom> {
+        let lty = b.m.map_type(ty, TypeMap::Delta);
+        Some(match p {
+            Prim::Sum => self.sum(b, ty, args[0]),
+            Prim::Sumbuild => {
+                let elems = b.m.map_type(&Type::array(ty.clone()), TypeMap::Delta);
+                let a = b.emit(hint, Rhs::Prim(Prim::Build, args.to_vec()), elems);
+                self.sum(b, ty, a)
+            }
+            Prim::Jvp => b.emit(hint, Rhs::Prim(Prim::DeltaJvp, args.to_vec()), lty),
+            Prim::Taylor => b.emit(hint, Rhs::Prim(Prim::DeltaTaylor, args.to_vec()), lty),
+            _ => return None,
+        })
+    }
+}
+
+impl Delta {
+    /// `sum(a)` of `a: Δ([elem])`.
+    fn sum(&self, b: &mut Builder, elem: &Type, a: Atom) -> Atom {
+        if *elem == Type::Real {
+            return b.prim(Prim::DeltaSum, &[a], pair_ty());
+        }
+        let arr = Type::array(elem.clone());
+        let la = b.m.map_type(&arr, TypeMap::Delta);
+        let le = b.m.map_type(elem, TypeMap::Delta);
+        let code = helper(
+            b,
+            "delta_sum",
+            elem,
+            vec![la.clone()],
+            le.clone(),
+            |b, ps| {
+                let a = ps[0];
+                let n = b.prim(Prim::Length, &[a], Type::Int);
+                let empty = b.cmp(Prim::Eq, n, int(0));
+                b.if_(
+                    empty,
+                    le.clone(),
+                    // No element: the primal program's empty sum, a constant.
+                    |b| {
+                        let primals = primal_of(b, TypeMap::Delta, &arr, a);
+                        let s = b.prim(Prim::Sum, &[primals], elem.clone());
+                        self.lift_constant(b, elem, s)
+                    },
+                    |b| {
+                        let first = b.prim(Prim::Index, &[a, int(0)], le.clone());
+                        let rest_len = b.sub(n, int(1));
+                        let rest = b.prim(Prim::Slice, &[a, int(1), rest_len], la.clone());
+                        let add = b.lambda("add", &[], vec![le.clone(), le.clone()], |b, ps| {
+                            self.add(b, elem, ps[0], ps[1])
+                        });
+                        b.prim(Prim::Fold, &[add, first, rest], le.clone())
+                    },
+                )
+            },
+        );
+        crate::helpers::call(b, code, vec![a])
+    }
+
+    /// `u + v` of two translated values of a summable type (reals get a delta each).
+    fn add(&self, b: &mut Builder, ty: &Type, u: Atom, v: Atom) -> Atom {
+        match ty {
+            Type::Real => {
+                let rule = calculus::rule(Prim::Add).expect("+ has a rule");
+                self.real_function(b, rule, &[u, v], &mut Parts::default(), "sum")
+            }
+            Type::Tuple(ts) => {
+                let parts = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let (x, y) = (b.proj(&u, i), b.proj(&v, i));
+                        self.add(b, t, x, y)
+                    })
+                    .collect();
+                b.tuple("sum", parts)
+            }
+            Type::Array(t) => {
+                let le = b.m.map_type(t, TypeMap::Delta);
+                let add = b.lambda("add", &[], vec![le.clone(), le.clone()], |b, ps| {
+                    self.add(b, t, ps[0], ps[1])
+                });
+                let lty = b.m.map_type(ty, TypeMap::Delta);
+                b.prim(Prim::Map2, &[add, u, v], lty)
+            }
+            _ => b.add(u, v),
+        }
+    }
+
+    /// A value `v: A` of a summable type as a translated constant (ids 0).
+    fn lift_constant(&self, b: &mut Builder, ty: &Type, v: Atom) -> Atom {
+        match ty {
+            Type::Real => self.constant(b, v),
+            Type::Tuple(ts) => {
+                let parts = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let x = b.proj(&v, i);
+                        self.lift_constant(b, t, x)
+                    })
+                    .collect();
+                b.tuple("c", parts)
+            }
+            Type::Array(t) => {
+                let f = b.lambda("lift", &[], vec![(**t).clone()], |b, ps| {
+                    self.lift_constant(b, t, ps[0])
+                });
+                let lty = b.m.map_type(ty, TypeMap::Delta);
+                b.prim(Prim::Map, &[f, v], lty)
+            }
+            _ => v,
+        }
+    }
+}

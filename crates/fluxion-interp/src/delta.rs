@@ -1,0 +1,502 @@
+//! The run-time side of `--ad delta` (seed 004 §7; `fluxion-ad`'s `delta.rs` is the
+//! translation): the tapes, the primitives translated code calls (`%delta`,
+//! `%delta_sum`), and the operators `%delta_vjp` (one reverse pass) and
+//! `%delta_jvp`/`%delta_taylor` (a forward layer inside delta-translated code).
+//!
+//! A `%delta_vjp` opens its own tape, so operators nest: an inner one's tape lives
+//! on top of the outer one's while it runs, and its deltas never mix with the outer
+//! tape's ids (the translation never lets a translated value cross into another run).
+
+use std::rc::Rc;
+
+use fluxion_core::verify::differentiated_argument;
+use fluxion_core::{CodeId, Module, Span, Type, TypeMap};
+
+use crate::ad::coefficient;
+use crate::array::ArrayBuilder;
+use crate::eval::{EvalResult, Interp, RuntimeError, fail};
+use crate::tape::{DeltaId, Tape};
+use crate::value::{Closure, Value};
+
+/// A translated real: `(primal, delta id)`.
+fn pair(x: f64, id: DeltaId) -> Value {
+    Value::Tuple(Rc::new([Value::Real(x), Value::Int(id.0 as i64)]))
+}
+
+fn id_of(v: &Value) -> DeltaId {
+    match v.tuple_get(1) {
+        Some(Value::Int(i)) => DeltaId(i as u32),
+        _ => DeltaId::ZERO,
+    }
+}
+
+fn real_of(v: &Value) -> f64 {
+    match v {
+        Value::Real(x) => *x,
+        _ => 0.0,
+    }
+}
+
+/// The field types of constructor `tag` of enum `e`.
+fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
+    m.enum_def(e).variants[tag as usize].fields.clone()
+}
+
+impl Interp {
+    /// `%delta(c₁, id₁, …)` and `%delta_sum(a)`: new entries on the current tape.
+    pub(crate) fn delta_prim(
+        &self,
+        p: fluxion_core::Prim,
+        args: &[Value],
+        span: Span,
+    ) -> EvalResult<Value> {
+        let mut tapes = self.tapes.borrow_mut();
+        let Some(tape) = tapes.last_mut() else {
+            return fail(span, "internal error: a delta outside a reverse pass");
+        };
+        if tape.len() >= u32::MAX as usize {
+            return fail(span, "the reverse pass needs more than 2^32 deltas");
+        }
+        Ok(match p {
+            fluxion_core::Prim::DeltaPush => {
+                let terms = args.chunks(2).map(|t| {
+                    let id = match t[1] {
+                        Value::Int(i) => DeltaId(i as u32),
+                        _ => DeltaId::ZERO,
+                    };
+                    (real_of(&t[0]), id)
+                });
+                Value::Int(tape.push(terms).0 as i64)
+            }
+            _ => {
+                let mut total = 0.0;
+                let mut ids = Vec::with_capacity(args[0].array_len().unwrap_or(0));
+                for v in args[0].array_iter() {
+                    total += v.tuple_get(0).as_ref().map_or(0.0, real_of);
+                    ids.push((1.0, id_of(&v)));
+                }
+                let id = if ids.is_empty() {
+                    DeltaId::ZERO
+                } else {
+                    tape.push(ids)
+                };
+                pair(total, id)
+            }
+        })
+    }
+
+    /// `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: `f` translated by the delta layer and run
+    /// on a fresh tape whose inputs are the reals of `x`; one backward sweep from `w`.
+    pub(crate) fn delta_vjp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let Value::Closure(clo) = &args[0] else {
+            return fail(span, "internal error: differentiating a non-function");
+        };
+        let (params, ret) = match self.module().code_ty(clo.code) {
+            Type::Fn(ps, r) => (ps, *r),
+            _ => return fail(span, "internal error: code without a function type"),
+        };
+        let a = differentiated_argument(&params);
+        let translated = self.translate(clo, TypeMap::Delta, span)?;
+        self.tapes.borrow_mut().push(Tape::new());
+        let run = self.delta_run(
+            &translated,
+            &args[1],
+            &args[2],
+            &a,
+            &ret,
+            params.len(),
+            span,
+        );
+        self.tapes.borrow_mut().pop();
+        run
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn delta_run(
+        &self,
+        f: &Value,
+        x: &Value,
+        w: &Value,
+        a: &Type,
+        ret: &Type,
+        n_params: usize,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let point = {
+            let m = self.module();
+            let mut tapes = self.tapes.borrow_mut();
+            let tape = tapes.last_mut().expect("the tape was just opened");
+            inputs(&m, x, a, tape)
+        };
+        let args = split_args(point.clone(), n_params, span)?;
+        let result = self.apply(f, args, span)?;
+        let m = self.module();
+        let y = coefficient(&m, &result, ret, 0);
+        let mut seeds = Vec::new();
+        seed(&m, &result, w, ret, &mut seeds).map_err(|why| RuntimeError {
+            span,
+            message: format!(
+                "the cotangent does not have the shape of the function's result: {why}"
+            ),
+        })?;
+        let adjoint = {
+            let tapes = self.tapes.borrow();
+            tapes.last().expect("the tape is open").backward(seeds)
+        };
+        let g = gradient(&m, &point, a, &adjoint);
+        Ok(Value::tuple(vec![y, g]))
+    }
+
+    /// `%delta_jvp(f, x, dx)` (`layer` Fwd) or `%delta_taylor(f, x, v, k)` inside
+    /// delta-translated code: `f` is a translated closure, so the forward layer goes
+    /// under the delta layer, on `f`'s original code: `Δ(L(code))`.
+    pub(crate) fn delta_push_forward(
+        &self,
+        args: &[Value],
+        layer: TypeMap,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let Value::Closure(clo) = &args[0] else {
+            return fail(span, "internal error: differentiating a non-function");
+        };
+        let original = self.original_of(clo.code, span)?;
+        let (params, ret) = match self.module().code_ty(original) {
+            Type::Fn(ps, r) => (ps, *r),
+            _ => return fail(span, "internal error: code without a function type"),
+        };
+        let a = differentiated_argument(&params);
+        let f = self.delta_of_layer(clo, layer, span)?;
+        let point = {
+            let m = self.module();
+            combine(&m, &args[1], &args[2], &a, layer)
+                .map_err(|message| RuntimeError { span, message })?
+        };
+        let result = self.apply(&f, split_args(point, params.len(), span)?, span)?;
+        let m = self.module();
+        let y = coefficient(&m, &result, &ret, 0);
+        Ok(match layer {
+            TypeMap::Taylor(k) => Value::tuple(vec![
+                y,
+                Value::array(
+                    (1..=k as usize)
+                        .map(|j| coefficient(&m, &result, &ret, j))
+                        .collect(),
+                ),
+            ]),
+            _ => Value::tuple(vec![y, coefficient(&m, &result, &ret, 1)]),
+        })
+    }
+
+    /// The code a derived code translates.
+    fn original_of(&self, code: CodeId, span: Span) -> EvalResult<CodeId> {
+        match self.module().translated_from.get(&code) {
+            Some(c) => Ok(*c),
+            None => fail(
+                span,
+                "internal error: a delta-translated closure without its original",
+            ),
+        }
+    }
+
+    /// A delta-translated closure `(Δ(c), env)` as `(Δ(L(c)), env lifted)`: every real
+    /// of the environment gets a zero `L`-perturbation (the operator differentiates
+    /// with respect to its argument only).
+    fn delta_of_layer(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
+        let original = self.original_of(clo.code, span)?;
+        let code = self.translate_code(original, layer, span)?;
+        let code = self.translate_code(code, TypeMap::Delta, span)?;
+        let capture_tys: Vec<Type> = {
+            let m = self.module();
+            m.code(original)
+                .captures
+                .iter()
+                .map(|c| m.var_ty(*c).clone())
+                .collect()
+        };
+        let mut env = Vec::with_capacity(clo.env.len());
+        for (v, t) in clo.env.iter().zip(&capture_tys) {
+            env.push(self.lift_under_delta(v, t, layer, span)?);
+        }
+        Ok(Value::Closure(Rc::new(Closure { code, env })))
+    }
+
+    /// `v: Δ(t)` as `Δ(L(t))` with zero `L`-perturbation.
+    fn lift_under_delta(
+        &self,
+        v: &Value,
+        t: &Type,
+        layer: TypeMap,
+        span: Span,
+    ) -> EvalResult<Value> {
+        Ok(match t {
+            Type::Real => leaf(v.clone(), pair(0.0, DeltaId::ZERO), layer),
+            Type::Int | Type::Bool | Type::Unit => v.clone(),
+            Type::Tuple(ts) => {
+                let vs = v.tuple_fields().unwrap_or_default();
+                Value::tuple(
+                    vs.iter()
+                        .zip(ts)
+                        .map(|(v, t)| self.lift_under_delta(v, t, layer, span))
+                        .collect::<EvalResult<Vec<_>>>()?,
+                )
+            }
+            Type::Array(t) => {
+                let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
+                for v in v.array_iter() {
+                    out.push(self.lift_under_delta(&v, t, layer, span)?);
+                }
+                out.finish()
+            }
+            Type::Enum(e) => match v {
+                Value::Enum(tag, fields) => {
+                    let tys = fields_of(&self.module(), *e, *tag);
+                    Value::Enum(
+                        *tag,
+                        fields
+                            .iter()
+                            .zip(&tys)
+                            .map(|(v, t)| self.lift_under_delta(v, t, layer, span))
+                            .collect::<EvalResult<Vec<_>>>()?
+                            .into(),
+                    )
+                }
+                other => other.clone(),
+            },
+            Type::Fn(..) => match v {
+                Value::Closure(c) => self.delta_of_layer(c, layer, span)?,
+                other => other.clone(),
+            },
+        })
+    }
+}
+
+/// The arguments of a call from the differentiated argument (the tuple of them for
+/// several parameters).
+fn split_args(point: Value, n_params: usize, span: Span) -> EvalResult<Vec<Value>> {
+    Ok(match n_params {
+        0 => vec![],
+        1 => vec![point],
+        _ => match point.tuple_fields() {
+            Some(vs) => vs.into_owned(),
+            None => return fail(span, "internal error: multi-argument point is not a tuple"),
+        },
+    })
+}
+
+/// `x: A` as `Δ(A)` with a fresh input id for each real.
+fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
+    match ty {
+        Type::Real => pair(real_of(x), tape.input()),
+        Type::Tuple(ts) => {
+            let vs = x.tuple_fields().unwrap_or_default();
+            Value::tuple(
+                vs.iter()
+                    .zip(ts)
+                    .map(|(v, t)| inputs(m, v, t, tape))
+                    .collect(),
+            )
+        }
+        Type::Array(t) => {
+            let mut out = ArrayBuilder::with_capacity(x.array_len().unwrap_or(0));
+            for v in x.array_iter() {
+                out.push(inputs(m, &v, t, tape));
+            }
+            out.finish()
+        }
+        Type::Enum(e) => match x {
+            Value::Enum(tag, fields) => {
+                let tys = fields_of(m, *e, *tag);
+                Value::Enum(
+                    *tag,
+                    fields
+                        .iter()
+                        .zip(&tys)
+                        .map(|(v, t)| inputs(m, v, t, tape))
+                        .collect::<Vec<_>>()
+                        .into(),
+                )
+            }
+            other => other.clone(),
+        },
+        _ => x.clone(),
+    }
+}
+
+/// The seeds `(id, w)` of the output `y: Δ(B)` from its cotangent `w: T(B)`.
+fn seed(
+    m: &Module,
+    y: &Value,
+    w: &Value,
+    ty: &Type,
+    out: &mut Vec<(DeltaId, f64)>,
+) -> Result<(), String> {
+    if matches!(w, Value::Zero) {
+        return Ok(());
+    }
+    match ty {
+        Type::Real => out.push((id_of(y), real_of(w))),
+        Type::Tuple(ts) => {
+            let (ys, ws) = (
+                y.tuple_fields().unwrap_or_default(),
+                w.tuple_fields().unwrap_or_default(),
+            );
+            if ws.len() != ts.len() {
+                return Err("a tuple of another size".into());
+            }
+            for ((y, w), t) in ys.iter().zip(ws.iter()).zip(ts) {
+                seed(m, y, w, t, out)?;
+            }
+        }
+        Type::Array(t) => {
+            let (n, k) = (y.array_len().unwrap_or(0), w.array_len().unwrap_or(0));
+            if n != k {
+                return Err(format!(
+                    "an array of length {k} where the result has length {n}"
+                ));
+            }
+            for (y, w) in y.array_iter().zip(w.array_iter()) {
+                seed(m, &y, &w, t, out)?;
+            }
+        }
+        Type::Enum(e) => match (y, w) {
+            (Value::Enum(tag, ys), Value::Enum(wtag, ws)) => {
+                if tag != wtag {
+                    return Err("another constructor than the result's".into());
+                }
+                let tys = fields_of(m, *e, *tag);
+                for ((y, w), t) in ys.iter().zip(ws.iter()).zip(&tys) {
+                    seed(m, y, w, t, out)?;
+                }
+            }
+            _ => return Err("not an enum value".into()),
+        },
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The gradient `T(A)` of the inputs `x: Δ(A)`: each real's adjoint.
+fn gradient(m: &Module, x: &Value, ty: &Type, adjoint: &[f64]) -> Value {
+    match ty {
+        Type::Real => Value::Real(adjoint[id_of(x).0 as usize]),
+        Type::Int | Type::Bool | Type::Unit => Value::Unit,
+        Type::Tuple(ts) => {
+            let vs = x.tuple_fields().unwrap_or_default();
+            Value::tuple(
+                vs.iter()
+                    .zip(ts)
+                    .map(|(v, t)| gradient(m, v, t, adjoint))
+                    .collect(),
+            )
+        }
+        Type::Array(t) => {
+            let mut out = ArrayBuilder::with_capacity(x.array_len().unwrap_or(0));
+            for v in x.array_iter() {
+                out.push(gradient(m, &v, t, adjoint));
+            }
+            out.finish()
+        }
+        Type::Enum(e) => match x {
+            Value::Enum(tag, fields) => {
+                let tys = fields_of(m, *e, *tag);
+                Value::Enum(
+                    *tag,
+                    fields
+                        .iter()
+                        .zip(&tys)
+                        .map(|(v, t)| gradient(m, v, t, adjoint))
+                        .collect::<Vec<_>>()
+                        .into(),
+                )
+            }
+            other => other.clone(),
+        },
+        Type::Fn(..) => Value::Unit,
+    }
+}
+
+/// A translated real `x: Δ(Real)` moving with `dx: Δ(Real)` in layer `L`, as
+/// `Δ(L(Real))`: `(x, dx)` or `[x, dx, 0, …]`.
+fn leaf(x: Value, dx: Value, layer: TypeMap) -> Value {
+    match layer {
+        TypeMap::Taylor(k) => {
+            let mut c = vec![x, dx];
+            c.resize(k as usize + 1, pair(0.0, DeltaId::ZERO));
+            Value::array(c)
+        }
+        _ => Value::tuple(vec![x, dx]),
+    }
+}
+
+/// Combines `x: Δ(A)` and `dx: Δ(T(A))` into `Δ(L(A))`.
+fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Result<Value, String> {
+    let zero = || pair(0.0, DeltaId::ZERO);
+    Ok(match ty {
+        Type::Real => leaf(
+            x.clone(),
+            if matches!(dx, Value::Zero) {
+                zero()
+            } else {
+                dx.clone()
+            },
+            layer,
+        ),
+        Type::Int | Type::Bool | Type::Unit | Type::Fn(..) => x.clone(),
+        Type::Tuple(ts) => {
+            let xs = x.tuple_fields().unwrap_or_default();
+            let ds = dx.tuple_fields();
+            Value::tuple(
+                xs.iter()
+                    .zip(ts)
+                    .enumerate()
+                    .map(|(i, (x, t))| {
+                        let d = ds
+                            .as_ref()
+                            .and_then(|d| d.get(i).cloned())
+                            .unwrap_or(Value::Zero);
+                        combine(m, x, &d, t, layer)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+        }
+        Type::Array(t) => {
+            let n = x.array_len().unwrap_or(0);
+            if !matches!(dx, Value::Zero) && dx.array_len() != Some(n) {
+                return Err(format!(
+                    "the direction has length {} but the point has length {n}",
+                    dx.array_len().unwrap_or(0)
+                ));
+            }
+            let mut out = ArrayBuilder::with_capacity(n);
+            for (i, x) in x.array_iter().enumerate() {
+                let d = dx.array_get(i).unwrap_or(Value::Zero);
+                out.push(combine(m, &x, &d, t, layer)?);
+            }
+            out.finish()
+        }
+        Type::Enum(e) => match (x, dx) {
+            (Value::Enum(tag, xs), _) => {
+                let ds: Vec<Value> = match dx {
+                    Value::Enum(dtag, ds) if dtag == tag => ds.to_vec(),
+                    Value::Zero => vec![Value::Zero; xs.len()],
+                    _ => {
+                        return Err(
+                            "the direction of an enum value must have the same constructor".into(),
+                        );
+                    }
+                };
+                let tys = fields_of(m, *e, *tag);
+                Value::Enum(
+                    *tag,
+                    xs.iter()
+                        .zip(&ds)
+                        .zip(&tys)
+                        .map(|((x, d), t)| combine(m, x, d, t, layer))
+                        .collect::<Result<Vec<_>, _>>()?
+                        .into(),
+                )
+            }
+            _ => x.clone(),
+        },
+    })
+}
