@@ -122,7 +122,7 @@ pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
         (Value::Int(i), _) => Json::from(*i),
         (Value::Bool(b), _) => Json::Bool(*b),
         (Value::Unit, _) => Json::Null,
-        (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => Json::Array(
+        (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => Json::Array(
             v.tuple_fields()
                 .unwrap_or_default()
                 .iter()

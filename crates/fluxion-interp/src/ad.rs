@@ -163,7 +163,7 @@ impl Interp {
                 }
                 _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
             },
-            (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => {
+            (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => {
                 let vs = v.tuple_fields().unwrap_or_default();
                 Value::tuple(
                     vs.iter()
@@ -275,7 +275,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             c[1] = dx;
             Value::RealArray(c.into())
         }
-        TypeMap::Delta => Value::Tuple(Rc::new([Value::Real(x), Value::Int(0)])),
+        TypeMap::Delta => Value::RealInt(x, 0),
         _ => Value::Dual(x, dx),
     }
 }
@@ -355,7 +355,9 @@ fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Resu
 pub(crate) fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
     match ty {
         Type::Real => match v {
-            Value::Tuple(_) | Value::Dual(..) => v.tuple_get(j).unwrap_or(Value::Real(f64::NAN)),
+            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..) => {
+                v.tuple_get(j).unwrap_or(Value::Real(f64::NAN))
+            }
             other => other.array_get(j).unwrap_or(Value::Real(f64::NAN)),
         },
         Type::Int | Type::Bool | Type::Unit => {

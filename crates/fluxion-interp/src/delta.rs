@@ -20,13 +20,16 @@ use crate::value::{Closure, Value};
 
 /// A translated real: `(primal, delta id)`.
 fn pair(x: f64, id: DeltaId) -> Value {
-    Value::Tuple(Rc::new([Value::Real(x), Value::Int(id.0 as i64)]))
+    Value::RealInt(x, id.0 as i64)
 }
 
 fn id_of(v: &Value) -> DeltaId {
-    match v.tuple_get(1) {
-        Some(Value::Int(i)) => DeltaId(i as u32),
-        _ => DeltaId::ZERO,
+    match v {
+        Value::RealInt(_, i) => DeltaId(*i as u32),
+        _ => match v.tuple_get(1) {
+            Some(Value::Int(i)) => DeltaId(i as u32),
+            _ => DeltaId::ZERO,
+        },
     }
 }
 
@@ -72,7 +75,10 @@ impl Interp {
                 let mut total = 0.0;
                 let mut ids = Vec::with_capacity(args[0].array_len().unwrap_or(0));
                 for v in args[0].array_iter() {
-                    total += v.tuple_get(0).as_ref().map_or(0.0, real_of);
+                    total += match &v {
+                        Value::RealInt(x, _) => *x,
+                        v => v.tuple_get(0).as_ref().map_or(0.0, real_of),
+                    };
                     ids.push((1.0, id_of(&v)));
                 }
                 let id = if ids.is_empty() {

@@ -281,19 +281,37 @@ impl Interp {
                             continue;
                         }
                     }
-                    CRhs::Proj(a, i @ (0 | 1)) => {
-                        if let Value::Dual(p, t) = Self::atom_ref(frame, a) {
+                    CRhs::Proj(a, i @ (0 | 1)) => match Self::atom_ref(frame, a) {
+                        Value::Dual(p, t) => {
                             let r = if *i == 0 { *p } else { *t };
                             store(&mut frame[slot], Value::Real(r));
                             continue;
                         }
-                    }
+                        Value::RealInt(p, id) => {
+                            let r = if *i == 0 {
+                                Value::Real(*p)
+                            } else {
+                                Value::Int(*id)
+                            };
+                            store(&mut frame[slot], r);
+                            continue;
+                        }
+                        _ => {}
+                    },
                     CRhs::Tuple(args) => {
                         if let [x, y] = &args[..]
                             && let (Value::Real(p), Value::Real(t)) =
                                 (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
                         {
                             let d = Value::Dual(*p, *t);
+                            store(&mut frame[slot], d);
+                            continue;
+                        }
+                        if let [x, y] = &args[..]
+                            && let (Value::Real(p), Value::Int(i)) =
+                                (Self::atom_ref(frame, x), Self::atom_ref(frame, y))
+                        {
+                            let d = Value::RealInt(*p, *i);
                             store(&mut frame[slot], d);
                             continue;
                         }

@@ -41,7 +41,10 @@ pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> 
         },
         (Value::Unit, Value::Unit) => Value::Unit,
         (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
-        (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => Value::tuple(
+        (
+            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+        ) => Value::tuple(
             a.tuple_fields()
                 .unwrap_or_default()
                 .iter()
@@ -478,15 +481,16 @@ fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
                 .zip(ys.iter())
                 .try_for_each(|(x, y)| same_shape(x, y))
         }
-        (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => {
-            match (v.tuple_fields(), t.tuple_fields()) {
-                (Some(xs), Some(ys)) => xs
-                    .iter()
-                    .zip(ys.iter())
-                    .try_for_each(|(x, y)| same_shape(x, y)),
-                _ => Ok(()),
-            }
-        }
+        (
+            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+        ) => match (v.tuple_fields(), t.tuple_fields()) {
+            (Some(xs), Some(ys)) => xs
+                .iter()
+                .zip(ys.iter())
+                .try_for_each(|(x, y)| same_shape(x, y)),
+            _ => Ok(()),
+        },
         (x, y) => match (x.array_len(), y.array_len()) {
             (Some(n), Some(m)) if n != m => {
                 Err(format!("an array of length {m} where the result has {n}"))
@@ -513,7 +517,7 @@ fn element_bytes(v: &Value) -> usize {
     match v {
         Value::Bool(_) => 1,
         Value::Real(_) | Value::Int(_) => 8,
-        Value::Dual(..) => 16,
+        Value::Dual(..) | Value::RealInt(..) => 16,
         _ => size_of::<Value>(),
     }
 }

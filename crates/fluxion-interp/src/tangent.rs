@@ -95,6 +95,7 @@ pub fn zero_at(x: &Value) -> Value {
         Value::IntArray(xs) => Value::Array(vec![Value::Unit; xs.len()].into()),
         Value::BoolArray(xs) => Value::Array(vec![Value::Unit; xs.len()].into()),
         Value::Tuple(xs) => Value::tuple(xs.iter().map(zero_at).collect()),
+        Value::RealInt(..) => Value::tuple(vec![Value::Real(0.0), Value::Unit]),
         Value::Enum(tag, fields) => Value::Enum(*tag, fields.iter().map(zero_at).collect()),
         _ => Value::Unit,
     }

@@ -31,6 +31,9 @@ pub enum Value {
     /// The tuple `(Real, Real)`: forward mode's `(primal, tangent)`, without a heap
     /// allocation (it is the size of the `Rc` slice the other variants hold).
     Dual(f64, f64),
+    /// The tuple `(Real, Int)`: the delta layer's `(primal, delta id)` (`--ad delta`),
+    /// without a heap allocation.
+    RealInt(f64, i64),
     /// An array whose elements are reals.
     RealArray(Rc<[f64]>),
     /// An array whose elements are `Int`s (8 bytes each, not a boxed `Value`).
@@ -60,6 +63,7 @@ impl Value {
     pub fn tuple(fields: Vec<Value>) -> Value {
         match fields[..] {
             [Value::Real(p), Value::Real(t)] => Value::Dual(p, t),
+            [Value::Real(p), Value::Int(i)] => Value::RealInt(p, i),
             _ => Value::Tuple(fields.into()),
         }
     }
@@ -69,6 +73,7 @@ impl Value {
         match self {
             Value::Tuple(vs) => Some(Cow::Borrowed(vs)),
             Value::Dual(p, t) => Some(Cow::Owned(vec![Value::Real(*p), Value::Real(*t)])),
+            Value::RealInt(p, i) => Some(Cow::Owned(vec![Value::Real(*p), Value::Int(*i)])),
             _ => None,
         }
     }
@@ -79,6 +84,8 @@ impl Value {
         match (self, i) {
             (Value::Dual(p, _), 0) => Some(Value::Real(*p)),
             (Value::Dual(_, t), 1) => Some(Value::Real(*t)),
+            (Value::RealInt(p, _), 0) => Some(Value::Real(*p)),
+            (Value::RealInt(_, i), 1) => Some(Value::Int(*i)),
             (Value::Tuple(vs), i) => vs.get(i).cloned(),
             _ => None,
         }
@@ -127,6 +134,7 @@ impl Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Unit, Value::Unit) => true,
             (Value::Dual(p, t), Value::Dual(q, u)) => p == q && t == u,
+            (Value::RealInt(p, i), Value::RealInt(q, j)) => p == q && i == j,
             // Slices of f64 compare elementwise as IEEE doubles (NaN differs).
             (Value::RealArray(a), Value::RealArray(b)) => a[..] == b[..],
             (Value::IntArray(a), Value::IntArray(b)) => a[..] == b[..],
@@ -134,14 +142,15 @@ impl Value {
             (Value::DualArray(a), Value::DualArray(b)) => {
                 a.primal()[..] == b.primal()[..] && a.tangent()[..] == b.tangent()[..]
             }
-            (Value::Tuple(_) | Value::Dual(..), Value::Tuple(_) | Value::Dual(..)) => {
-                match (self.tuple_fields(), other.tuple_fields()) {
-                    (Some(a), Some(b)) => {
-                        a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
-                    }
-                    _ => false,
+            (
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+            ) => match (self.tuple_fields(), other.tuple_fields()) {
+                (Some(a), Some(b)) => {
+                    a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
                 }
-            }
+                _ => false,
+            },
             (Value::Enum(t, a), Value::Enum(u, b)) => {
                 t == u && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
             }
@@ -223,6 +232,7 @@ pub fn write_value(
         Value::Bool(b) => write!(f, "{b}"),
         Value::Unit => write!(f, "()"),
         Value::Dual(p, t) => write!(f, "({}, {})", format_real(*p), format_real(*t)),
+        Value::RealInt(p, i) => write!(f, "({}, {i})", format_real(*p)),
         Value::DualArray(d) => {
             write!(f, "[")?;
             for (i, (p, t)) in d.primal().iter().zip(d.tangent().iter()).enumerate() {

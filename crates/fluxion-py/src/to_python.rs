@@ -29,7 +29,7 @@ pub fn to_python<'py>(
         (Value::Int(i), _) => i.into_bound_py_any(py)?,
         (Value::Bool(b), _) => b.into_bound_py_any(py)?,
         (Value::Unit, _) => py.None().into_bound(py),
-        (Value::Tuple(_) | Value::Dual(..), Type::Tuple(ts)) => {
+        (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => {
             let fields = v.tuple_fields().unwrap_or_default();
             let items = fields
                 .iter()
