@@ -1,21 +1,33 @@
 //! `cargo run --release -p fluxion-bench`: prints the tables of BENCHMARKS.md.
 //! `cargo run --release -p fluxion-bench -- TABLE` prints only that table (`native`,
-//! `jvp`, `taylor`, `hessian`, `compile`; for quicker iteration — the published tables
-//! come from one full run). `-- source functions|lets N` prints a generated program of
-//! N lines or N `let`s (to compile it under a profiler).
+//! `jvp`, `taylor`, `hessian`, `compile`, `delta`, `gmm`; for quicker iteration — the
+//! published tables come from one full run). `-- source functions|lets N` prints a
+//! generated program of N lines or N `let`s (to compile it under a profiler);
+//! `-- source straight|fold|indexing|closures N` the `delta` table's program of that
+//! family for inputs of length N (its entries `primal` and `gradient` take `[Real]`).
+//!
+//! `delta` and `gmm` take `--ad MODE` (default `delta`: the reverse mode they
+//! measure) and `delta` takes `--max-n N` (default 10^6, or 10^3 with `--ad fwd`,
+//! whose gradient is n passes).
 //!
 //! Every figure is a ratio of two timings taken in the same run (median of several
 //! repetitions each), never a lone absolute time — except compile times, whose
-//! targets are absolute; they are printed beside the ratios that show linearity.
+//! targets are absolute; they are printed beside the ratios that show linearity. The
+//! reverse-mode tables print the absolute times beside their ratios too, and peak
+//! memory.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use fluxion_bench::programs;
+use fluxion_bench::gmm::Gmm;
+use fluxion_bench::harness::{self, Bench, Measurement};
+use fluxion_bench::programs::{self, Family};
+use fluxion_driver::AdMode;
 
-/// Counts memory as the `fluxion` binary does, so the timings include the budget's cost.
+/// Counts memory as the `fluxion` binary does (`CountingAlloc`), so the timings
+/// include the budget's cost, and keeps each thread's peak for the reverse-mode tables.
 #[global_allocator]
-static ALLOC: fluxion_driver::CountingAlloc = fluxion_driver::CountingAlloc;
+static ALLOC: fluxion_bench::peak::PeakAlloc = fluxion_bench::peak::PeakAlloc;
 
 /// Median wall time of `reps` runs of `f`.
 fn median_time(reps: usize, mut f: impl FnMut()) -> Duration {
@@ -130,8 +142,15 @@ fn main() {
         ("compile", compile_table),
     ];
     match args[..] {
-        [] => tables.iter().for_each(|(_, table)| table()),
+        [] => {
+            tables.iter().for_each(|(_, table)| table());
+            let options = ReverseOptions::parse(&[]);
+            delta_table(&options);
+            gmm_table(&options);
+        }
         ["source", shape, size] => print_source(shape, size),
+        ["delta", ref options @ ..] => delta_table(&ReverseOptions::parse(options)),
+        ["gmm", ref options @ ..] => gmm_table(&ReverseOptions::parse(options)),
         [name] => match tables.iter().find(|(t, _)| *t == name) {
             Some((_, table)) => table(),
             None => usage(),
@@ -141,17 +160,24 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fluxion-bench [native|jvp|taylor|hessian|compile | source functions|lets N]");
+    eprintln!(
+        "usage: fluxion-bench [native|jvp|taylor|hessian|compile | delta [--ad MODE] [--max-n N] \
+         | gmm [--ad MODE] | source functions|lets|straight|fold|indexing|closures N]"
+    );
     std::process::exit(2);
 }
 
-/// Prints a generated program of the compile table.
+/// Prints a generated program of the compile table, or the `delta` table's program
+/// of a family for inputs of length N.
 fn print_source(shape: &str, size: &str) {
     let Ok(size) = size.parse() else { usage() };
     match shape {
         "functions" => print!("{}", programs::many_functions(size)),
         "lets" => print!("{}", programs::many_lets(size)),
-        _ => usage(),
+        _ => match Family::ALL.iter().find(|f| f.short_name() == shape) {
+            Some(family) => print!("{}", family.source(size)),
+            None => usage(),
+        },
     }
 }
 
@@ -344,5 +370,337 @@ fn hessian_table() {
     println!(
         "| Taylor order 2, polarisation | {:.2} |",
         tay.as_secs_f64() / fof.as_secs_f64()
+    );
+}
+
+/// Options of the reverse-mode tables.
+struct ReverseOptions {
+    /// The mode whose `grad` is measured (`--ad`, default `delta`).
+    mode: AdMode,
+    /// The largest n of the `delta` table (`--max-n`).
+    max_n: usize,
+}
+
+/// The sizes of the `delta` table.
+const REVERSE_SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
+/// The default largest n with `--ad fwd`, whose gradient costs n passes.
+const FWD_MAX_N: usize = 1_000;
+/// A timing sample lasts at least this long (several calls of a short entry).
+const MIN_SAMPLE: Duration = Duration::from_millis(50);
+
+impl ReverseOptions {
+    fn parse(args: &[&str]) -> ReverseOptions {
+        let mut mode = AdMode::Delta;
+        let mut max_n = None;
+        let mut args = args.iter();
+        while let Some(&flag) = args.next() {
+            let Some(&value) = args.next() else { usage() };
+            match flag {
+                "--ad" => mode = AdMode::parse(value).unwrap_or_else(|| usage()),
+                "--max-n" => max_n = Some(value.parse().unwrap_or_else(|_| usage())),
+                _ => usage(),
+            }
+        }
+        let max_n = max_n.unwrap_or(if mode == AdMode::Fwd {
+            FWD_MAX_N
+        } else {
+            usize::MAX
+        });
+        ReverseOptions { mode, max_n }
+    }
+}
+
+/// Says that `mode` is not built, instead of a table; returns whether it is built.
+fn mode_is_built(mode: AdMode) -> bool {
+    if !mode.is_implemented() {
+        println!(
+            "Pending: `--ad {}` is not built in this tree (the table runs once it is).",
+            mode.name()
+        );
+    }
+    mode.is_implemented()
+}
+
+fn fmt_time(t: Duration) -> String {
+    let s = t.as_secs_f64();
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 0.01 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.3} ms", s * 1e3)
+    }
+}
+
+fn fmt_bytes(bytes: Option<usize>) -> String {
+    match bytes {
+        None => "—".into(),
+        Some(b) if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1 << 20) as f64),
+        Some(b) => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+/// Samples per timing: fewer where one call takes seconds.
+fn samples_for(n: usize) -> usize {
+    if n >= 1_000_000 { 3 } else { 5 }
+}
+
+/// One row of the `delta` table: primal and gradient of `family` at size n.
+struct ReverseRow {
+    primal: Measurement,
+    gradient: Measurement,
+    /// The gradient, at the size where it is compared with forward mode.
+    value: Option<Vec<f64>>,
+}
+
+fn reverse_row(family: Family, n: usize, mode: AdMode, keep: bool) -> Result<ReverseRow, String> {
+    let src = family.source(n);
+    fluxion_driver::with_big_stack(move || {
+        let bench = Bench::new(&src, mode)?;
+        let args = [harness::reals(&programs::family_input(n))];
+        let samples = samples_for(n);
+        let primal = bench.measure("primal", &args, samples, MIN_SAMPLE)?;
+        let gradient = bench.measure("gradient", &args, samples, MIN_SAMPLE)?;
+        let value = keep
+            .then(|| bench.call("gradient", &args))
+            .transpose()?
+            .map(|g| harness::flatten_reals(&g));
+        Ok(ReverseRow {
+            primal,
+            gradient,
+            value,
+        })
+    })
+}
+
+/// The forward-mode gradient of `family` at size n (n passes: for small n only).
+fn fwd_gradient(family: Family, n: usize) -> Result<Vec<f64>, String> {
+    let src = family.source(n);
+    fluxion_driver::with_big_stack(move || {
+        let bench = Bench::new(&src, AdMode::Fwd)?;
+        let args = [harness::reals(&programs::family_input(n))];
+        Ok(harness::flatten_reals(&bench.call("gradient", &args)?))
+    })
+}
+
+/// Gradient / primal time and peak memory of `grad(f, x)` in the chosen mode for the
+/// four families, at growing n; then the gradients at the smallest n against forward
+/// mode's.
+fn delta_table(options: &ReverseOptions) {
+    let mode = options.mode;
+    println!(
+        "\n## Reverse mode (`--ad {}`): gradient / primal time and peak memory as n grows\n",
+        mode.name()
+    );
+    if !mode_is_built(mode) {
+        return;
+    }
+    println!(
+        "Interpreter; thread CPU time, median of {} samples (3 at 10^6) of at least {} ms each.\n",
+        samples_for(1),
+        MIN_SAMPLE.as_millis()
+    );
+    println!(
+        "| program | n | primal | gradient | gradient / primal | peak, gradient | per input | peak, primal |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let sizes: Vec<usize> = REVERSE_SIZES
+        .iter()
+        .copied()
+        .filter(|&n| n <= options.max_n)
+        .collect();
+    let mut checks = Vec::new();
+    for family in Family::ALL {
+        for (i, &n) in sizes.iter().enumerate() {
+            let keep = i == 0 && mode != AdMode::Fwd;
+            match reverse_row(family, n, mode, keep) {
+                Ok(row) => {
+                    let per_input = row.gradient.peak.map(|b| b as f64 / n as f64);
+                    println!(
+                        "| {} | {n} | {} | {} | {:.2} | {} | {} | {} |",
+                        family.name(),
+                        fmt_time(row.primal.time),
+                        fmt_time(row.gradient.time),
+                        ratio(row.gradient.time, row.primal.time),
+                        fmt_bytes(row.gradient.peak),
+                        per_input.map_or("—".into(), |b| format!("{b:.0} B")),
+                        fmt_bytes(row.primal.peak),
+                    );
+                    if let Some(value) = row.value {
+                        checks.push((family, n, value));
+                    }
+                }
+                Err(e) => println!(
+                    "| {} | {n} | failed: {} |",
+                    family.name(),
+                    e.lines().next().unwrap_or("").replace('|', "/")
+                ),
+            }
+        }
+    }
+    if !checks.is_empty() {
+        println!(
+            "\nAgreement with `--ad fwd` (max |g − g_fwd| / (1 + |g_fwd|) over the gradient):\n"
+        );
+        for (family, n, value) in checks {
+            match fwd_gradient(family, n) {
+                Ok(fwd) => println!(
+                    "- {} at n = {n}: {:.1e}",
+                    family.name(),
+                    harness::max_relative_difference(&value, &fwd)
+                ),
+                Err(e) => println!("- {} at n = {n}: fwd failed: {e}", family.name()),
+            }
+        }
+    }
+}
+
+/// GradBench's GMM sizes: d = 10, k = 25, n = 1000 (and d = 2, k = 5 to check the
+/// forward-mode extrapolation against a measured forward-mode gradient).
+const GMM_SIZE: (usize, usize, usize) = (10, 25, 1000);
+const GMM_SMALL: (usize, usize, usize) = (2, 5, 1000);
+const GMM_SEED: u64 = 31337;
+
+/// The median time of `tangent` along a few basis vectors (one in each of alphas,
+/// means and icf): one pass of `--ad fwd`'s gradient.
+fn gmm_basis_jvp(bench: &Bench, g: &Gmm, samples: usize) -> Result<Measurement, String> {
+    let p = g.parameters();
+    let mut runs = Vec::new();
+    for j in [0, g.k + g.k * g.d / 2, p - 1] {
+        let mut e = vec![0.0; p];
+        e[j] = 1.0;
+        runs.push(bench.measure("tangent", &g.tangent_args(&e), samples, MIN_SAMPLE)?);
+    }
+    runs.sort_by_key(|m| m.time);
+    Ok(runs[runs.len() / 2])
+}
+
+/// Results of the GMM table, made on the evaluation thread.
+struct GmmResults {
+    params: usize,
+    fluxion_value: f64,
+    rust_value: f64,
+    primal: Measurement,
+    jvp: Measurement,
+    /// The chosen mode's gradient, and ⟨gradient, v⟩ against one JVP along v.
+    reverse: Option<(Measurement, f64, f64)>,
+    /// At the small size: fwd's measured gradient time / (parameters × one JVP).
+    small_check: (usize, f64),
+}
+
+fn gmm_results(mode: AdMode) -> Result<GmmResults, String> {
+    fluxion_driver::with_big_stack(move || {
+        let (d, k, n) = GMM_SIZE;
+        let g = Gmm::generate(d, k, n, GMM_SEED);
+        let args = g.args();
+        let fwd = Bench::new(programs::GMM, AdMode::Fwd)?;
+        let fluxion_value = match fwd.call("primal", &args)? {
+            fluxion_driver::interp::Value::Real(v) => v,
+            other => return Err(format!("primal returned {other:?}")),
+        };
+        let primal = fwd.measure("primal", &args, 5, MIN_SAMPLE)?;
+        let jvp = gmm_basis_jvp(&fwd, &g, 3)?;
+        let reverse = if mode != AdMode::Fwd && mode.is_implemented() {
+            let bench = Bench::new(programs::GMM, mode)?;
+            let gradient = bench.measure("gradient", &args, 5, MIN_SAMPLE)?;
+            let grad = harness::flatten_reals(&bench.call("gradient", &args)?);
+            let v: Vec<f64> = programs::family_input(g.parameters());
+            let along: f64 = grad.iter().zip(&v).map(|(a, b)| a * b).sum();
+            let jvp_v = harness::flatten_reals(&fwd.call("tangent", &g.tangent_args(&v))?)[0];
+            Some((gradient, along, jvp_v))
+        } else {
+            None
+        };
+        let (d, k, n) = GMM_SMALL;
+        let small = Gmm::generate(d, k, n, GMM_SEED);
+        let small_fwd = fwd.measure("gradient", &small.args(), 3, MIN_SAMPLE)?;
+        let small_jvp = gmm_basis_jvp(&fwd, &small, 3)?;
+        let predicted = small_jvp.time.as_secs_f64() * small.parameters() as f64;
+        Ok(GmmResults {
+            params: g.parameters(),
+            fluxion_value,
+            rust_value: g.objective(),
+            primal,
+            jvp,
+            reverse,
+            small_check: (small.parameters(), small_fwd.time.as_secs_f64() / predicted),
+        })
+    })
+}
+
+fn gmm_table(options: &ReverseOptions) {
+    let mode = options.mode;
+    let (d, k, n) = GMM_SIZE;
+    println!(
+        "\n## GMM objective (GradBench; d = {d}, k = {k}, n = {n}): gradient / primal, `--ad {}` against forward mode\n",
+        mode.name()
+    );
+    let r = match gmm_results(mode) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("failed: {e}");
+            return;
+        }
+    };
+    let rel = (r.fluxion_value - r.rust_value).abs() / r.rust_value.abs().max(1.0);
+    println!(
+        "Objective {:.10e} (plain Rust: {:.10e}; relative difference {rel:.1e}); {} parameters. \
+         Interpreter; thread CPU time, medians.\n",
+        r.fluxion_value, r.rust_value, r.params
+    );
+    assert!(
+        rel < 1e-10,
+        "the Fluxion GMM objective disagrees with plain Rust"
+    );
+    println!("| computation | time | / primal | peak memory |");
+    println!("|---|---|---|---|");
+    println!(
+        "| objective (primal) | {} | 1.00 | {} |",
+        fmt_time(r.primal.time),
+        fmt_bytes(r.primal.peak)
+    );
+    match r.reverse {
+        Some((m, _, _)) => println!(
+            "| gradient, `--ad {}` | {} | {:.2} | {} |",
+            mode.name(),
+            fmt_time(m.time),
+            ratio(m.time, r.primal.time),
+            fmt_bytes(m.peak)
+        ),
+        None if mode == AdMode::Fwd => {}
+        None => println!(
+            "| gradient, `--ad {}` | pending: not built in this tree | | |",
+            mode.name()
+        ),
+    }
+    let fwd = r.jvp.time * r.params as u32;
+    println!(
+        "| gradient, `--ad fwd`: {} × one JVP (extrapolated) | {} | {:.0} | {} |",
+        r.params,
+        fmt_time(fwd),
+        ratio(fwd, r.primal.time),
+        fmt_bytes(r.jvp.peak)
+    );
+    println!(
+        "| one JVP along a basis vector (one pass of `--ad fwd`) | {} | {:.2} | {} |",
+        fmt_time(r.jvp.time),
+        ratio(r.jvp.time, r.primal.time),
+        fmt_bytes(r.jvp.peak)
+    );
+    if let Some((_, along, jvp_v)) = r.reverse {
+        println!(
+            "\nCheck: ⟨gradient, v⟩ = {along:.10e}, one JVP along v = {jvp_v:.10e} (relative difference {:.1e}).",
+            (along - jvp_v).abs() / jvp_v.abs().max(1.0)
+        );
+    }
+    let (small_params, small_ratio) = r.small_check;
+    let (d, k, n) = GMM_SMALL;
+    println!(
+        "\nThe extrapolation, checked at d = {d}, k = {k}, n = {n} ({small_params} parameters): \
+         the measured `--ad fwd` gradient takes {small_ratio:.2} × ({small_params} × one JVP)."
     );
 }
