@@ -48,6 +48,9 @@ pub(crate) enum CRhs {
     Arith(Prim, CAtom, CAtom),
     /// `< <= > >=`, likewise.
     Compare(Prim, CAtom, CAtom),
+    /// `%delta(c₁, id₁, …)`: a tape entry from borrowed operands (the delta layer
+    /// emits one per real primitive).
+    Delta(Vec<CAtom>),
     Call(CAtom, Vec<CAtom>),
     CallDirect(CodeId, Vec<CAtom>),
     Closure(CodeId, Vec<CAtom>),
@@ -141,6 +144,7 @@ impl Compiler<'_> {
             Rhs::Prim(p @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge), args) if args.len() == 2 => {
                 CRhs::Compare(*p, self.atom(&args[0]), self.atom(&args[1]))
             }
+            Rhs::Prim(Prim::DeltaPush, args) => CRhs::Delta(self.atoms(args)),
             Rhs::Prim(p, args) => CRhs::Prim(
                 *p,
                 self.atoms(args),

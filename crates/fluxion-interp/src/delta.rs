@@ -46,6 +46,27 @@ fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
 }
 
 impl Interp {
+    /// `%delta(c₁, id₁, …)` from the evaluator's operands: the new id, or `None`
+    /// outside a reverse pass (or past 2^32 ids: then the tape is full).
+    pub(crate) fn push_delta<'v>(
+        &self,
+        terms: impl Iterator<Item = (&'v Value, &'v Value)>,
+    ) -> Option<i64> {
+        let mut tapes = self.tapes.borrow_mut();
+        let tape = tapes.last_mut()?;
+        if tape.len() >= u32::MAX as usize {
+            return None;
+        }
+        let terms = terms.map(|(c, id)| {
+            let id = match id {
+                Value::Int(i) => DeltaId(*i as u32),
+                _ => DeltaId::ZERO,
+            };
+            (real_of(c), id)
+        });
+        Some(tape.push(terms).0 as i64)
+    }
+
     /// `%delta(c₁, id₁, …)` and `%delta_sum(a)`: new entries on the current tape.
     pub(crate) fn delta_prim(
         &self,

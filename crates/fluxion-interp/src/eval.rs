@@ -281,6 +281,16 @@ impl Interp {
                             continue;
                         }
                     }
+                    CRhs::Delta(args) => {
+                        let terms = args.chunks(2).map(|t| {
+                            (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1]))
+                        });
+                        let Some(id) = self.push_delta(terms) else {
+                            return fail(b.span, "internal error: a delta outside a reverse pass");
+                        };
+                        store(&mut frame[slot], Value::Int(id));
+                        continue;
+                    }
                     CRhs::Proj(a, i @ (0 | 1)) => match Self::atom_ref(frame, a) {
                         Value::Dual(p, t) => {
                             let r = if *i == 0 { *p } else { *t };
@@ -399,6 +409,15 @@ impl Interp {
     fn rhs(&self, frame: &[Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
+            CRhs::Delta(args) => {
+                let terms = args
+                    .chunks(2)
+                    .map(|t| (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1])));
+                match self.push_delta(terms) {
+                    Some(id) => Value::Int(id),
+                    None => return fail(span, "internal error: a delta outside a reverse pass"),
+                }
+            }
             CRhs::Arith(p, x, y) => {
                 return arith(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y), span);
             }
