@@ -724,10 +724,22 @@ fn hessians_match_fwd_and_finite_differences_of_the_gradient() {
         }
     }
     for (_, src, x) in &programs {
-        agree(src, &format!("hessian(f, {})", literal(x)));
         // The Jacobian of the gradient is the Hessian.
         let with_grad = format!("{src}\nfn g(x: [Real]) -> [Real] {{ grad(f, x) }}");
         agree(&with_grad, &format!("jacobian(g, {})", literal(x)));
+    }
+    for (_, src, x) in SCALAR_PROGRAMS {
+        agree(src, &format!("hessian(f, {})", literal(x)));
+    }
+}
+
+/// Every scalar program as a function to `[Real]`: its Jacobian is the gradient as one
+/// row.
+#[test]
+fn jacobians_of_every_construct() {
+    for (_, src, x) in SCALAR_PROGRAMS {
+        let src = format!("{src}\nfn fv(x: [Real]) -> [Real] {{ [f(x), x[0] * f(x)] }}");
+        agree(&src, &format!("jacobian(fv, {})", literal(x)));
     }
 }
 
@@ -1046,6 +1058,114 @@ fn pullbacks_are_differentiable() {
         "",
         &format!("jacobian(vjp({f}, [3.0, 2.0]).1, [1.0, 1.0])"),
         "[[2.0, 0.0], [3.0, 4.0]]",
+    );
+}
+
+/// A pullback is an ordinary value: several may be alive at once, called in any order
+/// and any number of times, after other gradients were taken, from inside another
+/// gradient; each one answers for its own point (a tape shared between them would
+/// mix them up).
+#[test]
+fn interleaved_and_escaping_pullbacks() {
+    let src = "fn f(x: [Real]) -> Real { x[0] * x[0] * x[1] }
+               fn g(x: [Real]) -> Real { sin(x[0]) + x[1] * x[1] * x[1] }
+               fn pullback_of_f(x: [Real]) -> fn(Real) -> [Real] { vjp(f, x).1 }";
+    // ∇f = (2x0·x1, x0²) = (12, 4) at (2, 3) and (−4, 1) at (1, −2);
+    // ∇g = (cos x0, 3x1²) = (1, 12) at (0, 2).
+    agree_exactly(
+        src,
+        "{ let (_, p1) = vjp(f, [2.0, 3.0]); let (_, p2) = vjp(g, [0.0, 2.0]); let p3 = pullback_of_f([1.0, -2.0]);
+           (p2(1.0), p1(1.0), p3(2.0), grad(g, [0.0, 2.0]), p1(0.5), p2(2.0)) }",
+        "([1.0, 12.0], [12.0, 4.0], [-8.0, 2.0], [1.0, 12.0], [6.0, 2.0], [2.0, 24.0])",
+    );
+    // Gradients at many points in a row, and pullbacks made in a map and called later.
+    agree_exactly(
+        src,
+        "{ let pbs = map(pullback_of_f, [[2.0, 3.0], [1.0, -2.0], [0.5, 4.0]]);
+           (map(|x| grad(f, x), [[2.0, 3.0], [1.0, -2.0]]), map(|p| p(1.0), reverse(pbs))) }",
+        "([[12.0, 4.0], [-4.0, 1.0]], [[4.0, 0.25], [-4.0, 1.0], [12.0, 4.0]])",
+    );
+    // A pullback made outside a gradient and used inside it: pb(s) = s·(12, 4), so
+    // pb(z0)[0]·z1 = 12·z0·z1 and its gradient at (1, 2) is (24, 12).
+    agree_exactly(
+        src,
+        "{ let pb = pullback_of_f([2.0, 3.0]); grad(|z: [Real]| pb(z[0])[0] * z[1], [1.0, 2.0]) }",
+        "[24.0, 12.0]",
+    );
+    // A pullback made inside a gradient, of a function that captures the outer
+    // variable: d/dx [pb(1)] where pb is the pullback of y ↦ x·y² at y = x: 2x² → 4x.
+    agree_exactly(
+        "",
+        "grad(|x: Real| vjp(|y: Real| x * y * y, x).1(1.0), 3.0)",
+        "12.0",
+    );
+}
+
+/// Operators apply to any expression of function type.
+#[test]
+fn operators_apply_to_any_function_value() {
+    let src = "fn square(x: Real) -> Real { x * x }
+               fn adder(k: Real) -> fn(Real) -> Real { |x| x * x + k * x }
+               fn apply_grad(g: fn(Real) -> Real, x: Real) -> Real { grad(g, x) }";
+    agree_exactly(src, "grad(square, 3.0)", "6.0"); // top-level function
+    agree_exactly(src, "apply_grad(|x| 3.0 * x, 1.0)", "3.0"); // parameter
+    agree_exactly(src, "grad(adder(2.0), 1.0)", "4.0"); // returned closure: 2x + k
+    agree_exactly(src, "{ let k = 5.0; grad(|x| k * x * x, 1.0) }", "10.0"); // captured
+    agree_exactly(src, "grad(sin, 0.0)", "1.0"); // a built-in
+    agree_exactly(src, "grad(|x: Real| 7.0, 1.0)", "0.0"); // a constant
+    agree_exactly(src, "grad(|x: [Real]| 7.0, [1.0, 2.0])", "[0.0, 0.0]"); // dense zeros
+    agree_exactly(
+        src,
+        "grad(|x: [Real]| x[1], [1.0, 2.0, 3.0])",
+        "[0.0, 1.0, 0.0]",
+    );
+    agree_exactly(src, "grad(|p: (Real, Real)| p.0, (1.0, 2.0))", "(1.0, 0.0)");
+}
+
+/// LANGUAGE.md §5's choices at non-differentiable points, which the reverse rules of
+/// the calculus table must follow as the forward ones do.
+#[test]
+fn non_differentiable_points_follow_the_contract() {
+    agree_exactly("", "grad(|x: Real| abs(x), 0.0)", "0.0");
+    agree_exactly(
+        "",
+        "grad(|p: (Real, Real)| max(p.0, p.1), (1.0, 1.0))",
+        "(1.0, 0.0)",
+    );
+    agree_exactly(
+        "",
+        "grad(|p: (Real, Real)| min(p.0, p.1), (1.0, 1.0))",
+        "(1.0, 0.0)",
+    );
+    agree_exactly(
+        "",
+        "grad(|x: [Real]| maximum(x), [2.0, 5.0, 5.0])",
+        "[0.0, 1.0, 0.0]",
+    );
+    agree_exactly(
+        "",
+        "grad(|x: [Real]| minimum(x), [2.0, 1.0, 1.0])",
+        "[0.0, 1.0, 0.0]",
+    );
+    agree_exactly(
+        "",
+        "grad(|p: (Real, Real)| pow(p.0, p.1), (0.0, 2.0))",
+        "(0.0, 0.0)",
+    );
+    agree_exactly(
+        "",
+        "grad(|p: (Real, Real)| pow(p.0, p.1), (-2.0, 3.0))",
+        "(12.0, 0.0)",
+    );
+    agree_exactly(
+        "",
+        "grad(|x: Real| floor(x) + ceil(x) + to_real(to_int(x)), 1.5)",
+        "0.0",
+    );
+    agree_exactly(
+        "",
+        "grad(|x: Real| if x > 0.0 { x * x } else { -x }, 0.0)",
+        "-1.0",
     );
 }
 
