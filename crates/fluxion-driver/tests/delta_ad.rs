@@ -1122,6 +1122,35 @@ fn operators_apply_to_any_function_value() {
     agree_exactly(src, "grad(|p: (Real, Real)| p.0, (1.0, 2.0))", "(1.0, 0.0)");
 }
 
+/// Empty, ragged and real-free shapes: a gradient is dense (zeros are printed, never
+/// left symbolic) and has the input's shape, whatever it is.
+#[test]
+fn empty_ragged_and_real_free_shapes() {
+    let cases = [
+        ("grad(|x: [Real]| sum(x), [])", "[]"),
+        ("jacobian(|x: [Real]| map(|y| y * 2.0, x), [])", "[]"),
+        ("jacobian(|x: [Real]| [], [1.0, 2.0])", "[]"),
+        ("hessian(|x: [Real]| sum(x), [])", "[]"),
+        ("vjp(|x: [Real]| map(|y| y * y, x), []).1([])", "[]"),
+        ("grad(|b: Bool| 1.0, true)", "()"),
+        ("grad(|u: ()| 2.0, ())", "()"),
+        ("vjp(|x: Real| (), 1.0).1(())", "0.0"),
+        ("grad(|x: ([Real], Int)| 1.0, ([1.0], 2))", "([0.0], ())"),
+        ("grad(|x: Real| sum(build(0, |i| x)), 1.0)", "0.0"),
+        (
+            "grad(|x: [[Real]]| sum(map(sum, x)), [[1.0], [], [2.0, 3.0]])",
+            "[[1.0], [], [1.0, 1.0]]",
+        ),
+        (
+            "jacobian(|x: [Real]| x, [1.0, 2.0])",
+            "[[1.0, 0.0], [0.0, 1.0]]",
+        ),
+    ];
+    for (expr, want) in cases {
+        agree_exactly("", expr, want);
+    }
+}
+
 /// LANGUAGE.md §5's choices at non-differentiable points, which the reverse rules of
 /// the calculus table must follow as the forward ones do.
 #[test]
