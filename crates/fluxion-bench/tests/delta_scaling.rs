@@ -1,0 +1,198 @@
+//! Reverse mode by deltas (`--ad delta`, seed 004) takes time linear in the primal's:
+//! one recording pass (a constant number of tape entries per real operation) and one
+//! backward sweep over the tape (§7.4). So a gradient over 4x the inputs (or 4x the
+//! operations) takes about 4x as long; one loss of sharing, a per-input allocation in
+//! the wrapper, a map that is not an array, or a sweep that rescans the tape makes it
+//! 16x or worse (the digest's §9.1 lists these programs and the failures they catch).
+//!
+//! Each program is run at two sizes 4x apart and must grow at most `MAX_GROWTH`
+//! (between linear, 4x, and quadratic, 16x; fixed costs only make the measured growth
+//! smaller). The same programs with `jvp` instead of `grad`, which is linear in every
+//! mode, check the harness itself on this machine.
+//!
+//! Until `--ad delta` is built, the delta tests fail with "--ad delta is not
+//! implemented yet"; the harness test passes.
+
+use std::time::Duration;
+
+use fluxion_bench::clock::time_on_this_thread;
+use fluxion_driver::{AdMode, compile, with_big_stack};
+
+const MAX_GROWTH: f64 = 10.0;
+const ATTEMPTS: usize = 3;
+const SMALL_RUNS: u32 = 4;
+
+/// The timing tests run one at a time, so that they do not slow each other down.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// How long expanding and running `main` takes (compiling is not counted).
+fn run_time(src: &str, mode: AdMode) -> Duration {
+    let src = src.to_string();
+    with_big_stack(move || {
+        let program = compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+        let (out, elapsed) = time_on_this_thread(|| program.run_with("main", None, mode));
+        let out = out.unwrap_or_else(|f| panic!("[{}] {}", mode.name(), f.render()));
+        drop(out);
+        elapsed
+    })
+}
+
+fn assert_linear(name: &str, program: impl Fn(usize) -> String, n: usize, mode: AdMode) {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (small, large) = (program(n), program(4 * n));
+    let mut growth = f64::INFINITY;
+    for _ in 0..ATTEMPTS {
+        // Several small runs, so that both measurements are long beside the clock's
+        // resolution (a scheduler tick).
+        let t_small = (0..SMALL_RUNS)
+            .map(|_| run_time(&small, mode))
+            .sum::<Duration>()
+            / SMALL_RUNS;
+        let t_large = run_time(&large, mode);
+        growth = growth.min(t_large.as_secs_f64() / t_small.as_secs_f64());
+        eprintln!(
+            "{name} [{}]: {t_small:?} at {n}, {t_large:?} at {}: {growth:.1}x",
+            mode.name(),
+            4 * n
+        );
+        if growth <= MAX_GROWTH {
+            return;
+        }
+    }
+    panic!(
+        "{name} [{}]: 4x the size took {growth:.1}x as long; it should be linear (4x)",
+        mode.name()
+    );
+}
+
+/// What a program differentiates: `grad` (reverse mode) or, for the harness check,
+/// `jvp` along the point itself (forward mode, linear in every mode).
+#[derive(Clone, Copy)]
+enum Op {
+    Grad,
+    Jvp,
+}
+
+impl Op {
+    /// `op(f, x)` reduced to one real (the sum of a gradient, or the jvp's tangent).
+    fn apply(self, f: &str, x: &str) -> String {
+        match self {
+            Op::Grad => format!("sum(grad({f}, {x}))"),
+            Op::Jvp => format!("{{ let p = {x}; jvp({f}, p, p).1 }}"),
+        }
+    }
+}
+
+/// The digest's halving chain: n lets x_{i+1} = 0.5·(x_i + x_i) over an array's first
+/// element (its gradient is exactly 1 there); loses sharing → exponential.
+fn halving_chain(n: usize, op: Op) -> String {
+    let mut src = String::from("fn f(x: [Real]) -> Real {\n    let x0 = x[0];\n");
+    for i in 0..n {
+        src.push_str(&format!("    let x{} = 0.5 * (x{i} + x{i});\n", i + 1));
+    }
+    src.push_str(&format!("    x{n}\n}}\n"));
+    src.push_str(&format!(
+        "fn main() -> Real {{ {} }}",
+        op.apply("f", "[1.25, 2.0]")
+    ));
+    src
+}
+
+/// Sum of squares of n inputs: dense per-input gradients or a map per input → n².
+fn wide_sum_of_squares(n: usize, op: Op) -> String {
+    format!(
+        "fn f(x: [Real]) -> Real {{ sum(map(|y| y * y, x)) }}\n\
+         fn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({n}, |i| to_real(i) * 0.001)"))
+    )
+}
+
+/// A cons list of n reals built by recursion from the input array, then its sum of
+/// squares by recursion: n nested calls each way.
+fn cons_list(n: usize, op: Op) -> String {
+    format!(
+        "enum List {{ Nil, Cons(Real, List) }}\n\
+         fn from(x: [Real], i: Int) -> List {{ if i == length(x) {{ Nil }} else {{ Cons(x[i], from(x, i + 1)) }} }}\n\
+         fn ssq(l: List) -> Real {{ match l {{ Nil => 0.0, Cons(h, t) => h * h + ssq(t) }} }}\n\
+         fn f(x: [Real]) -> Real {{ ssq(from(x, 0)) }}\n\
+         fn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({n}, |i| to_real(i) * 0.001)"))
+    )
+}
+
+/// A fold with a closure over n inputs, and a closure capturing one shared value
+/// applied n times (its delta must be swept once, not once per use).
+fn fold_and_shared_capture(n: usize, op: Op) -> String {
+    format!(
+        "fn f(x: [Real]) -> Real {{\n\
+             let y = exp(x[0]);\n\
+             let k = |z: Real| z * 0.999 + y;\n\
+             fold(|acc, v| acc * 0.999 + v * y, 0.0, x) + iterate({n}, k, x[1])\n\
+         }}\n\
+         fn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({n}, |i| to_real(i) * 0.001)"))
+    )
+}
+
+/// An array of n pairs as arrays (forward mode's grad over it is quadratic,
+/// `gradient_scaling.rs`).
+fn array_of_arrays(n: usize, op: Op) -> String {
+    let f = "fn f(x: [Real]) -> Real { let m = build(length(x) / 2, |i| [x[2 * i], x[2 * i + 1]]); sum(map(|r| r[0] * r[1], m)) }";
+    format!(
+        "{f}\nfn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({}, |i| to_real(i) * 0.001)", 2 * n))
+    )
+}
+
+type Program = fn(usize, Op) -> String;
+
+/// Each program with its smaller size.
+const PROGRAMS: &[(&str, Program, usize)] = &[
+    ("halving chain", halving_chain, 4_000),
+    ("wide sum of squares", wide_sum_of_squares, 100_000),
+    ("cons list", cons_list, 20_000),
+    ("fold and shared capture", fold_and_shared_capture, 40_000),
+    ("array of arrays", array_of_arrays, 40_000),
+];
+
+fn check(name: &str, op: Op, mode: AdMode) {
+    let &(_, program, n) = PROGRAMS
+        .iter()
+        .find(|(p, ..)| *p == name)
+        .expect("a program of the table");
+    assert_linear(name, |n| program(n, op), n, mode);
+}
+
+#[test]
+fn the_harness_sees_forward_mode_jvp_as_linear() {
+    for (name, ..) in PROGRAMS {
+        check(name, Op::Jvp, AdMode::Fwd);
+    }
+}
+
+#[test]
+fn delta_grad_of_the_halving_chain_is_linear() {
+    check("halving chain", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn delta_grad_of_a_wide_sum_of_squares_is_linear() {
+    check("wide sum of squares", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn delta_grad_over_a_cons_list_is_linear() {
+    check("cons list", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn delta_grad_of_a_fold_and_a_shared_capture_is_linear() {
+    check("fold and shared capture", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn delta_grad_over_an_array_of_arrays_is_linear() {
+    check("array of arrays", Op::Grad, AdMode::Delta);
+}
