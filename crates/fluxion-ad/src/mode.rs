@@ -14,11 +14,12 @@ use crate::builder::Builder;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum AdMode {
     /// Forward mode, one JVP per input coordinate (the reference).
-    #[default]
     Fwd,
     /// CHAD: combinatory homomorphic reverse AD (seed 000).
     Chad,
-    /// Dual numbers with delta terms, monadic, linear time (seed 004).
+    /// Dual numbers with delta terms, monadic, linear time (seed 004): the default,
+    /// the fastest reverse mode measured (BENCHMARKS.md, "Reverse mode").
+    #[default]
     Delta,
 }
 

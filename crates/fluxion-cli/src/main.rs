@@ -52,10 +52,13 @@ enum Command {
         /// Print only what this function needs (default: every function in the file).
         #[arg(long)]
         entry: Option<String>,
-        /// The stage: core (typed ANF after desugaring), fwd (forward mode), taylor
-        /// (Taylor mode of order 2; taylorK for order K).
+        /// The stage: core (typed ANF after desugaring), fwd (forward mode), delta
+        /// (reverse mode by deltas), taylor (Taylor mode of order 2; taylorK for order K).
         #[arg(long, default_value = "core")]
         stage: String,
+        /// The algorithm the reverse-mode operators are shown expanded with.
+        #[arg(long, value_parser = ["fwd", "chad", "delta"])]
+        ad: Option<String>,
     },
     /// Interactive read-eval-print loop, optionally with a file's definitions loaded.
     Repl {
@@ -156,7 +159,12 @@ fn run_command(command: Command) -> Outcome {
                 Err(f) => Outcome::program_error(f.render()),
             }
         }
-        Command::Show { file, entry, stage } => {
+        Command::Show {
+            file,
+            entry,
+            stage,
+            ad,
+        } => {
             if !fluxion_driver::is_stage(&stage) {
                 return Outcome::usage_error(format!(
                     "error: unknown stage `{stage}` (available: {})\n",
@@ -171,7 +179,11 @@ fn run_command(command: Command) -> Outcome {
                 Ok(p) => p,
                 Err(f) => return Outcome::program_error(f.render()),
             };
-            match program.show(&stage, entry.as_deref()) {
+            let mode = ad
+                .as_deref()
+                .and_then(fluxion_driver::AdMode::parse)
+                .unwrap_or_default();
+            match program.show_with(&stage, entry.as_deref(), mode) {
                 Ok(s) => Outcome::ok(s),
                 Err(msg) => Outcome::program_error(format!("error: {msg}\n")),
             }

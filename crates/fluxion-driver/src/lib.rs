@@ -329,8 +329,21 @@ impl Program {
         check_core(&self.module, "expanding differential operators")
     }
 
-    /// The program after a pipeline stage, as Fluxion source.
+    /// The program after a pipeline stage, as Fluxion source, its operators expanded
+    /// with the default `--ad` mode.
     pub fn show(&self, stage: &str, entry: Option<&str>) -> Result<String, String> {
+        self.show_with(stage, entry, AdMode::default())
+    }
+
+    /// The program after a pipeline stage, its reverse-mode operators expanded with
+    /// `mode` (`--ad fwd` output uses no internal primitive but `%check_tangent`, so
+    /// its stages re-parse; `--ad delta` output calls `%delta_vjp`).
+    pub fn show_with(
+        &self,
+        stage: &str,
+        entry: Option<&str>,
+        mode: AdMode,
+    ) -> Result<String, String> {
         match stage {
             "core" => {
                 let roots: Vec<_> = match entry {
@@ -357,11 +370,6 @@ impl Program {
                     },
                 };
                 let mut module = self.module.clone();
-                // The delta stage shows the operators as `--ad delta` expands them.
-                let mode = match layer {
-                    fluxion_core::TypeMap::Delta => AdMode::Delta,
-                    _ => AdMode::default(),
-                };
                 fluxion_ad::expand_module(&mut module, mode).map_err(|e| e.0)?;
                 let roots = match entry {
                     Some(e) => match module.functions.get(e) {

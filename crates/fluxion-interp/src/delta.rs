@@ -160,12 +160,14 @@ impl Interp {
         let m = self.module();
         let y = coefficient(&m, &result, ret, 0);
         let mut seeds = Vec::new();
-        seed(&m, &result, w, ret, &mut seeds).map_err(|why| RuntimeError {
-            span,
-            message: format!(
-                "the cotangent does not have the shape of the function's result: {why}"
-            ),
-        })?;
+        crate::prims::same_shape(&y, w)
+            .and_then(|()| seed(&m, &result, w, ret, &mut seeds))
+            .map_err(|why| RuntimeError {
+                span,
+                message: format!(
+                    "the cotangent does not have the shape of the function's result: {why}"
+                ),
+            })?;
         let adjoint = {
             let tapes = self.tapes.borrow();
             tapes.last().expect("the tape is open").backward(seeds)

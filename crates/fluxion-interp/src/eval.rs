@@ -282,9 +282,9 @@ impl Interp {
                         }
                     }
                     CRhs::Delta(args) => {
-                        let terms = args.chunks(2).map(|t| {
-                            (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1]))
-                        });
+                        let terms = args
+                            .chunks(2)
+                            .map(|t| (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1])));
                         let Some(id) = self.push_delta(terms) else {
                             return fail(b.span, "internal error: a delta outside a reverse pass");
                         };

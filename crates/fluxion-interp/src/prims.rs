@@ -471,7 +471,7 @@ impl Interp {
 
 /// Whether a tangent `t` has the shape of the value `v`: the same constructors and
 /// array lengths all the way down (leaves are not compared).
-fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
+pub(crate) fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
     match (v, t) {
         (Value::Enum(a, xs), Value::Enum(b, ys)) => {
             if a != b {

@@ -85,6 +85,12 @@ impl Tape {
         }
         for id in (1..self.len()).rev() {
             let a = adjoint[id];
+            // A delta no path from the output reaches contributes nothing — not even
+            // 0·∞ = NaN from dead code whose partials overflowed (forward mode never
+            // looks at a dead binding's tangent either).
+            if a == 0.0 {
+                continue;
+            }
             let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
             for &(c, parent) in &self.terms[start..end] {
                 adjoint[parent.0 as usize] += c * a;
@@ -154,5 +160,16 @@ mod tests {
         let expected = 1.000001_f64.powi(n);
         assert!((adj[x0.0 as usize] / expected - 1.0).abs() < 1e-9);
         drop(t);
+    }
+
+    /// A dead delta (not reached from the output) whose partial overflowed adds
+    /// nothing to its parents: d = ∞·x is unused, f = 2·x, so ∂f/∂x = 2, not NaN.
+    #[test]
+    fn a_dead_delta_with_an_infinite_partial_adds_nothing() {
+        let mut t = Tape::new();
+        let dx = t.input();
+        let _dead = t.push([(f64::INFINITY, dx)]);
+        let f = t.push([(2.0, dx)]);
+        assert_eq!(t.backward([(f, 1.0)])[dx.0 as usize], 2.0);
     }
 }

@@ -62,8 +62,8 @@ def grad(
     ``argnums``: a function with ``f``'s parameters returning ``T(A)`` (a float64
     array for ``[Real]``). With a tuple of argnums it returns a tuple of gradients.
 
-    ``ad`` picks the algorithm (``"fwd"``, the default and the only one built;
-    ``"chad"`` and ``"delta"`` raise ``FluxionUnsupportedError`` when called)."""
+    ``ad`` picks the algorithm (``"delta"``, reverse mode, the default; ``"fwd"``;
+    ``"chad"`` is not built yet and raises ``FluxionUnsupportedError`` when called)."""
     f = _prepare(f, ad, backend)
     nums, tupled = _argnums(f, argnums)
     g = f.derive("grad", nums)
