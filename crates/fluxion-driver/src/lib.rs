@@ -13,6 +13,7 @@ mod memory;
 pub mod repl;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
+pub use fluxion_ad as ad;
 pub use fluxion_ad::AdMode;
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;

@@ -1405,3 +1405,73 @@ fn the_helpers_compare_what_they_claim() {
     assert!(close(1.0, 1.0 + 1e-12, MODE_TOLERANCE));
     assert!(!close(1.0, 1.0 + 1e-6, MODE_TOLERANCE));
 }
+
+/// `name_123` tokens renumbered by first appearance, so that two prints of one code
+/// made in different modules compare equal when only variable ids differ.
+fn canonical_names(text: &str) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('_') {
+        let digits: String = rest[i + 1..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        out.push_str(&rest[..=i]);
+        if digits.is_empty() {
+            rest = &rest[i + 1..];
+            continue;
+        }
+        let n = match seen.iter().position(|d| *d == digits) {
+            Some(n) => n,
+            None => {
+                seen.push(digits.clone());
+                seen.len() - 1
+            }
+        };
+        out.push_str(&format!("v{n}"));
+        rest = &rest[i + 1 + digits.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Separate compilation (seed 004 §7.5): a function's delta translation is made from
+/// its own code only. Translated on its own or first as a callee of another function,
+/// it is the same code (printed alike), every caller calls that one translation, and
+/// translating a caller later adds only the caller's own translation.
+#[test]
+fn separate_compilation_each_function_is_translated_once_from_its_own_code() {
+    use fluxion_driver::ad::delta_code;
+    use fluxion_driver::core::print::print_reachable;
+    let src = "fn f(x: Real) -> Real { sin(x) * x }
+               fn g(x: Real) -> Real { f(x) + f(2.0 * x) }
+               fn h(x: Real) -> Real { g(x) * f(x) }";
+    let mut prints = Vec::new();
+    for order in [["f", "g", "h"], ["h", "g", "f"]] {
+        let mut p = compile("sep.flx", src).unwrap_or_else(|f| panic!("{}", f.render()));
+        p.expand(AdMode::Delta).expect("expands");
+        let mut translated = std::collections::HashMap::new();
+        for name in order {
+            let code = p.module.functions[name];
+            let before = p.module.codes.len();
+            let t = delta_code(&mut p.module, code).expect("translates");
+            translated.insert(name, t);
+            // The callee's translations already exist when the caller is translated
+            // last: only the caller's own code is added.
+            if name == "h" && order[0] == "f" {
+                assert_eq!(p.module.codes.len(), before + 1, "h re-translated a callee");
+            }
+        }
+        // Asking again returns the memoised translation.
+        let f = p.module.functions["f"];
+        assert_eq!(delta_code(&mut p.module, f).unwrap(), translated["f"]);
+        fluxion_driver::core::verify::verify_module(&p.module).expect("verifies");
+        prints.push(canonical_names(&print_reachable(
+            &p.module,
+            &[translated["f"]],
+        )));
+    }
+    assert_eq!(prints[0], prints[1], "f's translation depends on the order");
+    assert!(prints[0].contains("%delta("), "{}", prints[0]);
+}
