@@ -25,9 +25,11 @@ impl DeltaId {
 /// A growing list of delta definitions.
 #[derive(Debug)]
 pub struct Tape {
-    /// Node `i`'s terms are `terms[starts[i]..starts[i + 1]]`.
+    /// Node `i`'s terms are `coefs[k]·parents[k]` for k in `starts[i]..starts[i + 1]`
+    /// (two arrays: 12 bytes a term, where pairs would be padded to 16).
     starts: Vec<u32>,
-    terms: Vec<(f64, DeltaId)>,
+    coefs: Vec<f64>,
+    parents: Vec<u32>,
 }
 
 impl Default for Tape {
@@ -41,7 +43,8 @@ impl Tape {
     pub fn new() -> Tape {
         Tape {
             starts: vec![0, 0],
-            terms: Vec::new(),
+            coefs: Vec::new(),
+            parents: Vec::new(),
         }
     }
 
@@ -67,10 +70,11 @@ impl Tape {
         for (c, parent) in terms {
             debug_assert!(parent < id, "a delta refers only to earlier ids");
             if parent != DeltaId::ZERO {
-                self.terms.push((c, parent));
+                self.coefs.push(c);
+                self.parents.push(parent.0);
             }
         }
-        self.starts.push(self.terms.len() as u32);
+        self.starts.push(self.coefs.len() as u32);
         id
     }
 
@@ -92,8 +96,8 @@ impl Tape {
                 continue;
             }
             let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
-            for &(c, parent) in &self.terms[start..end] {
-                adjoint[parent.0 as usize] += c * a;
+            for (&c, &parent) in self.coefs[start..end].iter().zip(&self.parents[start..end]) {
+                adjoint[parent as usize] += c * a;
             }
         }
         adjoint
