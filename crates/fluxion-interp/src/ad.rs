@@ -86,17 +86,7 @@ impl Interp {
         let a = differentiated_argument(&params);
         let point = combine(&self.module(), x, v, &a, layer)
             .map_err(|message| RuntimeError { span, message })?;
-        let args = if params.is_empty() {
-            vec![]
-        } else if params.len() == 1 {
-            vec![point]
-        } else {
-            match point.tuple_fields() {
-                Some(vs) => vs.into_owned(),
-                None => return fail(span, "internal error: multi-argument point is not a tuple"),
-            }
-        };
-        let result = self.apply(&translated, args, span)?;
+        let result = self.apply(&translated, split_args(point, params.len(), span)?, span)?;
         let m = self.module();
         let orders = match layer {
             TypeMap::Taylor(k) => k as usize,
@@ -112,19 +102,21 @@ impl Interp {
     /// The translation of a closure by `layer`: translated code, lifted environment.
     pub(crate) fn translate(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
         let code = self.translate_code(clo.code, layer, span)?;
-        let capture_tys: Vec<Type> = {
-            let m = self.module();
-            m.code(clo.code)
-                .captures
-                .iter()
-                .map(|c| m.var_ty(*c).clone())
-                .collect()
-        };
         let mut env = Vec::with_capacity(clo.env.len());
-        for (v, t) in clo.env.iter().zip(&capture_tys) {
+        for (v, t) in clo.env.iter().zip(&self.capture_types(clo.code)) {
             env.push(self.lift(v, t, layer, span)?);
         }
         Ok(Value::Closure(Rc::new(Closure { code, env })))
+    }
+
+    /// The types of `code`'s captured variables, in the order of a closure's values.
+    pub(crate) fn capture_types(&self, code: fluxion_core::CodeId) -> Vec<Type> {
+        let m = self.module();
+        m.code(code)
+            .captures
+            .iter()
+            .map(|c| m.var_ty(*c).clone())
+            .collect()
     }
 
     /// The translation of `code` by `layer` (memoised), verified in debug builds and
@@ -280,11 +272,24 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
     }
 }
 
-fn real_of(v: &Value) -> f64 {
+pub(crate) fn real_of(v: &Value) -> f64 {
     match v {
         Value::Real(x) => *x,
         _ => 0.0,
     }
+}
+
+/// The arguments of a call from the differentiated argument (the tuple of them for
+/// several parameters).
+pub(crate) fn split_args(point: Value, n_params: usize, span: Span) -> EvalResult<Vec<Value>> {
+    Ok(match n_params {
+        0 => vec![],
+        1 => vec![point],
+        _ => match point.tuple_fields() {
+            Some(vs) => vs.into_owned(),
+            None => return fail(span, "internal error: multi-argument point is not a tuple"),
+        },
+    })
 }
 
 /// Combines a point `x: A` and a direction `dx: T(A)` into `L(A)`.

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use fluxion_core::verify::differentiated_argument;
 use fluxion_core::{CodeId, Module, Span, Type, TypeMap};
 
-use crate::ad::coefficient;
+use crate::ad::{coefficient, real_of, split_args};
 use crate::array::ArrayBuilder;
 use crate::eval::{EvalResult, Interp, RuntimeError, fail};
 use crate::tape::{DeltaId, Tape};
@@ -33,29 +33,24 @@ fn id_of(v: &Value) -> DeltaId {
     }
 }
 
-fn real_of(v: &Value) -> f64 {
-    match v {
-        Value::Real(x) => *x,
-        _ => 0.0,
-    }
-}
-
 /// The field types of constructor `tag` of enum `e`.
 fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
     m.enum_def(e).variants[tag as usize].fields.clone()
 }
 
 impl Interp {
-    /// `%delta(c₁, id₁, …)` from the evaluator's operands: the new id, or `None`
-    /// outside a reverse pass (or past 2^32 ids: then the tape is full).
+    /// `%delta(c₁, id₁, …)` on operands `(cᵢ, idᵢ)`: the new entry's id.
     pub(crate) fn push_delta<'v>(
         &self,
         terms: impl Iterator<Item = (&'v Value, &'v Value)>,
-    ) -> Option<i64> {
+        span: Span,
+    ) -> EvalResult<i64> {
         let mut tapes = self.tapes.borrow_mut();
-        let tape = tapes.last_mut()?;
+        let Some(tape) = tapes.last_mut() else {
+            return fail(span, "internal error: a delta outside a reverse pass");
+        };
         if tape.len() >= u32::MAX as usize {
-            return None;
+            return fail(span, "the reverse pass needs more than 2^32 deltas");
         }
         let terms = terms.map(|(c, id)| {
             let id = match id {
@@ -64,16 +59,11 @@ impl Interp {
             };
             (real_of(c), id)
         });
-        Some(tape.push(terms).0 as i64)
+        Ok(tape.push(terms).0 as i64)
     }
 
-    /// `%delta(c₁, id₁, …)` and `%delta_sum(a)`: new entries on the current tape.
-    pub(crate) fn delta_prim(
-        &self,
-        p: fluxion_core::Prim,
-        args: &[Value],
-        span: Span,
-    ) -> EvalResult<Value> {
+    /// `%delta_sum(a)`: one entry on the current tape for the whole sum.
+    pub(crate) fn delta_sum(&self, a: &Value, span: Span) -> EvalResult<Value> {
         let mut tapes = self.tapes.borrow_mut();
         let Some(tape) = tapes.last_mut() else {
             return fail(span, "internal error: a delta outside a reverse pass");
@@ -81,35 +71,21 @@ impl Interp {
         if tape.len() >= u32::MAX as usize {
             return fail(span, "the reverse pass needs more than 2^32 deltas");
         }
-        Ok(match p {
-            fluxion_core::Prim::DeltaPush => {
-                let terms = args.chunks(2).map(|t| {
-                    let id = match t[1] {
-                        Value::Int(i) => DeltaId(i as u32),
-                        _ => DeltaId::ZERO,
-                    };
-                    (real_of(&t[0]), id)
-                });
-                Value::Int(tape.push(terms).0 as i64)
-            }
-            _ => {
-                let mut total = 0.0;
-                let mut ids = Vec::with_capacity(args[0].array_len().unwrap_or(0));
-                for v in args[0].array_iter() {
-                    total += match &v {
-                        Value::RealInt(x, _) => *x,
-                        v => v.tuple_get(0).as_ref().map_or(0.0, real_of),
-                    };
-                    ids.push((1.0, id_of(&v)));
-                }
-                let id = if ids.is_empty() {
-                    DeltaId::ZERO
-                } else {
-                    tape.push(ids)
-                };
-                pair(total, id)
-            }
-        })
+        let mut total = 0.0;
+        let mut ids = Vec::with_capacity(a.array_len().unwrap_or(0));
+        for v in a.array_iter() {
+            total += match &v {
+                Value::RealInt(x, _) => *x,
+                v => v.tuple_get(0).as_ref().map_or(0.0, real_of),
+            };
+            ids.push((1.0, id_of(&v)));
+        }
+        let id = if ids.is_empty() {
+            DeltaId::ZERO
+        } else {
+            tape.push(ids)
+        };
+        Ok(pair(total, id))
     }
 
     /// `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: `f` translated by the delta layer and run
@@ -234,16 +210,8 @@ impl Interp {
         let original = self.original_of(clo.code, span)?;
         let code = self.translate_code(original, layer, span)?;
         let code = self.translate_code(code, TypeMap::Delta, span)?;
-        let capture_tys: Vec<Type> = {
-            let m = self.module();
-            m.code(original)
-                .captures
-                .iter()
-                .map(|c| m.var_ty(*c).clone())
-                .collect()
-        };
         let mut env = Vec::with_capacity(clo.env.len());
-        for (v, t) in clo.env.iter().zip(&capture_tys) {
+        for (v, t) in clo.env.iter().zip(&self.capture_types(original)) {
             env.push(self.lift_under_delta(v, t, layer, span)?);
         }
         Ok(Value::Closure(Rc::new(Closure { code, env })))
@@ -257,98 +225,68 @@ impl Interp {
         layer: TypeMap,
         span: Span,
     ) -> EvalResult<Value> {
-        Ok(match t {
-            Type::Real => leaf(v.clone(), pair(0.0, DeltaId::ZERO), layer),
-            Type::Int | Type::Bool | Type::Unit => v.clone(),
-            Type::Tuple(ts) => {
-                let vs = v.tuple_fields().unwrap_or_default();
-                Value::tuple(
-                    vs.iter()
-                        .zip(ts)
-                        .map(|(v, t)| self.lift_under_delta(v, t, layer, span))
-                        .collect::<EvalResult<Vec<_>>>()?,
-                )
-            }
-            Type::Array(t) => {
-                let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
-                for v in v.array_iter() {
-                    out.push(self.lift_under_delta(&v, t, layer, span)?);
-                }
-                out.finish()
-            }
-            Type::Enum(e) => match v {
-                Value::Enum(tag, fields) => {
-                    let tys = fields_of(&self.module(), *e, *tag);
-                    Value::Enum(
-                        *tag,
-                        fields
-                            .iter()
-                            .zip(&tys)
-                            .map(|(v, t)| self.lift_under_delta(v, t, layer, span))
-                            .collect::<EvalResult<Vec<_>>>()?
-                            .into(),
-                    )
-                }
-                other => other.clone(),
-            },
-            Type::Fn(..) => match v {
-                Value::Closure(c) => self.delta_of_layer(c, layer, span)?,
-                other => other.clone(),
-            },
+        let fields = |e, tag| fields_of(&self.module(), e, tag);
+        map_leaves(v, t, &fields, &mut |v, t| {
+            Ok(match (t, v) {
+                (Type::Real, _) => leaf(v.clone(), pair(0.0, DeltaId::ZERO), layer),
+                (Type::Fn(..), Value::Closure(c)) => self.delta_of_layer(c, layer, span)?,
+                _ => v.clone(),
+            })
         })
     }
 }
 
-/// The arguments of a call from the differentiated argument (the tuple of them for
-/// several parameters).
-fn split_args(point: Value, n_params: usize, span: Span) -> EvalResult<Vec<Value>> {
-    Ok(match n_params {
-        0 => vec![],
-        1 => vec![point],
-        _ => match point.tuple_fields() {
-            Some(vs) => vs.into_owned(),
-            None => return fail(span, "internal error: multi-argument point is not a tuple"),
+/// `v: t` with `leaf` applied to each of its leaves (`Real`, `Int`, `Bool`, `()`,
+/// functions) and its tuples, arrays and enum values rebuilt around the results;
+/// `fields` gives an enum constructor's field types.
+fn map_leaves<E>(
+    v: &Value,
+    t: &Type,
+    fields: &dyn Fn(fluxion_core::EnumId, u32) -> Vec<Type>,
+    leaf: &mut dyn FnMut(&Value, &Type) -> Result<Value, E>,
+) -> Result<Value, E> {
+    Ok(match t {
+        Type::Tuple(ts) => {
+            let vs = v.tuple_fields().unwrap_or_default();
+            let mut out = Vec::with_capacity(ts.len());
+            for (v, t) in vs.iter().zip(ts) {
+                out.push(map_leaves(v, t, fields, leaf)?);
+            }
+            Value::tuple(out)
+        }
+        Type::Array(t) => {
+            let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
+            for v in v.array_iter() {
+                out.push(map_leaves(&v, t, fields, leaf)?);
+            }
+            out.finish()
+        }
+        Type::Enum(e) => match v {
+            Value::Enum(tag, vs) => {
+                let tys = fields(*e, *tag);
+                let mut out = Vec::with_capacity(tys.len());
+                for (v, t) in vs.iter().zip(&tys) {
+                    out.push(map_leaves(v, t, fields, leaf)?);
+                }
+                Value::Enum(*tag, out.into())
+            }
+            other => other.clone(),
         },
+        _ => leaf(v, t)?,
     })
 }
 
 /// `x: A` as `Δ(A)` with a fresh input id for each real.
 fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
-    match ty {
-        Type::Real => pair(real_of(x), tape.input()),
-        Type::Tuple(ts) => {
-            let vs = x.tuple_fields().unwrap_or_default();
-            Value::tuple(
-                vs.iter()
-                    .zip(ts)
-                    .map(|(v, t)| inputs(m, v, t, tape))
-                    .collect(),
-            )
-        }
-        Type::Array(t) => {
-            let mut out = ArrayBuilder::with_capacity(x.array_len().unwrap_or(0));
-            for v in x.array_iter() {
-                out.push(inputs(m, &v, t, tape));
-            }
-            out.finish()
-        }
-        Type::Enum(e) => match x {
-            Value::Enum(tag, fields) => {
-                let tys = fields_of(m, *e, *tag);
-                Value::Enum(
-                    *tag,
-                    fields
-                        .iter()
-                        .zip(&tys)
-                        .map(|(v, t)| inputs(m, v, t, tape))
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            }
-            other => other.clone(),
-        },
-        _ => x.clone(),
-    }
+    let fields = |e, tag| fields_of(m, e, tag);
+    let lifted: Result<Value, std::convert::Infallible> =
+        map_leaves(x, ty, &fields, &mut |v, t| {
+            Ok(match t {
+                Type::Real => pair(real_of(v), tape.input()),
+                _ => v.clone(),
+            })
+        });
+    lifted.unwrap_or_else(|never| match never {})
 }
 
 /// The seeds `(id, w)` of the output `y: Δ(B)` from its cotangent `w: T(B)`.
@@ -406,42 +344,14 @@ fn seed(
 
 /// The gradient `T(A)` of the inputs `x: Δ(A)`: each real's adjoint.
 fn gradient(m: &Module, x: &Value, ty: &Type, adjoint: &[f64]) -> Value {
-    match ty {
-        Type::Real => Value::Real(adjoint[id_of(x).0 as usize]),
-        Type::Int | Type::Bool | Type::Unit => Value::Unit,
-        Type::Tuple(ts) => {
-            let vs = x.tuple_fields().unwrap_or_default();
-            Value::tuple(
-                vs.iter()
-                    .zip(ts)
-                    .map(|(v, t)| gradient(m, v, t, adjoint))
-                    .collect(),
-            )
-        }
-        Type::Array(t) => {
-            let mut out = ArrayBuilder::with_capacity(x.array_len().unwrap_or(0));
-            for v in x.array_iter() {
-                out.push(gradient(m, &v, t, adjoint));
-            }
-            out.finish()
-        }
-        Type::Enum(e) => match x {
-            Value::Enum(tag, fields) => {
-                let tys = fields_of(m, *e, *tag);
-                Value::Enum(
-                    *tag,
-                    fields
-                        .iter()
-                        .zip(&tys)
-                        .map(|(v, t)| gradient(m, v, t, adjoint))
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            }
-            other => other.clone(),
-        },
-        Type::Fn(..) => Value::Unit,
-    }
+    let fields = |e, tag| fields_of(m, e, tag);
+    let g: Result<Value, std::convert::Infallible> = map_leaves(x, ty, &fields, &mut |v, t| {
+        Ok(match t {
+            Type::Real => Value::Real(adjoint[id_of(v).0 as usize]),
+            _ => Value::Unit,
+        })
+    });
+    g.unwrap_or_else(|never| match never {})
 }
 
 /// A translated real `x: Δ(Real)` moving with `dx: Δ(Real)` in layer `L`, as

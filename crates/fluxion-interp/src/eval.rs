@@ -240,6 +240,14 @@ impl Interp {
         }
     }
 
+    /// `%delta(c₁, id₁, …)` on borrowed operands (no argument vector).
+    fn delta_on_atoms(&self, frame: &[Value], args: &[CAtom], span: Span) -> EvalResult<i64> {
+        let terms = args
+            .chunks(2)
+            .map(|t| (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1])));
+        self.push_delta(terms, span)
+    }
+
     fn atoms(frame: &[Value], atoms: &[CAtom]) -> Vec<Value> {
         atoms.iter().map(|a| Self::atom(frame, a)).collect()
     }
@@ -282,12 +290,7 @@ impl Interp {
                         }
                     }
                     CRhs::Delta(args) => {
-                        let terms = args
-                            .chunks(2)
-                            .map(|t| (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1])));
-                        let Some(id) = self.push_delta(terms) else {
-                            return fail(b.span, "internal error: a delta outside a reverse pass");
-                        };
+                        let id = self.delta_on_atoms(frame, args, b.span)?;
                         store(&mut frame[slot], Value::Int(id));
                         continue;
                     }
@@ -409,15 +412,7 @@ impl Interp {
     fn rhs(&self, frame: &[Value], rhs: &CRhs, span: Span) -> EvalResult<Value> {
         Ok(match rhs {
             CRhs::Atom(a) => Self::atom(frame, a),
-            CRhs::Delta(args) => {
-                let terms = args
-                    .chunks(2)
-                    .map(|t| (Self::atom_ref(frame, &t[0]), Self::atom_ref(frame, &t[1])));
-                match self.push_delta(terms) {
-                    Some(id) => Value::Int(id),
-                    None => return fail(span, "internal error: a delta outside a reverse pass"),
-                }
-            }
+            CRhs::Delta(args) => Value::Int(self.delta_on_atoms(frame, args, span)?),
             CRhs::Arith(p, x, y) => {
                 return arith(*p, Self::atom_ref(frame, x), Self::atom_ref(frame, y), span);
             }

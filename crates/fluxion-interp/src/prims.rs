@@ -445,7 +445,12 @@ impl Interp {
             | DeltaJvp | DeltaTaylor => {
                 return self.differential(p, args, span);
             }
-            DeltaPush | DeltaSum => return self.delta_prim(p, args, span),
+            // `%delta` is compiled to `CRhs::Delta`; this serves any other caller.
+            DeltaPush => {
+                let terms = args.chunks(2).map(|t| (&t[0], &t[1]));
+                Value::Int(self.push_delta(terms, span)?)
+            }
+            DeltaSum => return self.delta_sum(a(0), span),
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
             TanZero => Value::Zero,
             TanPlus => {
