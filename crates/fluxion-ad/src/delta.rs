@@ -29,7 +29,7 @@
 //! original code (reverse-over-forward); `%delta_vjp` inside translated code (reverse
 //! over reverse) is computed by forward mode (`pullback_by_jvps.rs`) and translated.
 
-use fluxion_core::{Atom, CodeId, Lit, Module, Prim, Rhs, Type, TypeMap};
+use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap};
 
 use crate::AdError;
 use crate::builder::{Builder, int};
@@ -67,17 +67,7 @@ impl Layer for Delta {
         parts: &mut Parts,
         hint: &str,
     ) -> Atom {
-        let (mut xs, mut ids) = (Vec::new(), Vec::new());
-        for a in args {
-            let (x, id) = if matches!(a, Atom::Lit(Lit::Real(_))) || b.ty(a) == Type::Int {
-                (*a, None)
-            } else {
-                let (x, id) = parts.get_or_split(b, *a, |b, d| (b.proj(&d, 0), b.proj(&d, 1)));
-                (x, Some(id))
-            };
-            xs.push(x);
-            ids.push(id);
-        }
+        let (xs, ids) = parts.split_args(b, args);
         let y = b.prim(rule.prim, &xs, Type::Real);
         let mut terms = Vec::new();
         for (partial, id) in (rule.partials)(b, &xs, y).into_iter().zip(ids) {

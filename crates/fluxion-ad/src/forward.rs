@@ -36,18 +36,16 @@ impl Layer for Forward {
         parts: &mut Parts,
         hint: &str,
     ) -> Atom {
-        let (mut xs, mut dxs) = (Vec::new(), Vec::new());
-        for a in args {
-            let (x, dx) = if let Atom::Lit(Lit::Real(_)) = a {
-                (*a, real(0.0))
-            } else if b.ty(a) == Type::Int {
-                (*a, Atom::Lit(Lit::Unit))
-            } else {
-                parts.get_or_split(b, *a, |b, d| (b.proj(&d, 0), b.proj(&d, 1)))
-            };
-            xs.push(x);
-            dxs.push(dx);
-        }
+        let (xs, dxs) = parts.split_args(b, args);
+        let dxs: Vec<Atom> = dxs
+            .into_iter()
+            .zip(&xs)
+            .map(|(dx, x)| match dx {
+                Some(dx) => dx,
+                None if b.ty(x) == Type::Int => Atom::Lit(Lit::Unit),
+                None => real(0.0),
+            })
+            .collect();
         let y = b.prim(rule.prim, &xs, Type::Real);
         let dy = calculus::tangent(b, rule, &xs, y, &dxs);
         let pair = b.tuple(hint, vec![y, dy]);

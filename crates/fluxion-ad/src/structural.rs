@@ -94,6 +94,26 @@ impl Parts {
         parts
     }
 
+    /// The arguments of a real primitive as primals and perturbation parts: a real
+    /// literal or an `Int` is its own primal with no perturbation (`None`); a
+    /// translated real `(primal, perturbation)` pair is taken apart once per block.
+    pub(crate) fn split_args(
+        &mut self,
+        b: &mut Builder,
+        args: &[Atom],
+    ) -> (Vec<Atom>, Vec<Option<Atom>>) {
+        args.iter()
+            .map(|a| {
+                if matches!(a, Atom::Lit(Lit::Real(_))) || b.ty(a) == Type::Int {
+                    (*a, None)
+                } else {
+                    let (x, d) = self.get_or_split(b, *a, |b, d| (b.proj(&d, 0), b.proj(&d, 1)));
+                    (x, Some(d))
+                }
+            })
+            .unzip()
+    }
+
     /// Records the pieces of a translated real made here.
     pub(crate) fn remember(&mut self, d: Atom, parts: (Atom, Atom)) {
         if let (Atom::Var(v), Some(top)) = (d, self.0.last_mut()) {
