@@ -367,7 +367,8 @@ pub(crate) fn tangent(
     acc.unwrap_or(real(0.0))
 }
 
-/// Used by the reverse modes (issues 9 and 10) and, until they land, by the tests.
+/// For CHAD (issue 10; delta mode records the partials themselves on its tape) and the
+/// tests.
 #[cfg_attr(not(test), allow(dead_code))]
 /// Reverse modes: the cotangent contribution `∂ᵢ·ct` of each argument of `y = p(xs)`
 /// given the result's cotangent `ct` (`None` where the partial is zero).

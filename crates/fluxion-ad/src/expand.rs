@@ -3,8 +3,9 @@
 //!
 //! - `diff(f, x)            = jvp(f, x, 1.0).1` (every mode)
 //! - `grad`, `vjp`, `jacobian`: the mode's [`ReverseAlgorithm`]
-//! - `value_and_grad(f, x)  = (f(x), grad(f, x))`
-//! - `hessian(f, x)         = jacobian(|y| grad(f, y), x)`
+//! - `value_and_grad(f, x)  = (f(x), grad(f, x))` unless the mode gets both at once
+//! - `hessian(f, x)         = jacobian(|y| grad(f, y), x)`, the jacobian by the
+//!   mode's algorithm unless it nests otherwise (delta: by columns of JVPs)
 //!
 //! The result is ordinary Core, so the forward pass (and any later one) transforms it
 //! like user code: nested operators need no special case.
