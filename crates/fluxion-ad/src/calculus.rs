@@ -367,11 +367,10 @@ pub(crate) fn tangent(
     acc.unwrap_or(real(0.0))
 }
 
-/// For CHAD (issue 10; delta mode records the partials themselves on its tape) and the
-/// tests.
-#[cfg_attr(not(test), allow(dead_code))]
-/// Reverse modes: the cotangent contribution `∂ᵢ·ct` of each argument of `y = p(xs)`
-/// given the result's cotangent `ct` (`None` where the partial is zero).
+/// Reverse CHAD (delta mode records the partials themselves on its tape): the
+/// cotangent contribution `∂ᵢ·ct` of each argument of `y = p(xs)` given the result's
+/// cotangent `ct` (`None` where the partial is zero), as the linear `%lscale(∂ᵢ, ct)`:
+/// zero where `ct` is zero, so a partial that overflows in dead code makes no NaN.
 pub(crate) fn transpose(
     b: &mut Builder,
     rule: &RealRule,
@@ -383,7 +382,7 @@ pub(crate) fn transpose(
         .into_iter()
         .map(|d| match d {
             Partial::Zero => None,
-            Partial::At(d) => Some(scaled(b, d, ct)),
+            Partial::At(d) => Some(b.prim(Prim::LinScale, &[d, ct], Type::Real)),
         })
         .collect()
 }

@@ -2,86 +2,13 @@
 //! all through one run-time primitive, `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: the
 //! interpreter translates `f` by the delta layer (`delta.rs`), runs it on a fresh tape
 //! with an input id per real of `x`, and sweeps the tape backwards once from `w`.
-//!
-//! - `grad(f, x)           = %delta_vjp(f, x, 1.0).1`
-//! - `value_and_grad(f, x) = %delta_vjp(f, x, 1.0)` (one pass for both)
-//! - `vjp(f, x)            = (f(x), |w| %delta_vjp(f, x, w).1)`: the pullback is an
-//!   ordinary closure (it can be stored, called twice, differentiated); each call
-//!   records `f` again, so each costs one forward and one backward pass.
-//! - `jacobian(f, x)`: row i is `%delta_vjp(f, x, eᵢ).1`, one reverse pass per output.
-//! - `hessian(f, x)`: forward-over-delta, column j is `jvp(|y| grad(f, y), x, eⱼ).1`;
-//!   the forward layer carries `%delta_vjp` through with a reverse pass of the
-//!   forward-translated function (`forward.rs`), so each column costs O(primal).
+//! The operators built on it are `vjp_primitive.rs`'s.
 
-use fluxion_core::{Atom, Prim, Rhs, Type};
+use fluxion_core::Prim;
 
-use crate::builder::{Builder, real};
-use crate::helpers::var_of;
-use crate::mode::{ReverseAlgorithm, Site, call_at};
-use crate::pullback_by_jvps::jacobian_by_jvps;
+use crate::vjp_primitive::ByVjpPrimitive;
 
 /// The delta algorithm.
-pub(crate) struct DeltaMode;
-
-/// `%delta_vjp(f, x, w)`: `(f(x), wᵀ·J)`.
-fn delta_vjp(b: &mut Builder, s: &Site, w: Atom) -> Atom {
-    let ta = b.m.tangent_type(&s.a);
-    b.prim(
-        Prim::DeltaVjp,
-        &[Atom::Var(s.f), Atom::Var(s.x), w],
-        Type::Tuple(vec![s.b.clone(), ta]),
-    )
-}
-
-impl ReverseAlgorithm for DeltaMode {
-    fn vjp(&self, b: &mut Builder, s: &Site) -> Atom {
-        let (f, x) = (s.f, s.x);
-        let y = call_at(b, Atom::Var(f), Atom::Var(x), s.n_params, s.b.clone());
-        let tb = b.m.tangent_type(&s.b);
-        let pullback = b.lambda("pullback", &[f, x], vec![tb], |b, ps| {
-            let r = delta_vjp(b, s, ps[0]);
-            b.proj(&r, 1)
-        });
-        b.tuple("vjp", vec![y, pullback])
-    }
-
-    fn grad(&self, b: &mut Builder, s: &Site) -> Atom {
-        let r = delta_vjp(b, s, real(1.0));
-        b.proj(&r, 1)
-    }
-
-    fn value_and_grad(&self, b: &mut Builder, s: &Site) -> Atom {
-        delta_vjp(b, s, real(1.0))
-    }
-
-    fn jacobian(&self, b: &mut Builder, s: &Site) -> Atom {
-        let reals = Type::array(Type::Real);
-        let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
-        let m = b.prim(Prim::Length, &[y], Type::Int);
-        let m = var_of(b, m);
-        let row = b.lambda("jacobian_row", &[s.f, s.x, m], vec![Type::Int], |b, ps| {
-            let i = var_of(b, ps[0]);
-            let unit = b.lambda("unit", &[i], vec![Type::Int], |b, ps| {
-                let hit = b.cmp(Prim::Eq, ps[0], Atom::Var(i));
-                b.if_(hit, Type::Real, |_| real(1.0), |_| real(0.0))
-            });
-            let e = b.emit(
-                "e",
-                Rhs::Prim(Prim::Build, vec![Atom::Var(m), unit]),
-                reals.clone(),
-            );
-            let r = delta_vjp(b, s, e);
-            b.proj(&r, 1)
-        });
-        b.prim(
-            Prim::Build,
-            &[Atom::Var(m), row],
-            Type::array(reals.clone()),
-        )
-    }
-
-    /// Forward-over-delta: the Jacobian of the gradient by columns of JVPs.
-    fn hessian(&self, b: &mut Builder, s: &Site) -> Atom {
-        crate::mode::hessian_by(b, s, self, &jacobian_by_jvps)
-    }
-}
+pub(crate) static DELTA_MODE: ByVjpPrimitive = ByVjpPrimitive {
+    prim: Prim::DeltaVjp,
+};

@@ -55,11 +55,12 @@ impl Layer for Forward {
 
     /// Forward-over-reverse (DESIGN-AD §5): for `G = Fwd(f)`, `(x, dx) ↦ (f x, f'(x)·dx)`,
     /// the reverse pass of `G` at `(x, dx)` from the cotangent `(ȳ_p, ȳ_t)` is
-    /// `(ȳ_p·f' + ȳ_t·f''·dx, ȳ_t·f')`. So `Fwd(%delta_vjp(f, x, w))` with `w = (w, dw)`
-    /// — whose value is `(w·f', dw·f' + w·f''·dx)` — is `%delta_vjp(G, x, swap(w))`
+    /// `(ȳ_p·f' + ȳ_t·f''·dx, ȳ_t·f')`. So `Fwd(%p(f, x, w))` (`%p` = `%delta_vjp` or
+    /// `%chad_vjp`) with `w = (w, dw)` — whose value is `(w·f', dw·f' + w·f''·dx)` — is
+    /// `%p(G, x, swap(w))`
     /// with the components of each real of the result swapped back: one reverse pass
     /// of the forward-translated function (a Hessian-vector product).
-    fn delta_vjp(&self, b: &mut Builder, fty: &Type, args: &[Atom]) -> Option<Atom> {
+    fn reverse_vjp(&self, b: &mut Builder, p: Prim, fty: &Type, args: &[Atom]) -> Option<Atom> {
         let Type::Fn(params, ret) = fty else {
             return None;
         };
@@ -69,7 +70,7 @@ impl Layer for Forward {
         let fb = b.m.map_type(ret, TypeMap::Fwd);
         let fta = b.m.map_type(&ta, TypeMap::Fwd);
         let r = b.prim(
-            Prim::DeltaVjp,
+            p,
             &[args[0], args[1], w],
             Type::Tuple(vec![fb, fta]),
         );

@@ -14,6 +14,7 @@ pub(crate) fn layer_name(layer: TypeMap) -> String {
         TypeMap::Taylor(k) => format!("taylor{k}"),
         TypeMap::Tangent => "tangent".into(),
         TypeMap::Delta => "delta".into(),
+        TypeMap::Chad => "chad".into(),
     }
 }
 

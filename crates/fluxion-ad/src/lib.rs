@@ -13,10 +13,12 @@
 //! Transformations, each one module over those layers:
 //! - [`forward_code`] (`forward`) — dual numbers; [`taylor_code`] (`taylor`) — jets;
 //!   [`delta_code`] (`delta`) — dual numbers with deltas (reverse mode, seed 004);
+//!   [`chad_code`] (`chad`) — reverse CHAD (seed 000);
 //! - [`expand_module`] (`expand`) — the operators other than `jvp`/`taylor`, by the
 //!   chosen [`AdMode`]'s algorithm (`mode`; `fwd_mode` is `--ad fwd`, `delta_mode`
-//!   is `--ad delta`; `pullback_by_jvps` is the pullback and Jacobian by JVPs they
-//!   share).
+//!   is `--ad delta`, `chad_mode` is `--ad chad`; `pullback_by_jvps` is the pullback
+//!   and Jacobian by JVPs, `vjp_primitive` the operators through one run-time vjp
+//!   primitive).
 //!
 //! Invariants: passes read and write Core only; every real primitive's calculus comes
 //! from `calculus.rs`; generated code is ordinary Core (it passes the verifier and can
@@ -24,6 +26,8 @@
 
 mod builder;
 mod calculus;
+mod chad;
+mod chad_mode;
 mod cleanup;
 mod coordinates;
 mod delta;
@@ -38,13 +42,16 @@ mod mode;
 mod pullback_by_jvps;
 mod structural;
 mod tangent;
+mod vjp_primitive;
 mod taylor;
 
+pub use chad::{chad_code, chad_unsupported};
 pub use delta::delta_code;
 pub use expand::expand_module;
 pub use forward::forward_code;
 pub use layer::is_translated;
 pub use mode::AdMode;
+pub use pullback_by_jvps::vjp_by_forward;
 pub use taylor::taylor_code;
 
 /// A program the transformation cannot handle (reported as a runtime error where the
@@ -73,6 +80,8 @@ mod layering {
         ("fwd_mode", include_str!("fwd_mode.rs")),
         ("delta", include_str!("delta.rs")),
         ("delta_mode", include_str!("delta_mode.rs")),
+        ("chad", include_str!("chad.rs")),
+        ("chad_mode", include_str!("chad_mode.rs")),
         ("expand", include_str!("expand.rs")),
     ];
 
@@ -87,6 +96,7 @@ mod layering {
         ("jets", include_str!("jets.rs")),
         ("layer", include_str!("layer.rs")),
         ("pullback_by_jvps", include_str!("pullback_by_jvps.rs")),
+        ("vjp_primitive", include_str!("vjp_primitive.rs")),
         ("structural", include_str!("structural.rs")),
         ("tangent", include_str!("tangent.rs")),
     ];

@@ -44,8 +44,8 @@ impl AdMode {
     pub(crate) fn algorithm(self) -> Option<&'static dyn ReverseAlgorithm> {
         match self {
             AdMode::Fwd => Some(&crate::fwd_mode::FwdMode),
-            AdMode::Delta => Some(&crate::delta_mode::DeltaMode),
-            AdMode::Chad => None,
+            AdMode::Delta => Some(&crate::delta_mode::DELTA_MODE),
+            AdMode::Chad => Some(&crate::chad_mode::CHAD_MODE),
         }
     }
 

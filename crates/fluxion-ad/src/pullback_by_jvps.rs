@@ -92,3 +92,10 @@ pub(crate) fn jacobian_by_jvps(b: &mut Builder, s: &Site) -> Atom {
     });
     b.prim(Prim::Build, &[m, row], matrix)
 }
+
+/// [`vjp_by_forward_code`] for a caller outside a translation: the run time computes a
+/// `%chad_vjp` by it where CHAD does not translate the function.
+pub fn vjp_by_forward(m: &mut fluxion_core::Module, fty: &Type) -> fluxion_core::CodeId {
+    let mut b = Builder::new(m, fluxion_core::Span::default());
+    vjp_by_forward_code(&mut b, fty)
+}

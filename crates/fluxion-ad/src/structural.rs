@@ -61,10 +61,17 @@ pub(crate) trait Layer {
         None
     }
 
-    /// The translation of `%delta_vjp(f, x, w)` (`f: fty`; `args` translated) when the
-    /// layer carries a reverse pass through it, or `None` for the default: the same
-    /// pullback by forward mode (`pullback_by_jvps.rs`), translated.
-    fn delta_vjp(&self, _b: &mut Builder, _fty: &Type, _args: &[Atom]) -> Option<Atom> {
+    /// The translation of a run-time vjp primitive `%p(f, x, w)` (`%delta_vjp` or
+    /// `%chad_vjp`; `f: fty`; `args` translated) when the layer carries a reverse pass
+    /// through it, or `None` for the default: the same pullback by forward mode
+    /// (`pullback_by_jvps.rs`), translated.
+    fn reverse_vjp(
+        &self,
+        _b: &mut Builder,
+        _p: Prim,
+        _fty: &Type,
+        _args: &[Atom],
+    ) -> Option<Atom> {
         None
     }
 }
@@ -394,10 +401,17 @@ impl<L: Layer> Translate<'_, L> {
                     p.name()
                 )));
             }
-            DeltaVjp => {
+            // Only CHAD's run time makes these, and never translates them again.
+            LinScale | LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum => {
+                return Err(AdError::new(format!(
+                    "internal error: `{}` reached a translation",
+                    p.name()
+                )));
+            }
+            DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
-                match self.layer.delta_vjp(b, &fty, &targs) {
+                match self.layer.reverse_vjp(b, p, &fty, &targs) {
                     Some(a) => a,
                     None => {
                         let h = crate::pullback_by_jvps::vjp_by_forward_code(b, &fty);

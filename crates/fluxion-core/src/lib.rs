@@ -17,7 +17,9 @@ pub mod visit;
 pub use module::Module;
 pub use prim::Prim;
 pub use term::*;
-pub use ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef};
+pub use ty::{
+    EnumDef, EnumId, EnumOrigin, FN_COTANGENT, Type, TypeMap, VariantDef, chad_backprop_result,
+};
 
 #[cfg(test)]
 mod tests;

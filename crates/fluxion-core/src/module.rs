@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::term::*;
-use crate::ty::{EnumDef, EnumId, EnumOrigin, Type, TypeMap, VariantDef, map_type};
+use crate::ty::{EnumDef, EnumId, EnumOrigin, FN_COTANGENT, Type, TypeMap, VariantDef, map_type};
 
 #[derive(Clone, Debug, Default)]
 pub struct Module {
@@ -21,6 +21,8 @@ pub struct Module {
     /// own or inline). Delta-translated code reads it to apply another layer to the
     /// original of a closure it holds (`%delta_jvp`).
     pub translated_from: HashMap<CodeId, CodeId>,
+    /// The enum of function cotangents ([`FN_COTANGENT`]), once something needs it.
+    pub fn_cotangent: Option<EnumId>,
 }
 
 impl Module {
@@ -136,12 +138,53 @@ impl Module {
         self.normalise(key.base, maps)
     }
 
+    /// The enum of function cotangents ([`FN_COTANGENT`]), created empty on first
+    /// request; [`Module::fn_cotangent_variant`] adds one constructor per lambda code.
+    pub fn fn_cotangent_enum(&mut self) -> EnumId {
+        if let Some(e) = self.fn_cotangent {
+            return e;
+        }
+        let id = EnumId(self.enums.len() as u32);
+        self.enums.push(EnumDef {
+            name: "FnCt".into(),
+            variants: Vec::new(),
+            origin: None,
+        });
+        self.fn_cotangent = Some(id);
+        id
+    }
+
+    /// The constructor of [`Module::fn_cotangent_enum`] for closures of `code`: its
+    /// fields are the cotangents of the code's captures, in order. Added on first
+    /// request (codes translated at run time add theirs then).
+    pub fn fn_cotangent_variant(&mut self, code: CodeId) -> u32 {
+        let e = self.fn_cotangent_enum();
+        let name = format!("Env{}", code.0);
+        if let Some(tag) = self.enum_def(e).variants.iter().position(|v| v.name == name) {
+            return tag as u32;
+        }
+        let captures: Vec<Type> = self
+            .code(code)
+            .captures
+            .iter()
+            .map(|c| self.var_ty(*c).clone())
+            .collect();
+        let fields = captures.iter().map(|t| self.tangent_type(t)).collect();
+        let variants = &mut self.enums[e.0 as usize].variants;
+        variants.push(VariantDef { name, fields });
+        (variants.len() - 1) as u32
+    }
+
     /// The canonical key of `base` under `maps` applied in order. `T` commutes with
     /// the forward layers and is idempotent, so within each run of maps between two
     /// `Delta`s it is kept once, last (just before the `Delta`, or as `tangent` at
     /// the end); it is dropped where it is the identity (at the front, on an enum
     /// with no `Int`, `Bool` or `()`); the layers are dropped on an enum without reals.
-    fn normalise(&self, base: EnumId, maps: Vec<TypeMap>) -> EnumOrigin {
+    fn normalise(&self, base: EnumId, mut maps: Vec<TypeMap>) -> EnumOrigin {
+        // CHAD's primal map changes only function types.
+        if self.enum_is_fixed(base, TypeMap::Chad) {
+            maps.retain(|m| *m != TypeMap::Chad);
+        }
         let mut layers = Vec::new();
         let mut pending_t = false;
         for m in maps {
@@ -192,7 +235,7 @@ impl Module {
     pub fn is_fixed(&self, ty: &Type, map: TypeMap) -> bool {
         fn fixed(m: &Module, t: &Type, map: TypeMap, seen: &mut Vec<EnumId>) -> bool {
             match t {
-                Type::Real => map == TypeMap::Tangent,
+                Type::Real => matches!(map, TypeMap::Tangent | TypeMap::Chad),
                 Type::Int | Type::Bool | Type::Unit => map != TypeMap::Tangent,
                 Type::Tuple(ts) => ts.iter().all(|t| fixed(m, t, map, seen)),
                 Type::Array(t) => fixed(m, t, map, seen),
@@ -213,6 +256,10 @@ impl Module {
     }
 
     fn lookup_derived_enum(&self, e: EnumId, map: TypeMap) -> Option<EnumId> {
+        if e == FN_COTANGENT || Some(e) == self.fn_cotangent {
+            // Function cotangents are their own tangent and CHAD primal type.
+            return self.fn_cotangent;
+        }
         let key = self.derived_key(e, map);
         if key.layers.is_empty() && !key.tangent {
             return Some(key.base);
@@ -222,6 +269,9 @@ impl Module {
 
     /// The enum `map(e)`, created on first request.
     pub fn derived_enum(&mut self, e: EnumId, map: TypeMap) -> EnumId {
+        if e == FN_COTANGENT {
+            return self.fn_cotangent_enum();
+        }
         if let Some(id) = self.lookup_derived_enum(e, map) {
             return id;
         }
@@ -243,6 +293,7 @@ impl Module {
             match layer {
                 Some(TypeMap::Taylor(k)) => suffix.push_str(&format!("Taylor{k}")),
                 Some(TypeMap::Delta) => suffix.push_str("Delta"),
+                Some(TypeMap::Chad) => suffix.push_str("Chad"),
                 Some(TypeMap::Tangent) => suffix.push_str("Tan"),
                 _ => {}
             }

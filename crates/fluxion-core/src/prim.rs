@@ -72,6 +72,21 @@ prims! {
     // then the delta layer).
     DeltaVjp => "%delta_vjp", DeltaPush => "%delta", DeltaSum => "%delta_sum",
     DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor",
+    // Internal: reverse CHAD (seed 000; fluxion-ad's `chad.rs`). `%chad_vjp(f, x, w)` is
+    // `(f(x), wᵀ·J)`: the run time translates `f` by CHAD, calls it for its value and
+    // backpropagator, and applies that to `w`. The linear building blocks CHAD's
+    // backpropagators are made of (besides `%tzero` and `%tplus`), each linear in its
+    // last argument and zero-preserving: `%lscale(c, w) = c·w` (0 where `w` is 0, so a
+    // dead partial that overflows cannot make a NaN); `%lproj(t, i)` and
+    // `%lfield(t, tag, j)`, a component of a tuple or enum cotangent; `%lonehot(n, i, w)`,
+    // the length-n array cotangent with `w` at `i` (the transpose of indexing);
+    // `%lembed(n, s, t)`, `t` placed at `s` in a length-n array cotangent (the
+    // transpose of `slice`); `%lslice(t, s, l)` (the transpose of `%lembed`); `%lsum(t)`,
+    // the sum of an array of cotangents (the transpose of `replicate`). The run time
+    // keeps one-hot, embedded and added array cotangents unmaterialised until they are
+    // read, so a sum of k sparse terms costs O(n + k), not O(n·k).
+    ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
+    LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
     // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
@@ -290,10 +305,17 @@ impl Prim {
                 vec![arr(S::Tuple(vec![S::Real, S::Int]))],
                 S::Tuple(vec![S::Real, S::Int]),
             ),
+            LinScale => mono(vec![S::Real, S::Real], S::Real),
+            LinOneHot => poly(vec![C::Any], vec![S::Int, S::Int, v(0)], arr(v(0))),
+            LinEmbed => poly(vec![C::Any], vec![S::Int, S::Int, arr(v(0))], arr(v(0))),
+            LinSlice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
+            LinSum => poly(vec![C::Any], vec![arr(v(0))], v(0)),
+            // Their result types depend on literal arguments (`verify.rs` checks them).
+            LinProj | LinField => return None,
             // `%delta_vjp` is checked like the differential operators; the others act
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
-            DeltaVjp | DeltaPush | DeltaJvp | DeltaTaylor => return None,
+            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

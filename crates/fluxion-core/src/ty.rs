@@ -64,6 +64,31 @@ pub enum TypeMap {
     /// everything else maps to itself. Unlike the forward layers it does not commute
     /// with `T`: `Delta(T(A))` carries ids where `T(Delta(A))` has `()`.
     Delta,
+    /// The primal types of reverse CHAD (seed 000 §7.5, `Dr(A)1`): every type to
+    /// itself but a function type, whose values return their result paired with its
+    /// backpropagator: `Dr(A -> B)1 = Dr(A)1 -> (Dr(B)1, fn(T(B)) -> (T(A), FnCt))`
+    /// (see [`chad_backprop_result`]). First-order types are fixed.
+    Chad,
+}
+
+/// Stands, in `map_type`'s `derive` callback, for the one enum of function cotangents
+/// (`Module::fn_cotangent_enum`): `T(A -> B)` is that enum, whatever `A` and `B` are.
+/// A function value's cotangent is the cotangent of what it captured (CHAD's copower
+/// `!A ⊗ T(B)`, folded at each call: seed 000 §7.5 with the closure-conversion of
+/// "Efficient CHAD"); each lambda code is one constructor, whose fields are its
+/// captures' cotangents.
+pub const FN_COTANGENT: EnumId = EnumId(u32::MAX);
+
+/// What a CHAD backpropagator returns for a function with parameter types `params`:
+/// their cotangents and the cotangent of the function's captures (`fn_ct`), as one
+/// tuple (just `fn_ct` when there are no parameters).
+pub fn chad_backprop_result(params: Vec<Type>, fn_ct: Type) -> Type {
+    if params.is_empty() {
+        return fn_ct;
+    }
+    let mut parts = params;
+    parts.push(fn_ct);
+    Type::Tuple(parts)
 }
 
 /// Applies `map` to `ty`; `derive` gives the image of an enum.
@@ -78,13 +103,27 @@ pub fn map_type(
             TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
             TypeMap::Taylor(_) => Type::array(Type::Real),
             TypeMap::Delta => Type::Tuple(vec![Type::Real, Type::Int]),
+            TypeMap::Chad => Type::Real,
         },
         Type::Int | Type::Bool | Type::Unit => match map {
             TypeMap::Tangent => Type::Unit,
-            TypeMap::Fwd | TypeMap::Taylor(_) | TypeMap::Delta => ty.clone(),
+            TypeMap::Fwd | TypeMap::Taylor(_) | TypeMap::Delta | TypeMap::Chad => ty.clone(),
         },
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| map_type(t, map, derive)).collect()),
         Type::Array(t) => Type::array(map_type(t, map, derive)),
+        Type::Fn(..) if map == TypeMap::Tangent => Type::Enum(derive(FN_COTANGENT, map)),
+        Type::Fn(ps, r) if map == TypeMap::Chad => {
+            let tangent = |t: &Type, derive: &mut dyn FnMut(EnumId, TypeMap) -> EnumId| {
+                map_type(t, TypeMap::Tangent, derive)
+            };
+            let fn_ct = Type::Enum(derive(FN_COTANGENT, TypeMap::Tangent));
+            let cts = ps.iter().map(|p| tangent(p, derive)).collect();
+            let backprop = Type::func(vec![tangent(r, derive)], chad_backprop_result(cts, fn_ct));
+            Type::func(
+                ps.iter().map(|t| map_type(t, map, derive)).collect(),
+                Type::Tuple(vec![map_type(r, map, derive), backprop]),
+            )
+        }
         Type::Fn(ps, r) => Type::func(
             ps.iter().map(|t| map_type(t, map, derive)).collect(),
             map_type(r, map, derive),

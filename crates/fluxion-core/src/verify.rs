@@ -249,6 +249,7 @@ impl Verifier<'_> {
     fn rhs(&mut self, rhs: &Rhs) -> Option<Type> {
         match rhs {
             Rhs::Atom(a) => self.atom(a),
+            Rhs::Prim(p @ (Prim::LinProj | Prim::LinField), args) => self.component_prim(*p, args),
             Rhs::Prim(p, args) => {
                 let tys = self.atoms(args)?;
                 self.prim(*p, &tys)
@@ -413,7 +414,36 @@ impl Verifier<'_> {
             }
             return Some(result);
         }
-        self.is_tangent_type(&result, "%tplus").then_some(result)
+        self.is_tangent_type(&result, p.name()).then_some(result)
+    }
+
+    /// `%lproj(t, i)` and `%lfield(t, tag, j)`: a component of a tuple or enum
+    /// cotangent, the index and constructor given as literals.
+    fn component_prim(&mut self, p: Prim, args: &[Atom]) -> Option<Type> {
+        let index = |a: &Atom| match a {
+            Atom::Lit(Lit::Int(i)) if *i >= 0 => Some(*i as usize),
+            _ => None,
+        };
+        let t = self.atom(args.first()?)?;
+        if !self.is_tangent_type(&t, p.name()) {
+            return None;
+        }
+        let found = match (p, &t, args.len()) {
+            (Prim::LinProj, Type::Tuple(ts), 2) => index(&args[1]).and_then(|i| ts.get(i)).cloned(),
+            (Prim::LinField, Type::Enum(e), 3) => {
+                let def = self.module.enum_def(*e);
+                index(&args[1])
+                    .and_then(|tag| def.variants.get(tag))
+                    .and_then(|v| index(&args[2]).and_then(|j| v.fields.get(j)))
+                    .cloned()
+            }
+            _ => None,
+        };
+        if found.is_none() {
+            let msg = format!("{} of {} with these indices", p.name(), self.show(&t));
+            self.err(msg);
+        }
+        found
     }
 
     fn join(&mut self, acc: &mut Option<Type>, t: Option<Type>) {
@@ -428,7 +458,7 @@ impl Verifier<'_> {
         if p == Prim::MatchFail {
             return None;
         }
-        if p.is_differential() || p == Prim::DeltaVjp {
+        if p.is_differential() || matches!(p, Prim::DeltaVjp | Prim::ChadVjp) {
             return match differential_result_type(self.module, p, args) {
                 Ok(t) => Some(t),
                 Err(msg) => {
@@ -439,7 +469,19 @@ impl Verifier<'_> {
         }
         let scheme = p.scheme()?;
         match match_scheme(&scheme, args, self.module) {
-            Some(t) if matches!(p, Prim::TanPlus | Prim::TanDense) => self.tangent_prim(p, args, t),
+            Some(t)
+                if matches!(
+                    p,
+                    Prim::TanPlus
+                        | Prim::TanDense
+                        | Prim::LinOneHot
+                        | Prim::LinEmbed
+                        | Prim::LinSlice
+                        | Prim::LinSum
+                ) =>
+            {
+                self.tangent_prim(p, args, t)
+            }
             Some(t) => Some(t),
             None => {
                 let msg = format!(
@@ -605,7 +647,7 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             expect(vec![f, a])?;
             Ok(matrix)
         }
-        Prim::DeltaVjp => {
+        Prim::DeltaVjp | Prim::ChadVjp => {
             expect(vec![f, a.clone(), tb])?;
             Ok(Type::Tuple(vec![b.clone(), ta]))
         }

@@ -39,3 +39,58 @@ pub fn for_each_code_ref_in<'a>(
         }
     }
 }
+
+/// The variables `body` uses without binding them, in order of first use (a lambda
+/// made here counts through the captures its `Closure` lists).
+pub fn free_vars(body: &Body) -> Vec<VarId> {
+    fn atom(a: &Atom, bound: &std::collections::HashSet<VarId>, out: &mut Vec<VarId>, seen: &mut std::collections::HashSet<VarId>) {
+        if let Atom::Var(v) = a
+            && !bound.contains(v)
+            && seen.insert(*v)
+        {
+            out.push(*v);
+        }
+    }
+    fn go(
+        body: &Body,
+        bound: &mut std::collections::HashSet<VarId>,
+        out: &mut Vec<VarId>,
+        seen: &mut std::collections::HashSet<VarId>,
+    ) {
+        for b in &body.bindings {
+            match &b.rhs {
+                Rhs::Atom(a) | Rhs::Proj(a, _) => atom(a, bound, out, seen),
+                Rhs::Prim(_, args)
+                | Rhs::CallDirect(_, args)
+                | Rhs::Closure(_, args)
+                | Rhs::Tuple(args)
+                | Rhs::Array(args)
+                | Rhs::Ctor(_, _, args) => args.iter().for_each(|a| atom(a, bound, out, seen)),
+                Rhs::Call(f, args) => {
+                    atom(f, bound, out, seen);
+                    args.iter().for_each(|a| atom(a, bound, out, seen));
+                }
+                Rhs::If(c, t, e) => {
+                    atom(c, bound, out, seen);
+                    go(t, bound, out, seen);
+                    go(e, bound, out, seen);
+                }
+                Rhs::Match(s, arms, default) => {
+                    atom(s, bound, out, seen);
+                    for arm in arms {
+                        bound.extend(arm.fields.iter().copied());
+                        go(&arm.body, bound, out, seen);
+                    }
+                    if let Some(d) = default {
+                        go(d, bound, out, seen);
+                    }
+                }
+            }
+            bound.insert(b.var);
+        }
+        atom(&body.result, bound, out, seen);
+    }
+    let mut out = Vec::new();
+    go(body, &mut Default::default(), &mut out, &mut Default::default());
+    out
+}

@@ -42,6 +42,7 @@ impl Interp {
                 Ok(Value::tuple(vec![y, Value::array(coefs)]))
             }
             Prim::DeltaVjp => self.delta_vjp(args, span),
+            Prim::ChadVjp => self.chad_vjp(args, span),
             Prim::DeltaJvp => self.delta_push_forward(args, TypeMap::Fwd, span),
             Prim::DeltaTaylor => {
                 let k = match args[3] {
@@ -134,6 +135,7 @@ impl Interp {
         let code = match layer {
             TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, code, k),
             TypeMap::Delta => fluxion_ad::delta_code(&mut m, code),
+            TypeMap::Chad => fluxion_ad::chad_code(&mut m, code),
             _ => fluxion_ad::forward_code(&mut m, code),
         }
         .map_err(|e| RuntimeError { span, message: e.0 })?;
@@ -146,7 +148,17 @@ impl Interp {
     }
 
     /// A value of type `A` as a value of type `L(A)` with zero perturbation.
-    fn lift(&self, v: &Value, ty: &Type, layer: TypeMap, span: Span) -> EvalResult<Value> {
+    pub(crate) fn lift(
+        &self,
+        v: &Value,
+        ty: &Type,
+        layer: TypeMap,
+        span: Span,
+    ) -> EvalResult<Value> {
+        if layer == TypeMap::Chad && self.module().is_fixed(ty, TypeMap::Chad) {
+            // CHAD's primal types differ from the original only at function types.
+            return Ok(v.clone());
+        }
         Ok(match (v, ty) {
             (Value::Real(x), _) => leaf(*x, 0.0, layer),
             (Value::RealArray(xs), _) => match layer {
@@ -268,6 +280,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             Value::RealArray(c.into())
         }
         TypeMap::Delta => Value::RealInt(x, 0),
+        TypeMap::Chad => Value::Real(x),
         _ => Value::Dual(x, dx),
     }
 }

@@ -12,6 +12,8 @@ mod array;
 mod compile;
 mod delta;
 mod eval;
+pub mod linear;
+mod chad;
 mod memory;
 mod prims;
 pub mod tangent;

@@ -442,8 +442,25 @@ impl Interp {
                 }
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | DeltaVjp
-            | DeltaJvp | DeltaTaylor => {
+            | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
+            }
+            LinScale => crate::linear::scale(a(0), a(1)),
+            LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum => {
+                let int = |i: usize| match a(i) {
+                    Value::Int(k) => *k,
+                    _ => -1,
+                };
+                use crate::linear as l;
+                let r = match p {
+                    LinProj => l::proj(a(0), int(1) as usize),
+                    LinField => l::field(a(0), int(1) as u32, int(2) as usize),
+                    LinOneHot => l::one_hot(int(0), int(1), a(2)),
+                    LinEmbed => l::embed(int(0), int(1), a(2)),
+                    LinSlice => l::slice(a(0), int(1), int(2)),
+                    _ => l::sum(a(0)),
+                };
+                r.map_err(|m| RuntimeError { span, message: m })?
             }
             // `%delta` is compiled to `CRhs::Delta`; this serves any other caller.
             DeltaPush => {

@@ -10,9 +10,16 @@ use crate::value::{DualArray, Value};
 
 /// `u + v` for two tangents of one type. Arrays of different lengths and enums of
 /// different constructors are errors (the message says which).
+///
+/// A sum involving a lazy array cotangent (`linear.rs`), or of two arrays that are
+/// not both unboxed reals, is itself left lazy: O(1), forced once when read.
 pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
     Ok(match (u, v) {
         (Value::Zero, t) | (t, Value::Zero) => t.clone(),
+        (Value::Lazy(_), _) | (_, Value::Lazy(_)) => crate::linear::lazy_sum(u, v),
+        (Value::Array(_), _) | (_, Value::Array(_)) if u.array_len().is_some() && v.array_len().is_some() => {
+            crate::linear::lazy_sum(u, v)
+        }
         (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
         (Value::Unit, Value::Unit) => Value::Unit,
         (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
@@ -104,6 +111,9 @@ pub fn zero_at(x: &Value) -> Value {
 /// `t` with every symbolic zero in it replaced by the dense zero at the matching part
 /// of `x`. `t` must have `x`'s lengths and constructors where it is not zero.
 pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
+    if let Value::Lazy(_) = t {
+        return dense(x, &crate::linear::force(t)?);
+    }
     Ok(match (x, t) {
         (x, Value::Zero) => zero_at(x),
         (_, Value::Dual(..)) => t.clone(),

@@ -50,6 +50,9 @@ pub enum Value {
     /// tangent algebra of the reverse modes makes it, and `%tdense` removes it before
     /// a tangent reaches the user.
     Zero,
+    /// An array cotangent not yet materialised (CHAD's `%lonehot`, `%lembed`, and sums
+    /// of array cotangents; `linear.rs`): forced by whatever reads its elements.
+    Lazy(Rc<crate::linear::LazyCt>),
 }
 
 #[derive(Debug)]
@@ -288,6 +291,7 @@ pub fn write_value(
         }
         Value::Closure(c) => write!(f, "<function {}>", module.code(c.code).name),
         Value::Zero => write!(f, "<zero>"),
+        Value::Lazy(_) => write!(f, "<lazy cotangent>"),
     }
 }
 

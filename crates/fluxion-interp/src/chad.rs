@@ -1,0 +1,94 @@
+//! The run-time side of `--ad chad` (fluxion-ad's `chad.rs` is the translation):
+//! `%chad_vjp(f, x, w) = (f(x), wᵀ·J)`. `f`'s code is translated by CHAD (memoised,
+//! verified in debug builds), its captured closures lifted to their translations (the
+//! operator differentiates in its argument only, so their cotangents are dropped);
+//! the translation returns the value and its backpropagator, which is applied to `w`
+//! once. The linear building blocks the backpropagators use are `linear.rs`'s.
+//!
+//! Where CHAD does not translate `f` (its code applies a differential operator
+//! itself), the same `(f(x), wᵀ·J)` is computed by forward mode, one JVP per input
+//! coordinate (`fluxion_ad::vjp_by_forward`): correct, but not linear-time.
+
+use std::rc::Rc;
+
+use fluxion_core::verify::differentiated_argument;
+use fluxion_core::{Span, Type, TypeMap};
+
+use crate::ad::split_args;
+use crate::eval::{EvalResult, Interp, RuntimeError, fail};
+use crate::value::{Closure, Value};
+
+impl Interp {
+    pub(crate) fn chad_vjp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let Value::Closure(clo) = &args[0] else {
+            return fail(span, "internal error: differentiating a non-function");
+        };
+        let fty = self.module().code_ty(clo.code);
+        let Type::Fn(params, _) = &fty else {
+            return fail(span, "internal error: code without a function type");
+        };
+        let n = params.len();
+        let a = differentiated_argument(params);
+        if !self.chad_translates(&args[0]) {
+            return self.vjp_by_forward(&fty, args, span);
+        }
+        let (x, w) = (&args[1], &args[2]);
+        let translated = self.translate(clo, TypeMap::Chad, span)?;
+        let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
+        let (Some(y), Some(backprop)) = (result.tuple_get(0), result.tuple_get(1)) else {
+            return fail(span, "internal error: a CHAD translation without its backpropagator");
+        };
+        crate::prims::same_shape(&y, w).map_err(|why| RuntimeError {
+            span,
+            message: format!("the cotangent does not have the shape of the function's result: {why}"),
+        })?;
+        let cts = self.apply(&backprop, [w.clone()], span)?;
+        let x_ct = match n {
+            0 => Value::Unit,
+            1 => cts.tuple_get(0).unwrap_or(Value::Zero),
+            _ => Value::tuple(
+                (0..n)
+                    .map(|i| cts.tuple_get(i).unwrap_or(Value::Zero))
+                    .collect(),
+            ),
+        };
+        let _ = a;
+        let x_ct = crate::tangent::dense(x, &x_ct).map_err(|message| RuntimeError { span, message })?;
+        Ok(Value::tuple(vec![y, x_ct]))
+    }
+
+    /// Whether CHAD translates the closure `f` and every closure it holds.
+    fn chad_translates(&self, f: &Value) -> bool {
+        let Value::Closure(clo) = f else {
+            return true;
+        };
+        if fluxion_ad::chad_unsupported(&self.module(), clo.code).is_some() {
+            return false;
+        }
+        let types = self.capture_types(clo.code);
+        clo.env.iter().zip(&types).all(|(v, t)| {
+            self.module().is_fixed(t, TypeMap::Chad) || self.closures_in(v, &mut |c| self.chad_translates(c))
+        })
+    }
+
+    /// Whether `ok` holds of every closure in `v`.
+    fn closures_in(&self, v: &Value, ok: &mut dyn FnMut(&Value) -> bool) -> bool {
+        match v {
+            Value::Closure(_) => ok(v),
+            Value::Tuple(vs) | Value::Array(vs) | Value::Enum(_, vs) => {
+                vs.iter().all(|v| self.closures_in(v, ok))
+            }
+            _ => true,
+        }
+    }
+
+    /// `(f(x), wᵀ·J)` by forward mode.
+    fn vjp_by_forward(&self, fty: &Type, args: &[Value], span: Span) -> EvalResult<Value> {
+        let code = fluxion_ad::vjp_by_forward(&mut self.module_mut(), fty);
+        let helper = Value::Closure(Rc::new(Closure {
+            code,
+            env: Vec::new(),
+        }));
+        self.apply(&helper, args.iter().cloned(), span)
+    }
+}

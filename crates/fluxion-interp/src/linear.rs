@@ -1,0 +1,275 @@
+//! The run-time side of CHAD's linear building blocks (fluxion-ad's `chad.rs` emits
+//! them; fluxion-core's `prim.rs` lists them): `%lscale`, `%lproj`, `%lfield`,
+//! `%lonehot`, `%lembed`, `%lslice`, `%lsum`, and the lazy array cotangents that keep
+//! reverse mode linear-time.
+//!
+//! An array cotangent made by `%lonehot` (the transpose of one read `a[i]`) or
+//! `%lembed` (of a `slice`), or by `%tplus` of array cotangents, is not materialised:
+//! it is a [`Value::Lazy`] node, O(1) to make. It is forced — every leaf added into one
+//! buffer of the array's length, iteratively — when something reads it (`%tdense`,
+//! `%lslice`, `%lsum`). So a gradient with k reads of an n-array costs O(n + k), where
+//! dense one-hot arrays would cost O(n·k) (CHAD digest §7.2, caveats 3 and 6; this is
+//! the accumulation of "Efficient CHAD").
+
+use std::rc::Rc;
+
+use crate::tangent::plus;
+use crate::value::Value;
+
+/// An unmaterialised array cotangent.
+#[derive(Debug)]
+pub enum LazyCt {
+    /// `u + v`, each an array cotangent (dense, lazy, or the symbolic zero).
+    Sum(Value, Value),
+    /// The length-`len` array cotangent with `value` at `index`, zero elsewhere.
+    OneHot {
+        len: usize,
+        index: usize,
+        value: Value,
+    },
+    /// The length-`len` array cotangent with the array cotangent `value` at `start`.
+    Embed {
+        len: usize,
+        start: usize,
+        value: Value,
+    },
+}
+
+impl Drop for LazyCt {
+    /// Long chains of sums (one per recursive call, say) are freed iteratively, not by
+    /// a recursion as deep as the chain.
+    fn drop(&mut self) {
+        let mut work = Vec::new();
+        take_children(self, &mut work);
+        while let Some(node) = work.pop() {
+            if let Ok(mut inner) = Rc::try_unwrap(node) {
+                take_children(&mut inner, &mut work);
+            }
+        }
+    }
+}
+
+fn take_children(node: &mut LazyCt, work: &mut Vec<Rc<LazyCt>>) {
+    let mut take = |v: &mut Value| {
+        if let Value::Lazy(l) = std::mem::replace(v, Value::Zero) {
+            work.push(l);
+        }
+    };
+    match node {
+        LazyCt::Sum(a, b) => {
+            take(a);
+            take(b);
+        }
+        LazyCt::OneHot { value, .. } | LazyCt::Embed { value, .. } => take(value),
+    }
+}
+
+fn lazy(node: LazyCt) -> Value {
+    Value::Lazy(Rc::new(node))
+}
+
+/// `u + v` of two array cotangents, left unmaterialised.
+pub fn lazy_sum(u: &Value, v: &Value) -> Value {
+    lazy(LazyCt::Sum(u.clone(), v.clone()))
+}
+
+/// `%lscale(c, w) = c·w`; zero where `w` is zero (symbolic or 0.0), so that a partial
+/// that overflows where no cotangent flows makes no NaN.
+pub fn scale(c: &Value, w: &Value) -> Value {
+    match (c, w) {
+        (_, Value::Zero) => Value::Zero,
+        (Value::Real(c), Value::Real(w)) if *w != 0.0 => Value::Real(c * w),
+        _ => Value::Real(0.0),
+    }
+}
+
+/// `%lproj(t, i)`: component `i` of a tuple cotangent.
+pub fn proj(t: &Value, i: usize) -> Result<Value, String> {
+    match t {
+        Value::Zero => Ok(Value::Zero),
+        t => t
+            .tuple_get(i)
+            .ok_or_else(|| "internal error: %lproj of a non-tuple".into()),
+    }
+}
+
+/// `%lfield(t, tag, j)`: field `j` of an enum cotangent of constructor `tag`.
+pub fn field(t: &Value, tag: u32, j: usize) -> Result<Value, String> {
+    match t {
+        Value::Zero => Ok(Value::Zero),
+        Value::Enum(found, fields) if *found == tag => fields
+            .get(j)
+            .cloned()
+            .ok_or_else(|| "internal error: %lfield out of range".into()),
+        Value::Enum(..) => Err("a cotangent with another constructor than its value".into()),
+        _ => Err("internal error: %lfield of a non-enum".into()),
+    }
+}
+
+/// `%lonehot(n, i, w)`.
+pub fn one_hot(len: i64, index: i64, w: &Value) -> Result<Value, String> {
+    if matches!(w, Value::Zero) {
+        return Ok(Value::Zero);
+    }
+    let (len, index) = sizes(len, index)?;
+    if index >= len {
+        return Err(format!("internal error: one-hot index {index} of length {len}"));
+    }
+    Ok(lazy(LazyCt::OneHot {
+        len,
+        index,
+        value: w.clone(),
+    }))
+}
+
+/// `%lembed(n, s, t)`.
+pub fn embed(len: i64, start: i64, t: &Value) -> Result<Value, String> {
+    if matches!(t, Value::Zero) {
+        return Ok(Value::Zero);
+    }
+    let (len, start) = sizes(len, start)?;
+    Ok(lazy(LazyCt::Embed {
+        len,
+        start,
+        value: t.clone(),
+    }))
+}
+
+fn sizes(a: i64, b: i64) -> Result<(usize, usize), String> {
+    match (usize::try_from(a), usize::try_from(b)) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        _ => Err("internal error: a negative size in a cotangent".into()),
+    }
+}
+
+/// `%lslice(t, s, l)`: elements `s..s+l` of an array cotangent.
+pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
+    if matches!(t, Value::Zero) {
+        return Ok(Value::Zero);
+    }
+    let (start, len) = sizes(start, len)?;
+    let t = force(t)?;
+    match t.array_len() {
+        Some(n) if start + len <= n => {
+            Ok(Value::array_from(t.array_iter().skip(start).take(len)))
+        }
+        _ => Err("internal error: %lslice out of range".into()),
+    }
+}
+
+/// `%lsum(t)`: the sum of the elements of an array cotangent (zero if empty).
+pub fn sum(t: &Value) -> Result<Value, String> {
+    if matches!(t, Value::Zero) {
+        return Ok(Value::Zero);
+    }
+    let t = force(t)?;
+    if let Value::RealArray(xs) = &t {
+        return Ok(Value::Real(xs.iter().sum()));
+    }
+    let mut acc = Value::Zero;
+    for x in t.array_iter() {
+        acc = plus(&acc, &x)?;
+    }
+    Ok(acc)
+}
+
+/// The accumulation buffer of [`force`]: its kind is chosen by the first term added
+/// (unboxed reals for an array of reals).
+enum Buffer {
+    Empty(usize),
+    Reals(Vec<f64>),
+    Values(Vec<Value>),
+}
+
+impl Buffer {
+    fn add(&mut self, i: usize, x: &Value) -> Result<(), String> {
+        match (&mut *self, x) {
+            (_, Value::Zero) => {}
+            (Buffer::Empty(n), x) => {
+                *self = match x {
+                    Value::Real(_) => Buffer::Reals(vec![0.0; *n]),
+                    _ => Buffer::Values(vec![Value::Zero; *n]),
+                };
+                return self.add(i, x);
+            }
+            (Buffer::Reals(xs), Value::Real(r)) => xs[i] += r,
+            (Buffer::Reals(xs), _) => {
+                let values = xs.iter().map(|r| Value::Real(*r)).collect();
+                *self = Buffer::Values(values);
+                return self.add(i, x);
+            }
+            (Buffer::Values(vs), x) => vs[i] = plus(&vs[i], x)?,
+        }
+        Ok(())
+    }
+}
+
+/// An array cotangent with its lazy nodes added into one buffer (anything else is
+/// returned as it is). Iterative: a chain of a million sums is no deeper than one.
+pub fn force(t: &Value) -> Result<Value, String> {
+    if !matches!(t, Value::Lazy(_)) {
+        return Ok(t.clone());
+    }
+    let mut buffer: Option<(usize, Buffer)> = None;
+    let start = |len: usize, buffer: &mut Option<(usize, Buffer)>| match buffer {
+        None => {
+            *buffer = Some((len, Buffer::Empty(len)));
+            Ok(())
+        }
+        Some((n, _)) if *n == len => Ok(()),
+        Some((n, _)) => Err(format!(
+            "tangents of arrays of different lengths ({n} and {len})"
+        )),
+    };
+    let mut work = vec![t.clone()];
+    while let Some(x) = work.pop() {
+        match &x {
+            Value::Zero => {}
+            Value::Lazy(node) => match &**node {
+                LazyCt::Sum(a, b) => {
+                    work.push(a.clone());
+                    work.push(b.clone());
+                }
+                LazyCt::OneHot { len, index, value } => {
+                    start(*len, &mut buffer)?;
+                    buffer.as_mut().expect("started").1.add(*index, value)?;
+                }
+                LazyCt::Embed { len, start: s, value } => {
+                    start(*len, &mut buffer)?;
+                    let value = force(value)?;
+                    let (_, buf) = buffer.as_mut().expect("started");
+                    match value.array_len() {
+                        Some(k) if s + k <= *len => {
+                            for (j, e) in value.array_iter().enumerate() {
+                                buf.add(s + j, &e)?;
+                            }
+                        }
+                        _ => return Err("internal error: an embedded cotangent out of range".into()),
+                    }
+                }
+            },
+            dense => {
+                let Some(len) = dense.array_len() else {
+                    return Err("internal error: adding an array cotangent to a non-array".into());
+                };
+                start(len, &mut buffer)?;
+                let (_, buf) = buffer.as_mut().expect("started");
+                if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
+                    *buf = Buffer::Reals(vec![0.0; *n]);
+                }
+                if let (Buffer::Reals(acc), Value::RealArray(xs)) = (&mut *buf, dense) {
+                    acc.iter_mut().zip(xs.iter()).for_each(|(a, x)| *a += x);
+                    continue;
+                }
+                for (i, e) in dense.array_iter().enumerate() {
+                    buf.add(i, &e)?;
+                }
+            }
+        }
+    }
+    Ok(match buffer {
+        None | Some((_, Buffer::Empty(_))) => Value::Zero,
+        Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
+        Some((_, Buffer::Values(vs))) => Value::array(vs),
+    })
+}
