@@ -57,7 +57,7 @@ pub fn chad_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
     if let Some(why) = chad_unsupported(m, code) {
         return Err(AdError::new(why));
     }
-    translate(m, code)
+    translate(m, code, None)
 }
 
 /// Why `code` (or a code it reaches) cannot be translated by CHAD: it applies a
@@ -66,7 +66,10 @@ pub fn chad_unsupported(m: &Module, code: CodeId) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
     let mut work = vec![code];
     while let Some(c) = work.pop() {
-        if !seen.insert(c) || m.derived_codes.contains_key(&translation_key(TypeMap::Chad, c)) {
+        if !seen.insert(c)
+            || m.derived_codes
+                .contains_key(&translation_key(TypeMap::Chad, c))
+        {
             continue;
         }
         let body = &m.code(c).body;
@@ -143,7 +146,11 @@ struct Adjoints(HashMap<VarId, Vec<Atom>>);
 /// What a backpropagator returns.
 enum Outputs<'a> {
     /// A code's: its parameters' cotangents and its captures' (as `FnCt`).
-    Code { code: CodeId, params: &'a [VarId], captures: &'a [VarId] },
+    Code {
+        code: CodeId,
+        params: &'a [VarId],
+        captures: &'a [VarId],
+    },
     /// A branch's: the cotangents of the free variables of the `if`/`match`.
     Vars(&'a [VarId]),
 }
@@ -153,12 +160,21 @@ struct Chad {
     env: HashMap<VarId, Atom>,
 }
 
-fn translate(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
+/// Translates `code`: on its own (`captures` = `None`: fresh captured variables,
+/// memoised), or inline, as a lambda made in an enclosing translation whose variables
+/// it captures (not memoised: it belongs to that translation).
+fn translate(
+    m: &mut Module,
+    code: CodeId,
+    captures: Option<Vec<VarId>>,
+) -> Result<CodeId, AdError> {
     let original = m.code(code).clone();
     let mut b = Builder::new(m, original.span);
     let id = b.reserve_code(&format!("{}_chad", original.name), original.kind);
-    b.m.derived_codes
-        .insert(translation_key(TypeMap::Chad, code), id);
+    if captures.is_none() {
+        b.m.derived_codes
+            .insert(translation_key(TypeMap::Chad, code), id);
+    }
     b.m.translated_from.insert(id, code);
     let Type::Fn(_, ret) = b.m.map_type(&b.m.code_ty(code), TypeMap::Chad) else {
         unreachable!("a code's type is a function type")
@@ -168,32 +184,38 @@ fn translate(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
     let mut t = Chad {
         env: HashMap::new(),
     };
-    let captures: Vec<VarId> = original
-        .captures
-        .iter()
-        .map(|c| t.bind_fresh(&mut b, *c))
-        .collect();
+    let captures: Vec<VarId> = match captures {
+        Some(vars) => {
+            for (c, v) in original.captures.iter().zip(&vars) {
+                t.env.insert(*c, Atom::Var(*v));
+            }
+            vars
+        }
+        None => original
+            .captures
+            .iter()
+            .map(|c| t.bind_fresh(&mut b, *c))
+            .collect(),
+    };
     let params: Vec<VarId> = original
         .params
         .iter()
         .map(|p| t.bind_fresh(&mut b, *p))
         .collect();
     let mut failure = None;
-    let mut body = b.block(|b| {
-        match t.forward(b, &original.body) {
-            Ok((y, steps)) => {
-                let outputs = Outputs::Code {
-                    code,
-                    params: &original.params,
-                    captures: &original.captures,
-                };
-                let bp = t.backprop(b, steps, &original.body.result, &original.ret, outputs);
-                b.tuple("chad", vec![y, bp])
-            }
-            Err(e) => {
-                failure = Some(e);
-                Atom::Lit(Lit::Unit)
-            }
+    let mut body = b.block(|b| match t.forward(b, &original.body) {
+        Ok((y, steps)) => {
+            let outputs = Outputs::Code {
+                code,
+                params: &original.params,
+                captures: &original.captures,
+            };
+            let bp = t.backprop(b, steps, &original.body.result, &original.ret, outputs);
+            b.tuple("chad", vec![y, bp])
+        }
+        Err(e) => {
+            failure = Some(e);
+            Atom::Lit(Lit::Unit)
         }
     });
     if let Some(e) = failure {
@@ -269,8 +291,22 @@ impl Chad {
                 plain(b, Rhs::Ctor(e, *tag, self.atoms(args)))
             }
             Rhs::Closure(c, args) => {
-                let code = chad_code(b.m, *c)?;
-                plain(b, Rhs::Closure(code, self.atoms(args)))
+                // A lambda is translated inline, capturing the primals of its captures
+                // (a literal is bound to a variable first); a top-level function used
+                // as a value is translated on its own, once.
+                let vars: Vec<VarId> = args
+                    .iter()
+                    .map(|a| crate::helpers::var_of(b, self.atom(a)))
+                    .collect();
+                let code = if b.m.code(*c).kind == CodeKind::Lambda {
+                    translate(b.m, *c, Some(vars.clone()))?
+                } else {
+                    chad_code(b.m, *c)?
+                };
+                plain(
+                    b,
+                    Rhs::Closure(code, vars.into_iter().map(Atom::Var).collect()),
+                )
             }
             Rhs::Call(f, args) => {
                 let arg_tys = args_of(b, args);
@@ -337,7 +373,8 @@ impl Chad {
         let mut failure = None;
         let out = b.block(|b| match self.forward(b, body) {
             Ok((y, steps)) if !outputs.is_empty() => {
-                let bp = self.backprop_with(b, steps, &body.result, ty, Outputs::Vars(outputs), fields);
+                let bp =
+                    self.backprop_with(b, steps, &body.result, ty, Outputs::Vars(outputs), fields);
                 b.tuple("branch", vec![y, bp])
             }
             Ok((y, _)) => y,
@@ -500,11 +537,7 @@ fn with_backprop(b: &mut Builder, ty: &Type, pty: &Type, params: Vec<Type>) -> T
 }
 
 /// The primal and backpropagator of a translated `if`/`match`, when it has one.
-fn split_branch(
-    b: &mut Builder,
-    r: Atom,
-    outputs: Vec<VarId>,
-) -> (Atom, Vec<Atom>, Vec<VarId>) {
+fn split_branch(b: &mut Builder, r: Atom, outputs: Vec<VarId>) -> (Atom, Vec<Atom>, Vec<VarId>) {
     if outputs.is_empty() {
         return (r, vec![], vec![]);
     }
@@ -560,7 +593,9 @@ fn map_proj(b: &mut Builder, a: Atom, i: usize) -> Atom {
     let Type::Tuple(ts) = (*elem).clone() else {
         unreachable!("an array of tuples")
     };
-    let f = b.lambda("part", &[], vec![(*elem).clone()], |b, ps| b.proj(&ps[0], i));
+    let f = b.lambda("part", &[], vec![(*elem).clone()], |b, ps| {
+        b.proj(&ps[0], i)
+    });
     b.prim(Prim::Map, &[f, a], Type::array(ts[i].clone()))
 }
 
@@ -628,10 +663,15 @@ fn apply_each(b: &mut Builder, ps: Atom, ws: Atom) -> Atom {
         _ => unreachable!("a backpropagator"),
     };
     let out2 = out.clone();
-    let f = b.lambda("apply", &[], vec![(*r).clone(), (*w).clone()], move |b, ps| {
-        let bp = b.proj(&ps[0], 1);
-        b.emit("ct", Rhs::Call(bp, vec![ps[1]]), out2)
-    });
+    let f = b.lambda(
+        "apply",
+        &[],
+        vec![(*r).clone(), (*w).clone()],
+        move |b, ps| {
+            let bp = b.proj(&ps[0], 1);
+            b.emit("ct", Rhs::Call(bp, vec![ps[1]]), out2)
+        },
+    );
     b.prim(Prim::Map2, &[f, ps, ws], Type::array(out))
 }
 
@@ -687,7 +727,11 @@ impl Chad {
                 let one_param = p == Iterate;
                 let step = b.lambda("step", &[fv], vec![r.clone(), (*x).clone()], |b, ps| {
                     let acc = b.proj(&ps[0], 0);
-                    let args = if one_param { vec![acc] } else { vec![acc, ps[1]] };
+                    let args = if one_param {
+                        vec![acc]
+                    } else {
+                        vec![acc, ps[1]]
+                    };
                     b.emit("step", Rhs::Call(Atom::Var(fv), args), r.clone())
                 });
                 let ps = b.emit(hint, Rhs::Prim(Scan, vec![step, start, xs]), Type::array(r));
@@ -715,9 +759,8 @@ impl Chad {
                             | TanDense
                             | TanZero
                     );
-                let differentiable_args = args
-                    .iter()
-                    .any(|a| carries_cotangent(b.m, &b.m.atom_ty(a)));
+                let differentiable_args =
+                    args.iter().any(|a| carries_cotangent(b.m, &b.m.atom_ty(a)));
                 if carries_cotangent(b.m, ty) && differentiable_args && !covered {
                     return Err(AdError::new(format!(
                         "internal error: CHAD has no rule for `{}`",
@@ -988,11 +1031,16 @@ impl Chad {
                     unreachable!("an array")
                 };
                 let out2 = out.clone();
-                let back = b.lambda("step_back", &[], vec![out.clone(), (*r).clone()], |b, qs| {
-                    let carried = b.proj(&qs[0], 0);
-                    let bp = b.proj(&qs[1], 1);
-                    b.emit("ct", Rhs::Call(bp, vec![carried]), out2)
-                });
+                let back = b.lambda(
+                    "step_back",
+                    &[],
+                    vec![out.clone(), (*r).clone()],
+                    |b, qs| {
+                        let carried = b.proj(&qs[0], 0);
+                        let bp = b.proj(&qs[1], 1);
+                        b.emit("ct", Rhs::Call(bp, vec![carried]), out2)
+                    },
+                );
                 let rs = b.prim(Scan, &[back, start, rev], Type::array(out.clone()));
                 let (init, f) = if p == Fold {
                     (&args[1], &args[0])
@@ -1030,7 +1078,8 @@ impl Chad {
                 let back = b.lambda("step_back", &[], vec![out.clone(), q_ty], |b, qs| {
                     let carried = b.proj(&qs[0], 0);
                     let here = b.proj(&qs[1], 1);
-                    let total = tangent::plus(b, tangent::Tan::Of(carried), tangent::Tan::Of(here)).atom(b);
+                    let total =
+                        tangent::plus(b, tangent::Tan::Of(carried), tangent::Tan::Of(here)).atom(b);
                     let pair = b.proj(&qs[1], 0);
                     let bp = b.proj(&pair, 1);
                     b.emit("ct", Rhs::Call(bp, vec![total]), out2)
@@ -1054,7 +1103,14 @@ impl Chad {
 
     /// The cotangent of a closure applied once per element: the sum of the calls'
     /// captures' cotangents (component `i` of each element of `rs`).
-    fn closure_cotangents(&self, b: &mut Builder, rs: Atom, i: usize, f: &Atom, adj: &mut Adjoints) {
+    fn closure_cotangents(
+        &self,
+        b: &mut Builder,
+        rs: Atom,
+        i: usize,
+        f: &Atom,
+        adj: &mut Adjoints,
+    ) {
         if !is_active(b, f) {
             return;
         }

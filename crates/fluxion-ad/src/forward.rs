@@ -69,11 +69,7 @@ impl Layer for Forward {
         let w = swap(b, &tb, args[2]);
         let fb = b.m.map_type(ret, TypeMap::Fwd);
         let fta = b.m.map_type(&ta, TypeMap::Fwd);
-        let r = b.prim(
-            p,
-            &[args[0], args[1], w],
-            Type::Tuple(vec![fb, fta]),
-        );
+        let r = b.prim(p, &[args[0], args[1], w], Type::Tuple(vec![fb, fta]));
         let y = b.proj(&r, 0);
         let g = b.proj(&r, 1);
         let g = swap(b, &ta, g);

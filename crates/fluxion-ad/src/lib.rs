@@ -42,8 +42,8 @@ mod mode;
 mod pullback_by_jvps;
 mod structural;
 mod tangent;
-mod vjp_primitive;
 mod taylor;
+mod vjp_primitive;
 
 pub use chad::{chad_code, chad_unsupported};
 pub use delta::delta_code;

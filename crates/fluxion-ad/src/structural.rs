@@ -65,13 +65,7 @@ pub(crate) trait Layer {
     /// `%chad_vjp`; `f: fty`; `args` translated) when the layer carries a reverse pass
     /// through it, or `None` for the default: the same pullback by forward mode
     /// (`pullback_by_jvps.rs`), translated.
-    fn reverse_vjp(
-        &self,
-        _b: &mut Builder,
-        _p: Prim,
-        _fty: &Type,
-        _args: &[Atom],
-    ) -> Option<Atom> {
+    fn reverse_vjp(&self, _b: &mut Builder, _p: Prim, _fty: &Type, _args: &[Atom]) -> Option<Atom> {
         None
     }
 }

@@ -160,7 +160,12 @@ impl Module {
     pub fn fn_cotangent_variant(&mut self, code: CodeId) -> u32 {
         let e = self.fn_cotangent_enum();
         let name = format!("Env{}", code.0);
-        if let Some(tag) = self.enum_def(e).variants.iter().position(|v| v.name == name) {
+        if let Some(tag) = self
+            .enum_def(e)
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+        {
             return tag as u32;
         }
         let captures: Vec<Type> = self
@@ -181,8 +186,11 @@ impl Module {
     /// the end); it is dropped where it is the identity (at the front, on an enum
     /// with no `Int`, `Bool` or `()`); the layers are dropped on an enum without reals.
     fn normalise(&self, base: EnumId, mut maps: Vec<TypeMap>) -> EnumOrigin {
-        // CHAD's primal map changes only function types.
-        if self.enum_is_fixed(base, TypeMap::Chad) {
+        // CHAD's primal map changes only function types, and `T` maps every function
+        // type to the one enum of function cotangents: `Chad` is the identity on an
+        // enum without functions, and `T∘Chad = Chad∘T = T`. (Delta and CHAD never
+        // apply to the same code, so the order against `Delta` does not arise.)
+        if self.enum_is_fixed(base, TypeMap::Chad) || maps.contains(&TypeMap::Tangent) {
             maps.retain(|m| *m != TypeMap::Chad);
         }
         let mut layers = Vec::new();

@@ -43,7 +43,12 @@ pub fn for_each_code_ref_in<'a>(
 /// The variables `body` uses without binding them, in order of first use (a lambda
 /// made here counts through the captures its `Closure` lists).
 pub fn free_vars(body: &Body) -> Vec<VarId> {
-    fn atom(a: &Atom, bound: &std::collections::HashSet<VarId>, out: &mut Vec<VarId>, seen: &mut std::collections::HashSet<VarId>) {
+    fn atom(
+        a: &Atom,
+        bound: &std::collections::HashSet<VarId>,
+        out: &mut Vec<VarId>,
+        seen: &mut std::collections::HashSet<VarId>,
+    ) {
         if let Atom::Var(v) = a
             && !bound.contains(v)
             && seen.insert(*v)
@@ -91,6 +96,11 @@ pub fn free_vars(body: &Body) -> Vec<VarId> {
         atom(&body.result, bound, out, seen);
     }
     let mut out = Vec::new();
-    go(body, &mut Default::default(), &mut out, &mut Default::default());
+    go(
+        body,
+        &mut Default::default(),
+        &mut out,
+        &mut Default::default(),
+    );
     out
 }

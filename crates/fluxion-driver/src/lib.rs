@@ -356,9 +356,15 @@ impl Program {
                 };
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
-            stage if stage == "fwd" || stage == "delta" || stage.starts_with("taylor") => {
+            stage
+                if stage == "fwd"
+                    || stage == "delta"
+                    || stage == "chad"
+                    || stage.starts_with("taylor") =>
+            {
                 let layer = match stage.strip_prefix("taylor") {
                     None if stage == "delta" => fluxion_core::TypeMap::Delta,
+                    None if stage == "chad" => fluxion_core::TypeMap::Chad,
                     None => fluxion_core::TypeMap::Fwd,
                     Some("") => fluxion_core::TypeMap::Taylor(2),
                     Some(k) => match k.parse::<u32>() {
@@ -386,9 +392,16 @@ impl Program {
                             fluxion_ad::taylor_code(&mut module, root, k)
                         }
                         fluxion_core::TypeMap::Delta => fluxion_ad::delta_code(&mut module, root),
+                        fluxion_core::TypeMap::Chad => fluxion_ad::chad_code(&mut module, root),
                         _ => fluxion_ad::forward_code(&mut module, root),
                     };
                     derived.push(code.map_err(|e| e.0)?);
+                }
+                if std::env::var("FLUXION_DEBUG_SHOW").is_ok() {
+                    eprintln!(
+                        "{}",
+                        fluxion_core::print::print_reachable(&module, &derived)
+                    );
                 }
                 check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(fluxion_core::print::print_reachable(&module, &derived))
@@ -436,7 +449,7 @@ pub fn call(
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "fwd", "delta", "taylor"];
+pub const STAGES: &[&str] = &["core", "fwd", "chad", "delta", "taylor"];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
 pub fn is_stage(stage: &str) -> bool {

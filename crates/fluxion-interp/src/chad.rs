@@ -36,11 +36,16 @@ impl Interp {
         let translated = self.translate(clo, TypeMap::Chad, span)?;
         let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
         let (Some(y), Some(backprop)) = (result.tuple_get(0), result.tuple_get(1)) else {
-            return fail(span, "internal error: a CHAD translation without its backpropagator");
+            return fail(
+                span,
+                "internal error: a CHAD translation without its backpropagator",
+            );
         };
         crate::prims::same_shape(&y, w).map_err(|why| RuntimeError {
             span,
-            message: format!("the cotangent does not have the shape of the function's result: {why}"),
+            message: format!(
+                "the cotangent does not have the shape of the function's result: {why}"
+            ),
         })?;
         let cts = self.apply(&backprop, [w.clone()], span)?;
         let x_ct = match n {
@@ -53,7 +58,8 @@ impl Interp {
             ),
         };
         let _ = a;
-        let x_ct = crate::tangent::dense(x, &x_ct).map_err(|message| RuntimeError { span, message })?;
+        let x_ct =
+            crate::tangent::dense(x, &x_ct).map_err(|message| RuntimeError { span, message })?;
         Ok(Value::tuple(vec![y, x_ct]))
     }
 
@@ -67,7 +73,8 @@ impl Interp {
         }
         let types = self.capture_types(clo.code);
         clo.env.iter().zip(&types).all(|(v, t)| {
-            self.module().is_fixed(t, TypeMap::Chad) || self.closures_in(v, &mut |c| self.chad_translates(c))
+            self.module().is_fixed(t, TypeMap::Chad)
+                || self.closures_in(v, &mut |c| self.chad_translates(c))
         })
     }
 

@@ -9,11 +9,11 @@
 
 mod ad;
 mod array;
+mod chad;
 mod compile;
 mod delta;
 mod eval;
 pub mod linear;
-mod chad;
 mod memory;
 mod prims;
 pub mod tangent;

@@ -113,7 +113,9 @@ pub fn one_hot(len: i64, index: i64, w: &Value) -> Result<Value, String> {
     }
     let (len, index) = sizes(len, index)?;
     if index >= len {
-        return Err(format!("internal error: one-hot index {index} of length {len}"));
+        return Err(format!(
+            "internal error: one-hot index {index} of length {len}"
+        ));
     }
     Ok(lazy(LazyCt::OneHot {
         len,
@@ -150,9 +152,7 @@ pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
     let (start, len) = sizes(start, len)?;
     let t = force(t)?;
     match t.array_len() {
-        Some(n) if start + len <= n => {
-            Ok(Value::array_from(t.array_iter().skip(start).take(len)))
-        }
+        Some(n) if start + len <= n => Ok(Value::array_from(t.array_iter().skip(start).take(len))),
         _ => Err("internal error: %lslice out of range".into()),
     }
 }
@@ -234,7 +234,11 @@ pub fn force(t: &Value) -> Result<Value, String> {
                     start(*len, &mut buffer)?;
                     buffer.as_mut().expect("started").1.add(*index, value)?;
                 }
-                LazyCt::Embed { len, start: s, value } => {
+                LazyCt::Embed {
+                    len,
+                    start: s,
+                    value,
+                } => {
                     start(*len, &mut buffer)?;
                     let value = force(value)?;
                     let (_, buf) = buffer.as_mut().expect("started");
@@ -244,7 +248,9 @@ pub fn force(t: &Value) -> Result<Value, String> {
                                 buf.add(s + j, &e)?;
                             }
                         }
-                        _ => return Err("internal error: an embedded cotangent out of range".into()),
+                        _ => {
+                            return Err("internal error: an embedded cotangent out of range".into());
+                        }
                     }
                 }
             },

@@ -17,7 +17,9 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
     Ok(match (u, v) {
         (Value::Zero, t) | (t, Value::Zero) => t.clone(),
         (Value::Lazy(_), _) | (_, Value::Lazy(_)) => crate::linear::lazy_sum(u, v),
-        (Value::Array(_), _) | (_, Value::Array(_)) if u.array_len().is_some() && v.array_len().is_some() => {
+        (Value::Array(_), _) | (_, Value::Array(_))
+            if u.array_len().is_some() && v.array_len().is_some() =>
+        {
             crate::linear::lazy_sum(u, v)
         }
         (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
@@ -104,6 +106,9 @@ pub fn zero_at(x: &Value) -> Value {
         Value::Tuple(xs) => Value::tuple(xs.iter().map(zero_at).collect()),
         Value::RealInt(..) => Value::tuple(vec![Value::Real(0.0), Value::Unit]),
         Value::Enum(tag, fields) => Value::Enum(*tag, fields.iter().map(zero_at).collect()),
+        // A closure's cotangent is that of its captures (CHAD's `FnCt`): zero is the
+        // symbolic zero, whichever closure it is.
+        Value::Closure(_) => Value::Zero,
         _ => Value::Unit,
     }
 }
