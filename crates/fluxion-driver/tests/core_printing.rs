@@ -176,6 +176,33 @@ fn delta_mode_snapshots() {
     );
 }
 
+/// The CHAD translation (seed 000 §7.5) of the same programs (not the one that applies
+/// an operator itself, which CHAD leaves to forward mode), the paper's Fig. 2(b) with
+/// its copower, and forward-over-CHAD (`hessian`'s inner part under `--ad chad`).
+#[test]
+fn chad_mode_snapshots() {
+    for (name, src) in &AD_PROGRAMS[..3] {
+        let name = name.replace("fwd_", "chad_");
+        insta::assert_snapshot!(name, stage_with(src, "chad", AdMode::Chad));
+    }
+    insta::assert_snapshot!(
+        "chad_paper_figure_2b",
+        stage_with(
+            "fn w(x1: Real, x2: [Real]) -> Real { let f = |x2i: Real| x1 * x2i; sum(map(f, x2)) }",
+            "chad",
+            AdMode::Chad
+        )
+    );
+    insta::assert_snapshot!(
+        "fwd_over_chad",
+        stage_with(
+            "fn g(x: [Real]) -> [Real] { grad(|y: [Real]| y[0] * y[1], x) }",
+            "fwd",
+            AdMode::Chad
+        )
+    );
+}
+
 #[test]
 fn taylor_mode_snapshot() {
     insta::assert_snapshot!("taylor2_scalar", stage_of(AD_PROGRAMS[0].1, "taylor2"));

@@ -62,8 +62,8 @@ def grad(
     ``argnums``: a function with ``f``'s parameters returning ``T(A)`` (a float64
     array for ``[Real]``). With a tuple of argnums it returns a tuple of gradients.
 
-    ``ad`` picks the algorithm (``"delta"``, reverse mode, the default; ``"fwd"``;
-    ``"chad"`` is not built yet and raises ``FluxionUnsupportedError`` when called)."""
+    ``ad`` picks the algorithm (``"delta"``, reverse mode by dual numbers with deltas,
+    the default; ``"chad"``, reverse CHAD; ``"fwd"``, one forward pass per input)."""
     f = _prepare(f, ad, backend)
     nums, tupled = _argnums(f, argnums)
     g = f.derive("grad", nums)
