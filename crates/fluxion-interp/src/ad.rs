@@ -256,7 +256,7 @@ fn count_bindings(body: &fluxion_core::Body) -> usize {
 
 /// In debug builds (every test), the codes a run-time translation just added must pass
 /// the verifier, like every code derived ahead of time.
-fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalResult<()> {
+pub(crate) fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalResult<()> {
     if !cfg!(debug_assertions) || first_new == m.codes.len() {
         return Ok(());
     }

@@ -11,7 +11,6 @@
 
 use std::rc::Rc;
 
-use fluxion_core::verify::differentiated_argument;
 use fluxion_core::{Span, Type, TypeMap};
 
 use crate::ad::split_args;
@@ -28,7 +27,6 @@ impl Interp {
             return fail(span, "internal error: code without a function type");
         };
         let n = params.len();
-        let a = differentiated_argument(params);
         if !self.chad_translates(&args[0]) {
             return self.vjp_by_forward(&fty, args, span);
         }
@@ -57,7 +55,6 @@ impl Interp {
                     .collect(),
             ),
         };
-        let _ = a;
         let x_ct =
             crate::tangent::dense(x, &x_ct).map_err(|message| RuntimeError { span, message })?;
         Ok(Value::tuple(vec![y, x_ct]))
@@ -91,7 +88,13 @@ impl Interp {
 
     /// `(f(x), wᵀ·J)` by forward mode.
     fn vjp_by_forward(&self, fty: &Type, args: &[Value], span: Span) -> EvalResult<Value> {
-        let code = fluxion_ad::vjp_by_forward(&mut self.module_mut(), fty);
+        let code = {
+            let mut m = self.module_mut();
+            let first_new = m.codes.len();
+            let code = fluxion_ad::vjp_by_forward(&mut m, fty);
+            crate::ad::verify_derived(&m, first_new, span)?;
+            code
+        };
         let helper = Value::Closure(Rc::new(Closure {
             code,
             env: Vec::new(),

@@ -1,17 +1,18 @@
-//! Reverse mode by deltas (`--ad delta`, seed 004) takes time linear in the primal's:
-//! one recording pass (a constant number of tape entries per real operation) and one
-//! backward sweep over the tape (§7.4). So a gradient over 4x the inputs (or 4x the
-//! operations) takes about 4x as long; one loss of sharing, a per-input allocation in
-//! the wrapper, a map that is not an array, or a sweep that rescans the tape makes it
-//! 16x or worse (the digest's §9.1 lists these programs and the failures they catch).
+//! The reverse modes take time linear in the primal's. Delta (seed 004): one recording
+//! pass (a constant number of tape entries per real operation) and one backward sweep
+//! over the tape (§7.4). CHAD (seed 000): a primal pass building backpropagators and
+//! one call of them, with sparse context cotangents and lazily accumulated array
+//! cotangents. So a gradient over 4x the inputs (or 4x the operations) takes about 4x
+//! as long; one loss of sharing, a per-input allocation in the wrapper, a map that is
+//! not an array, a sweep that rescans the tape, a dense one-hot cotangent per read or
+//! a dense context per binding makes it 16x or worse (seed 004's digest §9.1 lists
+//! most of these programs and the failures they catch; the last two are CHAD's
+//! caveats, digest 000 §7.2).
 //!
 //! Each program is run at two sizes 4x apart and must grow at most `MAX_GROWTH`
 //! (between linear, 4x, and quadratic, 16x; fixed costs only make the measured growth
 //! smaller). The same programs with `jvp` instead of `grad`, which is linear in every
 //! mode, check the harness itself on this machine.
-//!
-//! Until `--ad delta` is built, the delta tests fail with "--ad delta is not
-//! implemented yet"; the harness test passes.
 
 use std::time::Duration;
 
@@ -146,6 +147,17 @@ fn array_of_arrays(n: usize, op: Op) -> String {
     )
 }
 
+/// n reads of one array, in a build and by recursion: a dense one-hot cotangent per
+/// read, or an eager sum of sparse ones, makes it n².
+fn indexing(n: usize, op: Op) -> String {
+    format!(
+        "fn r(x: [Real], i: Int) -> Real {{ if i == length(x) {{ 0.0 }} else {{ x[i] * x[length(x) - 1 - i] + r(x, i + 1) }} }}\n\
+         fn f(x: [Real]) -> Real {{ sumbuild(length(x), |i| x[i] * x[(i * 7) % length(x)]) + r(x, 0) }}\n\
+         fn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({n}, |i| to_real(i) * 0.001)"))
+    )
+}
+
 type Program = fn(usize, Op) -> String;
 
 /// Each program with its smaller size.
@@ -155,6 +167,7 @@ const PROGRAMS: &[(&str, Program, usize)] = &[
     ("cons list", cons_list, 20_000),
     ("fold and shared capture", fold_and_shared_capture, 40_000),
     ("array of arrays", array_of_arrays, 40_000),
+    ("indexing", indexing, 20_000),
 ];
 
 fn check(name: &str, op: Op, mode: AdMode) {
@@ -195,4 +208,39 @@ fn delta_grad_of_a_fold_and_a_shared_capture_is_linear() {
 #[test]
 fn delta_grad_over_an_array_of_arrays_is_linear() {
     check("array of arrays", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn delta_grad_of_indexing_is_linear() {
+    check("indexing", Op::Grad, AdMode::Delta);
+}
+
+#[test]
+fn chad_grad_of_the_halving_chain_is_linear() {
+    check("halving chain", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_of_a_wide_sum_of_squares_is_linear() {
+    check("wide sum of squares", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_over_a_cons_list_is_linear() {
+    check("cons list", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_of_a_fold_and_a_shared_capture_is_linear() {
+    check("fold and shared capture", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_over_an_array_of_arrays_is_linear() {
+    check("array of arrays", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_of_indexing_is_linear() {
+    check("indexing", Op::Grad, AdMode::Chad);
 }
