@@ -33,7 +33,7 @@ fn under_test() -> AdMode {
     }
 }
 
-/// A stress test's size: `full` for a reverse mode; with `DELTA_AD_MODE=fwd`, whose
+/// A stress test's size: `full` for a reverse mode; with `REVERSE_AD_MODE=fwd`, whose
 /// `grad` costs one pass per input, `reference_size`.
 fn stress_size(full: usize, reference_size: usize) -> usize {
     if under_test() == AdMode::Fwd {
