@@ -74,9 +74,14 @@ pub fn chad_unsupported(m: &Module, code: CodeId) -> Option<String> {
         }
         let body = &m.code(c).body;
         if let Some(p) = first_operator(body) {
+            let what = match p {
+                Prim::ChadVjp | Prim::DeltaVjp => "a reverse-mode operator".to_string(),
+                p => format!("`{}`", p.name()),
+            };
             return Some(format!(
-                "CHAD does not translate code that applies `{}` itself",
-                p.name()
+                "CHAD does not translate `{}`: it applies {what} itself (under --ad chad \
+                 such a function is differentiated by forward mode)",
+                m.code(c).name
             ));
         }
         fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));

@@ -52,11 +52,13 @@ enum Command {
         /// Print only what this function needs (default: every function in the file).
         #[arg(long)]
         entry: Option<String>,
-        /// The stage: core (typed ANF after desugaring), fwd (forward mode), delta
-        /// (reverse mode by deltas), taylor (Taylor mode of order 2; taylorK for order K).
+        /// The stage: core (typed ANF after desugaring), fwd (forward mode), chad
+        /// (reverse CHAD), delta (reverse mode by deltas), taylor (Taylor mode of order 2;
+        /// taylorK for order K).
         #[arg(long, default_value = "core")]
         stage: String,
-        /// The algorithm the reverse-mode operators are shown expanded with.
+        /// The algorithm the reverse-mode operators are shown expanded with (default:
+        /// chad for the chad stage, else the default mode).
         #[arg(long, value_parser = ["fwd", "chad", "delta"])]
         ad: Option<String>,
     },
@@ -182,7 +184,11 @@ fn run_command(command: Command) -> Outcome {
             let mode = ad
                 .as_deref()
                 .and_then(fluxion_driver::AdMode::parse)
-                .unwrap_or_default();
+                .unwrap_or(if stage == "chad" {
+                    fluxion_driver::AdMode::Chad
+                } else {
+                    fluxion_driver::AdMode::default()
+                });
             match program.show_with(&stage, entry.as_deref(), mode) {
                 Ok(s) => Outcome::ok(s),
                 Err(msg) => Outcome::program_error(format!("error: {msg}\n")),

@@ -442,3 +442,27 @@ fn every_ad_mode_runs_and_unknown_modes_are_usage_errors() {
         Some(2)
     );
 }
+
+#[test]
+fn show_stage_chad_prints_values_with_backpropagators() {
+    let file = write_temp(
+        "chad_show.flx",
+        "fn f(x: Real, y: Real) -> Real { sin(x) * y }\n",
+    );
+    let out = run(&["show", file.to_str().unwrap(), "--stage", "chad"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fn f_chad("), "{text}");
+    assert!(text.contains("%lscale("), "{text}");
+    let nested = write_temp(
+        "chad_show_nested.flx",
+        "fn main() -> Real { grad(|x: Real| x * x, 3.0) }\n",
+    );
+    let out = run(&["show", nested.to_str().unwrap(), "--stage", "chad"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("differentiated by forward mode"),
+        "{}",
+        stderr(&out)
+    );
+}
