@@ -397,12 +397,6 @@ impl Program {
                     };
                     derived.push(code.map_err(|e| e.0)?);
                 }
-                if std::env::var("FLUXION_DEBUG_SHOW").is_ok() {
-                    eprintln!(
-                        "{}",
-                        fluxion_core::print::print_reachable(&module, &derived)
-                    );
-                }
                 check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(fluxion_core::print::print_reachable(&module, &derived))
             }
