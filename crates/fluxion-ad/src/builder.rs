@@ -141,6 +141,25 @@ impl<'m> Builder<'m> {
         self.emit("if", Rhs::If(c, Box::new(t), Box::new(e)), ty)
     }
 
+    /// Like [`Builder::block`] for a body that may fail: the block's bindings end in
+    /// `f`'s atom, or its error is returned.
+    pub(crate) fn try_block<E>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Atom, E>,
+    ) -> Result<Body, E> {
+        let mut failure = None;
+        let body = self.block(|b| {
+            f(b).unwrap_or_else(|e| {
+                failure = Some(e);
+                Atom::Lit(Lit::Unit)
+            })
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(body),
+        }
+    }
+
     /// Reserves a code (filled in later by [`Builder::finish_code`]).
     pub(crate) fn reserve_code(&mut self, name: &str, kind: CodeKind) -> CodeId {
         self.m.add_code(Code::placeholder(name, kind, self.span))

@@ -207,25 +207,23 @@ fn translate(
         .iter()
         .map(|p| t.bind_fresh(&mut b, *p))
         .collect();
-    let mut failure = None;
-    let mut body = b.block(|b| match t.forward(b, &original.body) {
-        Ok((y, steps)) => {
-            let outputs = Outputs::Code {
-                code,
-                params: &original.params,
-                captures: &original.captures,
-            };
-            let bp = t.backprop(b, steps, &original.body.result, &original.ret, outputs);
-            b.tuple("chad", vec![y, bp])
-        }
-        Err(e) => {
-            failure = Some(e);
-            Atom::Lit(Lit::Unit)
-        }
-    });
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    let mut body = b.try_block(|b| {
+        let (y, steps) = t.forward(b, &original.body)?;
+        let outputs = Outputs::Code {
+            code,
+            params: &original.params,
+            captures: &original.captures,
+        };
+        let bp = t.backprop(
+            b,
+            steps,
+            &original.body.result,
+            &original.ret,
+            outputs,
+            None,
+        );
+        Ok(b.tuple("chad", vec![y, bp]))
+    })?;
     crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
     b.finish_code(id, captures, params, (*ret).clone(), body);
     Ok(id)
@@ -314,9 +312,10 @@ impl Chad {
                 )
             }
             Rhs::Call(f, args) => {
-                let arg_tys = args_of(b, args);
-                let rty = with_backprop(b, &ty, &pty, arg_tys);
-                let r = b.emit(&hint, Rhs::Call(self.atom(f), self.atoms(args)), rty);
+                // The translated function returns `(value, backprop)`.
+                let f = self.atom(f);
+                let rty = result_of(b, &f);
+                let r = b.emit(&hint, Rhs::Call(f, self.atoms(args)), rty);
                 let (y, bp) = (b.proj(&r, 0), b.proj(&r, 1));
                 (y, vec![bp], vec![])
             }
@@ -375,40 +374,20 @@ impl Chad {
         outputs: &[VarId],
         fields: Option<(Atom, u32, &[VarId])>,
     ) -> Result<Body, AdError> {
-        let mut failure = None;
-        let out = b.block(|b| match self.forward(b, body) {
-            Ok((y, steps)) if !outputs.is_empty() => {
-                let bp =
-                    self.backprop_with(b, steps, &body.result, ty, Outputs::Vars(outputs), fields);
-                b.tuple("branch", vec![y, bp])
+        b.try_block(|b| {
+            let (y, steps) = self.forward(b, body)?;
+            if outputs.is_empty() {
+                return Ok(y);
             }
-            Ok((y, _)) => y,
-            Err(e) => {
-                failure = Some(e);
-                Atom::Lit(Lit::Unit)
-            }
-        });
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
-    }
-
-    fn backprop(
-        &mut self,
-        b: &mut Builder,
-        steps: Vec<Step>,
-        result: &Atom,
-        ty: &Type,
-        outputs: Outputs,
-    ) -> Atom {
-        self.backprop_with(b, steps, result, ty, outputs, None)
+            let bp = self.backprop(b, steps, &body.result, ty, Outputs::Vars(outputs), fields);
+            Ok(b.tuple("branch", vec![y, bp]))
+        })
     }
 
     /// The backpropagator `|w| ...` of a block: replays `steps` backwards from `w`,
     /// the cotangent of `result: ty`, and returns `outputs`' cotangents. It captures
     /// the primal values its body reads.
-    fn backprop_with(
+    fn backprop(
         &mut self,
         b: &mut Builder,
         steps: Vec<Step>,
@@ -525,20 +504,6 @@ impl Adjoints {
         let terms = self.0.remove(&v).unwrap_or_default();
         tangent::sum(b, ty, terms.into_iter().map(Tan::Of))
     }
-}
-
-/// The types of a call's argument atoms.
-fn args_of(b: &Builder, args: &[Atom]) -> Vec<Type> {
-    args.iter().map(|a| b.m.atom_ty(a)).collect()
-}
-
-/// `(Dr(ty)1, fn(T(ty)) -> (T(params), FnCt))`: what a translated call returns.
-fn with_backprop(b: &mut Builder, ty: &Type, pty: &Type, params: Vec<Type>) -> Type {
-    let Type::Fn(_, r) = b.m.map_type(&Type::func(params, ty.clone()), TypeMap::Chad) else {
-        unreachable!("a function type")
-    };
-    debug_assert!(matches!(&*r, Type::Tuple(ts) if &ts[0] == pty));
-    *r
 }
 
 /// The primal and backpropagator of a translated `if`/`match`, when it has one.
@@ -819,7 +784,7 @@ impl Chad {
             }
             Rhs::Array(args) => {
                 let ty = b.m.tangent_type(&b.m.var_ty(binding.var).clone());
-                let wd = b.prim(Prim::TanDense, &[y, w], ty.clone());
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 let Type::Array(elem) = ty else {
                     unreachable!("an array")
                 };
@@ -929,7 +894,7 @@ impl Chad {
                 }
             }
             Sum => {
-                let wd = b.prim(TanDense, &[y, w], tty.clone());
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 let n = b.prim(Length, &[targs[0]], Type::Int);
                 let t = tangent_of(b, &args[0]);
                 let c = b.prim(Replicate, &[n, wd], t);
@@ -967,7 +932,7 @@ impl Chad {
                 adj.add_atom(b.m, &args[1], cc);
             }
             Reverse => {
-                let wd = b.prim(TanDense, &[y, w], tty.clone());
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 let c = b.prim(Reverse, &[wd], tty);
                 adj.add_atom(b.m, &args[0], c);
             }
@@ -977,7 +942,7 @@ impl Chad {
                 adj.add_atom(b.m, &args[1], c);
             }
             Zip => {
-                let wd = b.prim(TanDense, &[y, w], tty);
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 for (i, a) in args.iter().enumerate() {
                     if is_active(b, a) {
                         let c = map_proj(b, wd, i);
@@ -992,7 +957,7 @@ impl Chad {
             TanDense => adj.add_atom(b.m, &args[1], w),
             Build | Map | Map2 | Sumbuild => {
                 let ps = step.extra[0];
-                let wd = b.prim(TanDense, &[y, w], tty);
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 let ws = if p == Sumbuild {
                     let n = b.prim(Length, &[ps], Type::Int);
                     let wty = b.ty(&wd);
@@ -1070,7 +1035,7 @@ impl Chad {
                     unreachable!("a scan step's cotangents are a tuple")
                 };
                 let start = zeros(b, &out);
-                let wd = b.prim(TanDense, &[y, w], tty.clone());
+                let wd = tangent::dense(b, y, tangent::Tan::Of(w));
                 let rev_ps = b.prim(Reverse, &[ps], b.ty(&ps));
                 let rev_w = b.prim(Reverse, &[wd], tty);
                 let Type::Array(r) = b.ty(&ps) else {

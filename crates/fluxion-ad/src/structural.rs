@@ -204,20 +204,10 @@ impl<L: Layer> Translate<'_, L> {
     }
 
     fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
-        let mut failure = None;
         self.parts.0.push(HashMap::new());
-        let out = b.block(|b| match self.body_into(b, body) {
-            Ok(a) => a,
-            Err(e) => {
-                failure = Some(e);
-                Atom::Lit(Lit::Unit)
-            }
-        });
+        let out = b.try_block(|b| self.body_into(b, body));
         self.parts.0.pop();
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
+        out
     }
 
     /// The translation of an atom; a real literal becomes a constant.
@@ -388,15 +378,10 @@ impl<L: Layer> Translate<'_, L> {
                     p.name()
                 )));
             }
-            // Only delta-translated code has these, and it is never translated again.
-            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor => {
-                return Err(AdError::new(format!(
-                    "internal error: `{}` reached a translation",
-                    p.name()
-                )));
-            }
-            // Only CHAD's run time makes these, and never translates them again.
-            LinScale | LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum => {
+            // Only delta- and CHAD-translated code has these, and it is never
+            // translated again.
+            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinScale | LinProj | LinField
+            | LinOneHot | LinEmbed | LinSlice | LinSum => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()

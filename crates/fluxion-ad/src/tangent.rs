@@ -13,9 +13,7 @@
 //! x's constructors. Adding tangents of different lengths or constructors is a runtime
 //! error, as in the language's `sum` (LANGUAGE.md §4).
 //!
-//! The reverse modes (issues 9 and 10) are this module's users; until they land, its
-//! tests are.
-#![cfg_attr(not(test), allow(dead_code))]
+//! Reverse CHAD (`chad.rs`) is this module's user.
 
 use fluxion_core::{Atom, Prim, Rhs, Type};
 
