@@ -39,12 +39,7 @@ impl Interp {
                 "internal error: a CHAD translation without its backpropagator",
             );
         };
-        crate::prims::same_shape(&y, w).map_err(|why| RuntimeError {
-            span,
-            message: format!(
-                "the cotangent does not have the shape of the function's result: {why}"
-            ),
-        })?;
+        crate::prims::check_cotangent(&y, w, span)?;
         let cts = self.apply(&backprop, [w.clone()], span)?;
         let x_ct = match n {
             0 => Value::Unit,

@@ -136,12 +136,7 @@ impl Interp {
         let m = self.module();
         let y = coefficient(&m, &result, ret, 0);
         let mut seeds = Vec::new();
-        crate::prims::same_shape(&y, w).map_err(|why| RuntimeError {
-            span,
-            message: format!(
-                "the cotangent does not have the shape of the function's result: {why}"
-            ),
-        })?;
+        crate::prims::check_cotangent(&y, w, span)?;
         seed(&m, &result, w, ret, &mut seeds);
         let adjoint = {
             let tapes = self.tapes.borrow();

@@ -477,18 +477,22 @@ impl Interp {
                 crate::tangent::dense(a(0), a(1)).map_err(|m| RuntimeError { span, message: m })?
             }
             CheckTangent => {
-                if let Err(why) = same_shape(a(0), a(1)) {
-                    return fail(
-                        span,
-                        format!(
-                            "the cotangent does not have the shape of the function's result: {why}"
-                        ),
-                    );
-                }
+                check_cotangent(a(0), a(1), span)?;
                 Value::Unit
             }
         })
     }
+}
+
+/// The runtime error of a cotangent `w` without the shape of the result `y` it is for
+/// (a pullback called with the wrong shape).
+pub(crate) fn check_cotangent(y: &Value, w: &Value, span: Span) -> EvalResult<()> {
+    same_shape(y, w).or_else(|why| {
+        fail(
+            span,
+            format!("the cotangent does not have the shape of the function's result: {why}"),
+        )
+    })
 }
 
 /// Whether a tangent `t` has the shape of the value `v`: the same constructors and
