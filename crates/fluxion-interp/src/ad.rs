@@ -76,13 +76,8 @@ impl Interp {
         layer: TypeMap,
         span: Span,
     ) -> EvalResult<(Value, Vec<Value>)> {
-        let Value::Closure(clo) = f else {
-            return fail(span, "internal error: differentiating a non-function");
-        };
-        let (params, ret) = match self.module().code_ty(clo.code) {
-            Type::Fn(ps, r) => (ps, *r),
-            _ => return fail(span, "internal error: code without a function type"),
-        };
+        let clo = Self::closure_of(f, span)?;
+        let (params, ret) = self.signature(clo.code, span)?;
         let translated = self.translate(clo, layer, span)?;
         let a = differentiated_argument(&params);
         let point = combine(&self.module(), x, v, &a, layer)
@@ -98,6 +93,26 @@ impl Interp {
             .map(|j| coefficient(&m, &result, &ret, j))
             .collect();
         Ok((y, rest))
+    }
+
+    /// The closure an operator differentiates.
+    pub(crate) fn closure_of(f: &Value, span: Span) -> EvalResult<&Rc<Closure>> {
+        match f {
+            Value::Closure(clo) => Ok(clo),
+            _ => fail(span, "internal error: differentiating a non-function"),
+        }
+    }
+
+    /// The parameter types and result type of `code`.
+    pub(crate) fn signature(
+        &self,
+        code: fluxion_core::CodeId,
+        span: Span,
+    ) -> EvalResult<(Vec<Type>, Type)> {
+        match self.module().code_ty(code) {
+            Type::Fn(ps, r) => Ok((ps, *r)),
+            _ => fail(span, "internal error: code without a function type"),
+        }
     }
 
     /// The translation of a closure by `layer`: translated code, lifted environment.

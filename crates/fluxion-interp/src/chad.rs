@@ -19,15 +19,11 @@ use crate::value::{Closure, Value};
 
 impl Interp {
     pub(crate) fn chad_vjp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
-        let Value::Closure(clo) = &args[0] else {
-            return fail(span, "internal error: differentiating a non-function");
-        };
-        let fty = self.module().code_ty(clo.code);
-        let Type::Fn(params, _) = &fty else {
-            return fail(span, "internal error: code without a function type");
-        };
+        let clo = Self::closure_of(&args[0], span)?;
+        let (params, _) = self.signature(clo.code, span)?;
         let n = params.len();
         if !self.chad_translates(&args[0]) {
+            let fty = self.module().code_ty(clo.code);
             return self.vjp_by_forward(&fty, args, span);
         }
         let (x, w) = (&args[1], &args[2]);

@@ -91,13 +91,8 @@ impl Interp {
     /// `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: `f` translated by the delta layer and run
     /// on a fresh tape whose inputs are the reals of `x`; one backward sweep from `w`.
     pub(crate) fn delta_vjp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
-        let Value::Closure(clo) = &args[0] else {
-            return fail(span, "internal error: differentiating a non-function");
-        };
-        let (params, ret) = match self.module().code_ty(clo.code) {
-            Type::Fn(ps, r) => (ps, *r),
-            _ => return fail(span, "internal error: code without a function type"),
-        };
+        let clo = Self::closure_of(&args[0], span)?;
+        let (params, ret) = self.signature(clo.code, span)?;
         let a = differentiated_argument(&params);
         let translated = self.translate(clo, TypeMap::Delta, span)?;
         self.tapes.borrow_mut().push(Tape::new());
@@ -155,14 +150,9 @@ impl Interp {
         layer: TypeMap,
         span: Span,
     ) -> EvalResult<Value> {
-        let Value::Closure(clo) = &args[0] else {
-            return fail(span, "internal error: differentiating a non-function");
-        };
+        let clo = Self::closure_of(&args[0], span)?;
         let original = self.original_of(clo.code, span)?;
-        let (params, ret) = match self.module().code_ty(original) {
-            Type::Fn(ps, r) => (ps, *r),
-            _ => return fail(span, "internal error: code without a function type"),
-        };
+        let (params, ret) = self.signature(original, span)?;
         let a = differentiated_argument(&params);
         let f = self.delta_of_layer(clo, layer, span)?;
         let point = {
