@@ -1,8 +1,10 @@
 //! Reverse CHAD (seed 000, §7.5; digest `notes/000_chad.md` §5.3), on Core's A-normal
 //! form: each code `f: A -> B` becomes a code returning its value paired with its
 //! backpropagator, `Dr(f): Dr(A)1 -> (Dr(B)1, fn(T(B)) -> (T(A), FnCt))` (the type map
-//! is `TypeMap::Chad`). The backpropagator is an ordinary closure over the primal
-//! values the backward pass needs: CHAD's "closures as the tape" (§7.2 caveat 7).
+//! is `TypeMap::Chad`). The primal half is `chad_sweep.rs`'s, shared with forward
+//! CHAD; this module is the backward half. The backpropagator is an ordinary closure
+//! over the primal values the backward pass needs: CHAD's "closures as the tape"
+//! (§7.2 caveat 7).
 //!
 //! The paper's rules, and where they live here:
 //!
@@ -33,114 +35,58 @@
 //! deep as the primal did (the reference implementation handles recursion the same
 //! way; the paper leaves its theory to future work, §11.2).
 //!
-//! Not translated: code that applies a differential operator itself (`jvp`, `taylor`,
-//! or a nested reverse pass); [`chad_unsupported`] says so before anything is
-//! translated, and the run time then computes that `%chad_vjp` by forward mode.
 
 use std::collections::HashMap;
 
-use fluxion_core::{
-    Arm, Atom, Binding, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap, VarId,
-};
+use fluxion_core::{Atom, CodeId, CodeKind, Module, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::AdError;
 use crate::builder::{Builder, int};
 use crate::calculus;
-use crate::layer::{negate_array, translation_key};
+use crate::chad_sweep::{
+    Block, Chad, Direction, Outputs, Step, carries_cotangent, is_active, last_value, map_proj,
+    result_of, translate_code, unsupported, zeros,
+};
+use crate::layer::negate_array;
 use crate::tangent::{self, Tan};
 
 /// The CHAD translation of `code`, creating it on first request.
 pub fn chad_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
-    if let Some(id) = m.derived_codes.get(&translation_key(TypeMap::Chad, code)) {
-        return Ok(*id);
-    }
-    if let Some(why) = chad_unsupported(m, code) {
-        return Err(AdError::new(why));
-    }
-    translate(m, code, None)
+    translate_code(m, code, &Reverse)
 }
 
 /// Why `code` (or a code it reaches) cannot be translated by CHAD: it applies a
 /// differential operator itself. `None` when it can.
 pub fn chad_unsupported(m: &Module, code: CodeId) -> Option<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut work = vec![code];
-    while let Some(c) = work.pop() {
-        if !seen.insert(c)
-            || m.derived_codes
-                .contains_key(&translation_key(TypeMap::Chad, c))
-        {
-            continue;
-        }
-        let body = &m.code(c).body;
-        if let Some(p) = first_operator(body) {
-            let what = match p {
-                Prim::ChadVjp | Prim::DeltaVjp => "a reverse-mode operator".to_string(),
-                p => format!("`{}`", p.name()),
-            };
-            return Some(format!(
-                "CHAD does not translate `{}`: it applies {what} itself (under --ad chad \
-                 such a function is differentiated by forward mode)",
-                m.code(c).name
-            ));
-        }
-        fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));
-    }
-    None
+    unsupported(m, code, TypeMap::Chad)
 }
 
-fn first_operator(body: &Body) -> Option<Prim> {
-    body.bindings.iter().find_map(|b| match &b.rhs {
-        Rhs::Prim(p, _) if is_operator(*p) => Some(*p),
-        Rhs::If(_, t, e) => first_operator(t).or_else(|| first_operator(e)),
-        Rhs::Match(_, arms, d) => arms
+/// Reverse CHAD's linear part: the backpropagator.
+struct Reverse;
+
+impl Direction for Reverse {
+    fn map(&self) -> TypeMap {
+        TypeMap::Chad
+    }
+
+    fn linear(&self, t: &mut Chad, b: &mut Builder, block: Block) -> Atom {
+        t.backprop(b, block)
+    }
+
+    /// `fn(T(ty)) -> T(outputs)` (one cotangent, or the tuple of them).
+    fn branch_linear_type(&self, b: &mut Builder, ty: &Type, outputs: &[VarId]) -> Type {
+        let tty = b.m.tangent_type(ty);
+        let parts: Vec<Type> = outputs
             .iter()
-            .find_map(|a| first_operator(&a.body))
-            .or_else(|| d.as_deref().and_then(first_operator)),
-        _ => None,
-    })
-}
-
-fn is_operator(p: Prim) -> bool {
-    use Prim::*;
-    p.is_differential()
-        || matches!(
-            p,
-            DeltaVjp | DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | ChadVjp
-        )
-}
-
-/// Whether values of `ty` have a non-trivial cotangent (`T(ty)` holds a real or a
-/// function cotangent): only those get adjoints.
-fn carries_cotangent(m: &Module, ty: &Type) -> bool {
-    fn go(m: &Module, t: &Type, seen: &mut Vec<fluxion_core::EnumId>) -> bool {
-        match t {
-            Type::Real | Type::Fn(..) => true,
-            Type::Int | Type::Bool | Type::Unit => false,
-            Type::Tuple(ts) => ts.iter().any(|t| go(m, t, seen)),
-            Type::Array(t) => go(m, t, seen),
-            Type::Enum(e) => {
-                if seen.contains(e) {
-                    return false;
-                }
-                seen.push(*e);
-                m.enum_def(*e)
-                    .variants
-                    .iter()
-                    .any(|v| v.fields.iter().any(|f| go(m, f, seen)))
-            }
-        }
+            .map(|v| b.m.tangent_type(&b.m.var_ty(*v).clone()))
+            .collect();
+        let ret = if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            Type::Tuple(parts)
+        };
+        Type::func(vec![tty], ret)
     }
-    go(m, ty, &mut Vec::new())
-}
-
-/// One original binding whose backward rule runs, with what its forward translation
-/// made for it (a backpropagator, the per-element results of a map, ...).
-struct Step {
-    binding: Binding,
-    extra: Vec<Atom>,
-    /// The free variables a branch's backpropagator returns cotangents for.
-    outputs: Vec<VarId>,
 }
 
 /// The split, sparse context cotangent: per original variable, the terms added to it
@@ -148,254 +94,18 @@ struct Step {
 #[derive(Default)]
 struct Adjoints(HashMap<VarId, Vec<Atom>>);
 
-/// What a backpropagator returns.
-enum Outputs<'a> {
-    /// A code's: its parameters' cotangents and its captures' (as `FnCt`).
-    Code {
-        code: CodeId,
-        params: &'a [VarId],
-        captures: &'a [VarId],
-    },
-    /// A branch's: the cotangents of the free variables of the `if`/`match`.
-    Vars(&'a [VarId]),
-}
-
-struct Chad {
-    /// Original variable → its primal in the translation.
-    env: HashMap<VarId, Atom>,
-}
-
-/// Translates `code`: on its own (`captures` = `None`: fresh captured variables,
-/// memoised), or inline, as a lambda made in an enclosing translation whose variables
-/// it captures (not memoised: it belongs to that translation).
-fn translate(
-    m: &mut Module,
-    code: CodeId,
-    captures: Option<Vec<VarId>>,
-) -> Result<CodeId, AdError> {
-    let original = m.code(code).clone();
-    let mut b = Builder::new(m, original.span);
-    let id = b.reserve_code(&format!("{}_chad", original.name), original.kind);
-    if captures.is_none() {
-        b.m.derived_codes
-            .insert(translation_key(TypeMap::Chad, code), id);
-    }
-    b.m.translated_from.insert(id, code);
-    let Type::Fn(_, ret) = b.m.map_type(&b.m.code_ty(code), TypeMap::Chad) else {
-        unreachable!("a code's type is a function type")
-    };
-    // Known before the body exists: recursive calls read it.
-    b.m.codes[id.0 as usize].ret = (*ret).clone();
-    let mut t = Chad {
-        env: HashMap::new(),
-    };
-    let captures: Vec<VarId> = match captures {
-        Some(vars) => {
-            for (c, v) in original.captures.iter().zip(&vars) {
-                t.env.insert(*c, Atom::Var(*v));
-            }
-            vars
-        }
-        None => original
-            .captures
-            .iter()
-            .map(|c| t.bind_fresh(&mut b, *c))
-            .collect(),
-    };
-    let params: Vec<VarId> = original
-        .params
-        .iter()
-        .map(|p| t.bind_fresh(&mut b, *p))
-        .collect();
-    let mut body = b.try_block(|b| {
-        let (y, steps) = t.forward(b, &original.body)?;
-        let outputs = Outputs::Code {
-            code,
-            params: &original.params,
-            captures: &original.captures,
-        };
-        let bp = t.backprop(
-            b,
-            steps,
-            &original.body.result,
-            &original.ret,
-            outputs,
-            None,
-        );
-        Ok(b.tuple("chad", vec![y, bp]))
-    })?;
-    crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
-    b.finish_code(id, captures, params, (*ret).clone(), body);
-    Ok(id)
-}
-
 impl Chad {
-    /// A fresh variable for original `v`, of its primal type, bound in `env`.
-    fn bind_fresh(&mut self, b: &mut Builder, v: VarId) -> VarId {
-        let ty = b.m.map_type(&b.m.var_ty(v).clone(), TypeMap::Chad);
-        let hint = b.m.var(v).name.clone();
-        let fresh = b.fresh(&hint, ty);
-        self.env.insert(v, Atom::Var(fresh));
-        fresh
-    }
-
-    fn atom(&self, a: &Atom) -> Atom {
-        match a {
-            Atom::Var(v) => self.env[v],
-            Atom::Lit(l) => Atom::Lit(*l),
-        }
-    }
-
-    fn atoms(&self, atoms: &[Atom]) -> Vec<Atom> {
-        atoms.iter().map(|a| self.atom(a)).collect()
-    }
-
-    /// Emits the primal translation of `body`'s bindings; returns the primal result
-    /// and the steps the backward pass replays.
-    fn forward(&mut self, b: &mut Builder, body: &Body) -> Result<(Atom, Vec<Step>), AdError> {
-        let mut steps = Vec::new();
-        for binding in &body.bindings {
-            b.span = binding.span;
-            let (primal, extra, outputs) = self.forward_rhs(b, binding)?;
-            self.env.insert(binding.var, primal);
-            let ty = b.m.var_ty(binding.var).clone();
-            if carries_cotangent(b.m, &ty) {
-                steps.push(Step {
-                    binding: binding.clone(),
-                    extra,
-                    outputs,
-                });
-            }
-        }
-        Ok((self.atom(&body.result), steps))
-    }
-
-    /// The primal of one binding, what its backward rule needs, and (for a branch)
-    /// the variables its backpropagator returns cotangents for.
-    fn forward_rhs(
-        &mut self,
-        b: &mut Builder,
-        binding: &Binding,
-    ) -> Result<(Atom, Vec<Atom>, Vec<VarId>), AdError> {
-        let var = binding.var;
-        let ty = b.m.var_ty(var).clone();
-        let pty = b.m.map_type(&ty, TypeMap::Chad);
-        let hint = b.m.var(var).name.clone();
-        let plain = |b: &mut Builder, rhs: Rhs| (b.emit(&hint, rhs, pty.clone()), vec![], vec![]);
-        Ok(match &binding.rhs {
-            Rhs::Atom(a) => (self.atom(a), vec![], vec![]),
-            Rhs::Tuple(args) => plain(b, Rhs::Tuple(self.atoms(args))),
-            Rhs::Proj(a, i) => plain(b, Rhs::Proj(self.atom(a), *i)),
-            Rhs::Array(args) => plain(b, Rhs::Array(self.atoms(args))),
-            Rhs::Ctor(_, tag, args) => {
-                let Type::Enum(e) = pty else {
-                    unreachable!("constructor of a non-enum type")
-                };
-                plain(b, Rhs::Ctor(e, *tag, self.atoms(args)))
-            }
-            Rhs::Closure(c, args) => {
-                // A lambda is translated inline, capturing the primals of its captures
-                // (a literal is bound to a variable first); a top-level function used
-                // as a value is translated on its own, once.
-                let vars: Vec<VarId> = args
-                    .iter()
-                    .map(|a| crate::helpers::var_of(b, self.atom(a)))
-                    .collect();
-                let code = if b.m.code(*c).kind == CodeKind::Lambda {
-                    translate(b.m, *c, Some(vars.clone()))?
-                } else {
-                    chad_code(b.m, *c)?
-                };
-                plain(
-                    b,
-                    Rhs::Closure(code, vars.into_iter().map(Atom::Var).collect()),
-                )
-            }
-            Rhs::Call(f, args) => {
-                // The translated function returns `(value, backprop)`.
-                let f = self.atom(f);
-                let rty = result_of(b, &f);
-                let r = b.emit(&hint, Rhs::Call(f, self.atoms(args)), rty);
-                let (y, bp) = (b.proj(&r, 0), b.proj(&r, 1));
-                (y, vec![bp], vec![])
-            }
-            Rhs::CallDirect(c, args) => {
-                let code = chad_code(b.m, *c)?;
-                let ret = b.m.code(code).ret.clone();
-                let r = b.emit(&hint, Rhs::CallDirect(code, self.atoms(args)), ret);
-                let (y, bp) = (b.proj(&r, 0), b.proj(&r, 1));
-                (y, vec![bp], vec![])
-            }
-            Rhs::If(c, then, els) => {
-                let outputs = branch_outputs(b.m, &binding.rhs, &ty);
-                let c = self.atom(c);
-                let then = self.branch(b, then, &ty, &outputs, None)?;
-                let els = self.branch(b, els, &ty, &outputs, None)?;
-                let rty = branch_type(b, &pty, &ty, &outputs);
-                let r = b.emit(&hint, Rhs::If(c, Box::new(then), Box::new(els)), rty);
-                split_branch(b, r, outputs)
-            }
-            Rhs::Match(s, arms, default) => {
-                let outputs = branch_outputs(b.m, &binding.rhs, &ty);
-                let scrutinee = *s;
-                let s = self.atom(s);
-                let mut new_arms = Vec::new();
-                for arm in arms {
-                    let fields: Vec<VarId> =
-                        arm.fields.iter().map(|f| self.bind_fresh(b, *f)).collect();
-                    let of_fields = (scrutinee, arm.tag, arm.fields.as_slice());
-                    let body = self.branch(b, &arm.body, &ty, &outputs, Some(of_fields))?;
-                    new_arms.push(Arm {
-                        tag: arm.tag,
-                        fields,
-                        body,
-                    });
-                }
-                let default = match default {
-                    Some(d) => Some(Box::new(self.branch(b, d, &ty, &outputs, None)?)),
-                    None => None,
-                };
-                let rty = branch_type(b, &pty, &ty, &outputs);
-                let r = b.emit(&hint, Rhs::Match(s, new_arms, default), rty);
-                split_branch(b, r, outputs)
-            }
-            Rhs::Prim(p, args) => self.forward_prim(b, *p, args, &ty, &pty, &hint)?,
-        })
-    }
-
-    /// One branch of an `if`/`match`: its primal, paired with its backpropagator onto
-    /// `outputs` when there are any. In a `match` arm, `fields` (scrutinee, tag,
-    /// fields) sends the fields' cotangents back to the scrutinee.
-    fn branch(
-        &mut self,
-        b: &mut Builder,
-        body: &Body,
-        ty: &Type,
-        outputs: &[VarId],
-        fields: Option<(Atom, u32, &[VarId])>,
-    ) -> Result<Body, AdError> {
-        b.try_block(|b| {
-            let (y, steps) = self.forward(b, body)?;
-            if outputs.is_empty() {
-                return Ok(y);
-            }
-            let bp = self.backprop(b, steps, &body.result, ty, Outputs::Vars(outputs), fields);
-            Ok(b.tuple("branch", vec![y, bp]))
-        })
-    }
-
     /// The backpropagator `|w| ...` of a block: replays `steps` backwards from `w`,
     /// the cotangent of `result: ty`, and returns `outputs`' cotangents. It captures
     /// the primal values its body reads.
-    fn backprop(
-        &mut self,
-        b: &mut Builder,
-        steps: Vec<Step>,
-        result: &Atom,
-        ty: &Type,
-        outputs: Outputs,
-        fields: Option<(Atom, u32, &[VarId])>,
-    ) -> Atom {
+    fn backprop(&mut self, b: &mut Builder, block: Block) -> Atom {
+        let Block {
+            steps,
+            result,
+            ty,
+            outputs,
+            fields,
+        } = block;
         let id = b.reserve_code("backprop", CodeKind::Lambda);
         let tty = b.m.tangent_type(ty);
         let w = b.fresh("w", tty.clone());
@@ -468,278 +178,6 @@ impl Chad {
         let parts = cts.into_iter().map(|t| t.atom(b)).collect();
         let ct = b.emit("ct", Rhs::Ctor(te, tag, parts), sty.clone());
         adj.add(b.m, s, ct);
-    }
-}
-
-/// The cotangent of a code's captures: its `FnCt` constructor, or the symbolic zero.
-fn env_cotangent(b: &mut Builder, adj: &mut Adjoints, code: CodeId, captures: &[VarId]) -> Atom {
-    let fn_ct = Type::Enum(b.m.fn_cotangent_enum());
-    let cts: Vec<Tan> = captures.iter().map(|c| adj.take(b, *c)).collect();
-    if cts.iter().all(|t| matches!(t, Tan::Zero(_))) {
-        return tangent::zero(b, fn_ct);
-    }
-    let tag = b.m.fn_cotangent_variant(code);
-    let parts = cts.into_iter().map(|t| t.atom(b)).collect();
-    let e = b.m.fn_cotangent_enum();
-    b.emit("env_ct", Rhs::Ctor(e, tag, parts), fn_ct)
-}
-
-impl Adjoints {
-    /// Adds the term `ct` to `v`'s cotangent (nothing for a variable without one).
-    fn add(&mut self, m: &Module, v: VarId, ct: Atom) {
-        if carries_cotangent(m, m.var_ty(v)) {
-            self.0.entry(v).or_default().push(ct);
-        }
-    }
-
-    fn add_atom(&mut self, m: &Module, a: &Atom, ct: Atom) {
-        if let Atom::Var(v) = a {
-            self.add(m, *v, ct);
-        }
-    }
-
-    /// `v`'s cotangent, its terms summed (the fan-in of every use of `v`).
-    fn take(&mut self, b: &mut Builder, v: VarId) -> Tan {
-        let ty = b.m.tangent_type(&b.m.var_ty(v).clone());
-        let terms = self.0.remove(&v).unwrap_or_default();
-        tangent::sum(b, ty, terms.into_iter().map(Tan::Of))
-    }
-}
-
-/// The primal and backpropagator of a translated `if`/`match`, when it has one.
-fn split_branch(b: &mut Builder, r: Atom, outputs: Vec<VarId>) -> (Atom, Vec<Atom>, Vec<VarId>) {
-    if outputs.is_empty() {
-        return (r, vec![], vec![]);
-    }
-    let (y, bp) = (b.proj(&r, 0), b.proj(&r, 1));
-    (y, vec![bp], outputs)
-}
-
-/// The free variables (with cotangents) of an `if`/`match` of type `ty`, whose
-/// cotangents its branches' backpropagators return, in a fixed order (none when its
-/// value has no cotangent: nothing flows back through it).
-fn branch_outputs(m: &Module, rhs: &Rhs, ty: &Type) -> Vec<VarId> {
-    if !carries_cotangent(m, ty) {
-        return Vec::new();
-    }
-    let body = Body {
-        bindings: vec![Binding {
-            var: VarId(u32::MAX),
-            rhs: rhs.clone(),
-            span: Default::default(),
-        }],
-        result: Atom::Lit(Lit::Unit),
-    };
-    fluxion_core::visit::free_vars(&body)
-        .into_iter()
-        .filter(|v| carries_cotangent(m, m.var_ty(*v)))
-        .collect()
-}
-
-/// The type of a translated `if`/`match`: the primal, paired with the branch
-/// backpropagator when there are outputs.
-fn branch_type(b: &mut Builder, pty: &Type, ty: &Type, outputs: &[VarId]) -> Type {
-    if outputs.is_empty() {
-        return pty.clone();
-    }
-    let tty = b.m.tangent_type(ty);
-    let parts: Vec<Type> = outputs
-        .iter()
-        .map(|v| b.m.tangent_type(&b.m.var_ty(*v).clone()))
-        .collect();
-    let ret = if parts.len() == 1 {
-        parts[0].clone()
-    } else {
-        Type::Tuple(parts)
-    };
-    Type::Tuple(vec![pty.clone(), Type::func(vec![tty], ret)])
-}
-
-/// `map(|p| p.i, a)` for `a` an array of tuples.
-fn map_proj(b: &mut Builder, a: Atom, i: usize) -> Atom {
-    let Type::Array(elem) = b.ty(&a) else {
-        unreachable!("an array")
-    };
-    let Type::Tuple(ts) = (*elem).clone() else {
-        unreachable!("an array of tuples")
-    };
-    let f = b.lambda("part", &[], vec![(*elem).clone()], |b, ps| {
-        b.proj(&ps[0], i)
-    });
-    b.prim(Prim::Map, &[f, a], Type::array(ts[i].clone()))
-}
-
-/// The result type of a function-typed atom.
-fn result_of(b: &Builder, f: &Atom) -> Type {
-    match b.ty(f) {
-        Type::Fn(_, r) => *r,
-        _ => unreachable!("a function"),
-    }
-}
-
-/// `if length(ps) == 0 { empty } else { ps[length(ps) - 1].0 }`: the final value of a
-/// scan of (value, backpropagator) pairs.
-fn last_value(b: &mut Builder, ps: Atom, empty: Atom) -> Atom {
-    let ty = b.ty(&empty);
-    let Type::Array(r) = b.ty(&ps) else {
-        unreachable!("an array")
-    };
-    let n = b.prim(Prim::Length, &[ps], Type::Int);
-    let none = b.cmp(Prim::Eq, n, int(0));
-    b.if_(
-        none,
-        ty,
-        |_| empty,
-        |b| {
-            let i = b.sub(n, int(1));
-            let last = b.prim(Prim::Index, &[ps, i], (*r).clone());
-            b.proj(&last, 0)
-        },
-    )
-}
-
-/// A backpropagator that is never called (the initial element of a scan of
-/// (value, backpropagator) pairs), of type `fn(T) -> R` with `R` a tuple of tangents.
-fn unused_backprop(b: &mut Builder, bp_ty: &Type) -> Atom {
-    let Type::Fn(ps, r) = bp_ty else {
-        unreachable!("a backpropagator type")
-    };
-    let r = (**r).clone();
-    b.lambda("no_backprop", &[], ps.clone(), |b, _| zeros(b, &r))
-}
-
-/// A tuple of symbolic zeros of tuple type `ty` (a single zero otherwise).
-fn zeros(b: &mut Builder, ty: &Type) -> Atom {
-    match ty {
-        Type::Tuple(ts) => {
-            let parts = ts.iter().map(|t| tangent::zero(b, t.clone())).collect();
-            b.tuple("zeros", parts)
-        }
-        _ => tangent::zero(b, ty.clone()),
-    }
-}
-
-/// `map2(|p, w| p.1(w), ps, ws)`: each element's backpropagator applied to its
-/// cotangent.
-fn apply_each(b: &mut Builder, ps: Atom, ws: Atom) -> Atom {
-    let (Type::Array(r), Type::Array(w)) = (b.ty(&ps), b.ty(&ws)) else {
-        unreachable!("arrays")
-    };
-    let Type::Tuple(rs) = (*r).clone() else {
-        unreachable!("(value, backpropagator) pairs")
-    };
-    let out = match &rs[1] {
-        Type::Fn(_, o) => (**o).clone(),
-        _ => unreachable!("a backpropagator"),
-    };
-    let out2 = out.clone();
-    let f = b.lambda(
-        "apply",
-        &[],
-        vec![(*r).clone(), (*w).clone()],
-        move |b, ps| {
-            let bp = b.proj(&ps[0], 1);
-            b.emit("ct", Rhs::Call(bp, vec![ps[1]]), out2)
-        },
-    );
-    b.prim(Prim::Map2, &[f, ps, ws], Type::array(out))
-}
-
-impl Chad {
-    fn forward_prim(
-        &mut self,
-        b: &mut Builder,
-        p: Prim,
-        args: &[Atom],
-        ty: &Type,
-        pty: &Type,
-        hint: &str,
-    ) -> Result<(Atom, Vec<Atom>, Vec<VarId>), AdError> {
-        use Prim::*;
-        let targs = self.atoms(args);
-        let pairs = |b: &mut Builder, p: Prim, args: Vec<Atom>, f: &Atom| {
-            let r = result_of(b, f);
-            b.emit(hint, Rhs::Prim(p, args), Type::array(r))
-        };
-        Ok(match p {
-            Build | Map | Map2 | Sumbuild => {
-                let f = targs[if p == Map || p == Map2 { 0 } else { 1 }];
-                let prim = if p == Sumbuild { Build } else { p };
-                let ps = pairs(b, prim, targs.clone(), &f);
-                let ys = map_proj(b, ps, 0);
-                let y = if p == Sumbuild {
-                    b.prim(Sum, &[ys], pty.clone())
-                } else {
-                    ys
-                };
-                (y, vec![ps], vec![])
-            }
-            Fold | Scan | Iterate => {
-                // A scan of (value, backpropagator) pairs keeps every step's
-                // backpropagator for the backward pass.
-                let (f, init, xs) = if p == Iterate {
-                    let n = targs[0];
-                    let r = b.prim(Range, &[n], Type::array(Type::Int));
-                    (targs[1], targs[2], r)
-                } else {
-                    (targs[0], targs[1], targs[2])
-                };
-                let r = result_of(b, &f);
-                let Type::Tuple(rs) = r.clone() else {
-                    unreachable!("a translated function returns a pair")
-                };
-                let bp0 = unused_backprop(b, &rs[1]);
-                let start = b.tuple("start", vec![init, bp0]);
-                let Type::Array(x) = b.ty(&xs) else {
-                    unreachable!("an array")
-                };
-                let fv = crate::helpers::var_of(b, f);
-                let one_param = p == Iterate;
-                let step = b.lambda("step", &[fv], vec![r.clone(), (*x).clone()], |b, ps| {
-                    let acc = b.proj(&ps[0], 0);
-                    let args = if one_param {
-                        vec![acc]
-                    } else {
-                        vec![acc, ps[1]]
-                    };
-                    b.emit("step", Rhs::Call(Atom::Var(fv), args), r.clone())
-                });
-                let ps = b.emit(hint, Rhs::Prim(Scan, vec![step, start, xs]), Type::array(r));
-                let y = if p == Scan {
-                    map_proj(b, ps, 0)
-                } else {
-                    last_value(b, ps, init)
-                };
-                (y, vec![ps], vec![])
-            }
-            _ => {
-                let y = b.emit(hint, Rhs::Prim(p, targs), pty.clone());
-                let covered = calculus::is_real_function(p)
-                    || matches!(
-                        p,
-                        Sum | Index
-                            | Slice
-                            | Concat
-                            | Reverse
-                            | Replicate
-                            | Zip
-                            | Maximum
-                            | Minimum
-                            | TanPlus
-                            | TanDense
-                            | TanZero
-                    );
-                let differentiable_args =
-                    args.iter().any(|a| carries_cotangent(b.m, &b.m.atom_ty(a)));
-                if carries_cotangent(b.m, ty) && differentiable_args && !covered {
-                    return Err(AdError::new(format!(
-                        "internal error: CHAD has no rule for `{}`",
-                        p.name()
-                    )));
-                }
-                (y, vec![], vec![])
-            }
-        })
     }
 
     /// Emits the backward rule of one step: the cotangent of its variable, pushed to
@@ -1091,6 +529,67 @@ impl Chad {
     }
 }
 
+/// The cotangent of a code's captures: its `FnCt` constructor, or the symbolic zero.
+fn env_cotangent(b: &mut Builder, adj: &mut Adjoints, code: CodeId, captures: &[VarId]) -> Atom {
+    let fn_ct = Type::Enum(b.m.fn_cotangent_enum());
+    let cts: Vec<Tan> = captures.iter().map(|c| adj.take(b, *c)).collect();
+    if cts.iter().all(|t| matches!(t, Tan::Zero(_))) {
+        return tangent::zero(b, fn_ct);
+    }
+    let tag = b.m.fn_cotangent_variant(code);
+    let parts = cts.into_iter().map(|t| t.atom(b)).collect();
+    let e = b.m.fn_cotangent_enum();
+    b.emit("env_ct", Rhs::Ctor(e, tag, parts), fn_ct)
+}
+
+impl Adjoints {
+    /// Adds the term `ct` to `v`'s cotangent (nothing for a variable without one).
+    fn add(&mut self, m: &Module, v: VarId, ct: Atom) {
+        if carries_cotangent(m, m.var_ty(v)) {
+            self.0.entry(v).or_default().push(ct);
+        }
+    }
+
+    fn add_atom(&mut self, m: &Module, a: &Atom, ct: Atom) {
+        if let Atom::Var(v) = a {
+            self.add(m, *v, ct);
+        }
+    }
+
+    /// `v`'s cotangent, its terms summed (the fan-in of every use of `v`).
+    fn take(&mut self, b: &mut Builder, v: VarId) -> Tan {
+        let ty = b.m.tangent_type(&b.m.var_ty(v).clone());
+        let terms = self.0.remove(&v).unwrap_or_default();
+        tangent::sum(b, ty, terms.into_iter().map(Tan::Of))
+    }
+}
+
+/// `map2(|p, w| p.1(w), ps, ws)`: each element's backpropagator applied to its
+/// cotangent.
+fn apply_each(b: &mut Builder, ps: Atom, ws: Atom) -> Atom {
+    let (Type::Array(r), Type::Array(w)) = (b.ty(&ps), b.ty(&ws)) else {
+        unreachable!("arrays")
+    };
+    let Type::Tuple(rs) = (*r).clone() else {
+        unreachable!("(value, backpropagator) pairs")
+    };
+    let out = match &rs[1] {
+        Type::Fn(_, o) => (**o).clone(),
+        _ => unreachable!("a backpropagator"),
+    };
+    let out2 = out.clone();
+    let f = b.lambda(
+        "apply",
+        &[],
+        vec![(*r).clone(), (*w).clone()],
+        move |b, ps| {
+            let bp = b.proj(&ps[0], 1);
+            b.emit("ct", Rhs::Call(bp, vec![ps[1]]), out2)
+        },
+    );
+    b.prim(Prim::Map2, &[f, ps, ws], Type::array(out))
+}
+
 /// What the backpropagators in an array of (value, backpropagator) pairs return.
 fn bp_out(b: &Builder, ps: Atom) -> Type {
     let Type::Array(r) = b.ty(&ps) else {
@@ -1103,9 +602,4 @@ fn bp_out(b: &Builder, ps: Atom) -> Type {
         Type::Fn(_, o) => (**o).clone(),
         _ => unreachable!("a backpropagator"),
     }
-}
-
-/// Whether `a` is a variable that has a cotangent.
-fn is_active(b: &Builder, a: &Atom) -> bool {
-    matches!(a, Atom::Var(v) if carries_cotangent(b.m, b.m.var_ty(*v)))
 }

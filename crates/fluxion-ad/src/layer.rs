@@ -15,6 +15,7 @@ pub(crate) fn layer_name(layer: TypeMap) -> String {
         TypeMap::Tangent => "tangent".into(),
         TypeMap::Delta => "delta".into(),
         TypeMap::Chad => "chad".into(),
+        TypeMap::ChadFwd => "chadfwd".into(),
     }
 }
 

@@ -27,7 +27,9 @@
 mod builder;
 mod calculus;
 mod chad;
+mod chad_fwd;
 mod chad_mode;
+mod chad_sweep;
 mod cleanup;
 mod coordinates;
 mod delta;
@@ -81,6 +83,7 @@ mod layering {
         ("delta", include_str!("delta.rs")),
         ("delta_mode", include_str!("delta_mode.rs")),
         ("chad", include_str!("chad.rs")),
+        ("chad_fwd", include_str!("chad_fwd.rs")),
         ("chad_mode", include_str!("chad_mode.rs")),
         ("expand", include_str!("expand.rs")),
     ];
@@ -89,6 +92,7 @@ mod layering {
     /// in its registry, one line each, and nothing else of them).
     const SHARED: &[(&str, &str)] = &[
         ("builder", include_str!("builder.rs")),
+        ("chad_sweep", include_str!("chad_sweep.rs")),
         ("calculus", include_str!("calculus.rs")),
         ("cleanup", include_str!("cleanup.rs")),
         ("coordinates", include_str!("coordinates.rs")),

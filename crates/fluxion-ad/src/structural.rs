@@ -381,7 +381,7 @@ impl<L: Layer> Translate<'_, L> {
             // Only delta- and CHAD-translated code has these, and it is never
             // translated again.
             DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinScale | LinProj | LinField
-            | LinOneHot | LinEmbed | LinSlice | LinSum => {
+            | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()

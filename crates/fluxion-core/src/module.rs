@@ -190,8 +190,9 @@ impl Module {
         // type to the one enum of function cotangents: `Chad` is the identity on an
         // enum without functions, and `T∘Chad = Chad∘T = T`. (Delta and CHAD never
         // apply to the same code, so the order against `Delta` does not arise.)
+        // The same holds of forward CHAD's `ChadFwd`.
         if self.enum_is_fixed(base, TypeMap::Chad) || maps.contains(&TypeMap::Tangent) {
-            maps.retain(|m| *m != TypeMap::Chad);
+            maps.retain(|m| !m.is_chad());
         }
         let mut layers = Vec::new();
         let mut pending_t = false;
@@ -243,7 +244,7 @@ impl Module {
     pub fn is_fixed(&self, ty: &Type, map: TypeMap) -> bool {
         fn fixed(m: &Module, t: &Type, map: TypeMap, seen: &mut Vec<EnumId>) -> bool {
             match t {
-                Type::Real => matches!(map, TypeMap::Tangent | TypeMap::Chad),
+                Type::Real => map == TypeMap::Tangent || map.is_chad(),
                 Type::Int | Type::Bool | Type::Unit => map != TypeMap::Tangent,
                 Type::Tuple(ts) => ts.iter().all(|t| fixed(m, t, map, seen)),
                 Type::Array(t) => fixed(m, t, map, seen),
@@ -302,6 +303,7 @@ impl Module {
                 Some(TypeMap::Taylor(k)) => suffix.push_str(&format!("Taylor{k}")),
                 Some(TypeMap::Delta) => suffix.push_str("Delta"),
                 Some(TypeMap::Chad) => suffix.push_str("Chad"),
+                Some(TypeMap::ChadFwd) => suffix.push_str("ChadFwd"),
                 Some(TypeMap::Tangent) => suffix.push_str("Tan"),
                 _ => {}
             }

@@ -82,11 +82,14 @@ prims! {
     // the length-n array cotangent with `w` at `i` (the transpose of indexing);
     // `%lembed(n, s, t)`, `t` placed at `s` in a length-n array cotangent (the
     // transpose of `slice`); `%lslice(t, s, l)` (the transpose of `%lembed`); `%lsum(t)`,
-    // the sum of an array of cotangents (the transpose of `replicate`). The run time
+    // the sum of an array of cotangents (the transpose of `replicate`); `%lindex(t, i)`,
+    // element `i` of an array tangent (forward CHAD's `a[i]`, the transpose of
+    // `%lonehot`). All take the symbolic zero to zero. The run time
     // keeps one-hot, embedded and added array cotangents unmaterialised until they are
     // read, so a sum of k sparse terms costs O(n + k), not O(n·k).
     ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
     LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
+    LinIndex => "%lindex",
     // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
@@ -310,6 +313,7 @@ impl Prim {
             LinEmbed => poly(vec![C::Any], vec![S::Int, S::Int, arr(v(0))], arr(v(0))),
             LinSlice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
             LinSum => poly(vec![C::Any], vec![arr(v(0))], v(0)),
+            LinIndex => poly(vec![C::Any], vec![arr(v(0)), S::Int], v(0)),
             // Their result types depend on literal arguments (`verify.rs` checks them).
             LinProj | LinField => return None,
             // `%delta_vjp` is checked like the differential operators; the others act

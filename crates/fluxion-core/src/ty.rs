@@ -69,6 +69,20 @@ pub enum TypeMap {
     /// backpropagator: `Dr(A -> B)1 = Dr(A)1 -> (Dr(B)1, fn(T(B)) -> (T(A), FnCt))`
     /// (see [`chad_backprop_result`]). First-order types are fixed.
     Chad,
+    /// The primal types of forward CHAD (seed 000 §7.5, `Df(A)1`): every type to
+    /// itself but a function type, whose values return their result paired with its
+    /// pushforward, the linear map from the tangents of the arguments and of the
+    /// captures to the result's tangent:
+    /// `Df(A -> B)1 = Df(A)1 -> (Df(B)1, fn(T(A), FnCt) -> T(B))`. The dual of
+    /// [`TypeMap::Chad`]; first-order types are fixed.
+    ChadFwd,
+}
+
+impl TypeMap {
+    /// The two CHAD maps: they change function types only.
+    pub fn is_chad(self) -> bool {
+        matches!(self, TypeMap::Chad | TypeMap::ChadFwd)
+    }
 }
 
 /// Stands, in `map_type`'s `derive` callback, for the one enum of function cotangents
@@ -103,11 +117,11 @@ pub fn map_type(
             TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
             TypeMap::Taylor(_) => Type::array(Type::Real),
             TypeMap::Delta => Type::Tuple(vec![Type::Real, Type::Int]),
-            TypeMap::Chad => Type::Real,
+            TypeMap::Chad | TypeMap::ChadFwd => Type::Real,
         },
         Type::Int | Type::Bool | Type::Unit => match map {
             TypeMap::Tangent => Type::Unit,
-            TypeMap::Fwd | TypeMap::Taylor(_) | TypeMap::Delta | TypeMap::Chad => ty.clone(),
+            _ => ty.clone(),
         },
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| map_type(t, map, derive)).collect()),
         Type::Array(t) => Type::array(map_type(t, map, derive)),
@@ -122,6 +136,18 @@ pub fn map_type(
             Type::func(
                 ps.iter().map(|t| map_type(t, map, derive)).collect(),
                 Type::Tuple(vec![map_type(r, map, derive), backprop]),
+            )
+        }
+        Type::Fn(ps, r) if map == TypeMap::ChadFwd => {
+            let mut inputs: Vec<Type> = ps
+                .iter()
+                .map(|p| map_type(p, TypeMap::Tangent, derive))
+                .collect();
+            inputs.push(Type::Enum(derive(FN_COTANGENT, TypeMap::Tangent)));
+            let pushforward = Type::func(inputs, map_type(r, TypeMap::Tangent, derive));
+            Type::func(
+                ps.iter().map(|t| map_type(t, map, derive)).collect(),
+                Type::Tuple(vec![map_type(r, map, derive), pushforward]),
             )
         }
         Type::Fn(ps, r) => Type::func(

@@ -478,6 +478,7 @@ impl Verifier<'_> {
                         | Prim::LinEmbed
                         | Prim::LinSlice
                         | Prim::LinSum
+                        | Prim::LinIndex
                 ) =>
             {
                 self.tangent_prim(p, args, t)

@@ -1,6 +1,6 @@
 //! The run-time side of CHAD's linear building blocks (fluxion-ad's `chad.rs` emits
 //! them; fluxion-core's `prim.rs` lists them): `%lscale`, `%lproj`, `%lfield`,
-//! `%lonehot`, `%lembed`, `%lslice`, `%lsum`, and the lazy array cotangents that keep
+//! `%lonehot`, `%lembed`, `%lslice`, `%lsum`, `%lindex`, and the lazy array cotangents that keep
 //! reverse mode linear-time.
 //!
 //! An array cotangent made by `%lonehot` (the transpose of one read `a[i]`) or
@@ -155,6 +155,19 @@ pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
         Some(n) if start + len <= n => Ok(Value::array_from(t.array_iter().skip(start).take(len))),
         _ => Err("internal error: %lslice out of range".into()),
     }
+}
+
+/// `%lindex(t, i)`: element `i` of an array tangent (forward CHAD reads `a[i]`'s
+/// tangent with it): O(1) on a dense array or the symbolic zero.
+pub fn index(t: &Value, i: i64) -> Result<Value, String> {
+    if matches!(t, Value::Zero) {
+        return Ok(Value::Zero);
+    }
+    let t = force(t)?;
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| t.array_get(i))
+        .ok_or_else(|| format!("internal error: %lindex {i} out of range"))
 }
 
 /// `%lsum(t)`: the sum of the elements of an array cotangent (zero if empty).

@@ -446,7 +446,7 @@ impl Interp {
                 return self.differential(p, args, span);
             }
             LinScale => crate::linear::scale(a(0), a(1)),
-            LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum => {
+            LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 let int = |i: usize| match a(i) {
                     Value::Int(k) => *k,
                     _ => -1,
@@ -458,6 +458,7 @@ impl Interp {
                     LinOneHot => l::one_hot(int(0), int(1), a(2)),
                     LinEmbed => l::embed(int(0), int(1), a(2)),
                     LinSlice => l::slice(a(0), int(1), int(2)),
+                    LinIndex => l::index(a(0), int(1)),
                     _ => l::sum(a(0)),
                 };
                 r.map_err(|m| RuntimeError { span, message: m })?
