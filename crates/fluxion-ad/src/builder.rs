@@ -180,6 +180,34 @@ impl<'m> Builder<'m> {
         c.body = body;
     }
 
+    /// Makes a lambda with parameters of `param_tys` whose body `f` builds, capturing
+    /// the variables of this scope its body reads (its free variables).
+    pub(crate) fn closure(
+        &mut self,
+        name: &str,
+        param_tys: Vec<Type>,
+        f: impl FnOnce(&mut Self, &[Atom]) -> Atom,
+    ) -> Atom {
+        let id = self.reserve_code(name, CodeKind::Lambda);
+        let params: Vec<VarId> = param_tys
+            .iter()
+            .map(|t| self.fresh("p", t.clone()))
+            .collect();
+        let args: Vec<Atom> = params.iter().map(|p| Atom::Var(*p)).collect();
+        let body = self.block(|b| f(b, &args));
+        let captures: Vec<VarId> = fluxion_core::visit::free_vars(&body)
+            .into_iter()
+            .filter(|v| !params.contains(v))
+            .collect();
+        let ret = self.ty(&body.result);
+        self.finish_code(id, captures.clone(), params, ret.clone(), body);
+        self.emit(
+            name,
+            Rhs::Closure(id, captures.into_iter().map(Atom::Var).collect()),
+            Type::func(param_tys, ret),
+        )
+    }
+
     /// Makes a lambda with parameters of `param_tys` capturing `captures` (variables in
     /// scope here, used under the same ids inside), whose body `f` builds.
     pub(crate) fn lambda(

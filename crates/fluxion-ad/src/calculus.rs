@@ -387,6 +387,35 @@ pub(crate) fn transpose(
         .collect()
 }
 
+/// Forward CHAD: the tangent `Σᵢ %lscale(∂ᵢ, dxᵢ)` of `y = p(xs)` given the arguments'
+/// tangents (`None` where one is zero statically); `None` when every term is zero.
+/// Linear building blocks, not `*` and `+`, so that a tangent that is the run-time
+/// symbolic zero passes through, and a partial that overflows where the tangent is
+/// zero makes no NaN (as [`transpose`]).
+pub(crate) fn push(
+    b: &mut Builder,
+    rule: &RealRule,
+    xs: &[Atom],
+    y: Atom,
+    dxs: &[Option<Atom>],
+) -> Option<Atom> {
+    let mut acc: Option<Atom> = None;
+    for (d, dx) in (rule.partials)(b, xs, y).into_iter().zip(dxs) {
+        let (Partial::At(d), Some(dx)) = (d, dx) else {
+            continue;
+        };
+        let term = match d {
+            Atom::Lit(Lit::Real(1.0)) => *dx,
+            d => b.prim(Prim::LinScale, &[d, *dx], Type::Real),
+        };
+        acc = Some(match acc {
+            None => term,
+            Some(a) => b.prim(Prim::TanPlus, &[a, term], Type::Real),
+        });
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

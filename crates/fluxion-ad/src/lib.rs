@@ -48,11 +48,12 @@ mod taylor;
 mod vjp_primitive;
 
 pub use chad::{chad_code, chad_unsupported};
+pub use chad_fwd::{chad_fwd_code, chad_fwd_unsupported};
 pub use delta::delta_code;
 pub use expand::expand_module;
 pub use forward::forward_code;
 pub use layer::is_translated;
-pub use mode::AdMode;
+pub use mode::{AdMode, FwdMode};
 pub use pullback_by_jvps::vjp_by_forward;
 pub use taylor::taylor_code;
 

@@ -63,6 +63,35 @@ impl AdMode {
     }
 }
 
+/// The algorithm of the forward-mode operators `jvp` and `diff`, chosen with `--fwd`
+/// (the reverse modes' own forward passes — `hessian`'s forward-over-reverse, `--ad
+/// fwd`'s JVPs, which expand to `jvp` — follow it too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FwdMode {
+    /// Dual numbers (seed 004 §4): the default, the faster of the two measured
+    /// (BENCHMARKS.md, "Forward CHAD").
+    #[default]
+    Dual,
+    /// Forward CHAD (seed 000 §7.4): the primal returns its pushforward.
+    Chad,
+}
+
+impl FwdMode {
+    pub const ALL: &'static [FwdMode] = &[FwdMode::Dual, FwdMode::Chad];
+
+    /// The name `--fwd` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FwdMode::Dual => "dual",
+            FwdMode::Chad => "chad",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<FwdMode> {
+        FwdMode::ALL.iter().copied().find(|m| m.name() == name)
+    }
+}
+
 /// One application `op(f, x)` of a differential operator, as the expansion sees it:
 /// `f` and `x` are variables, `f: A -> B` (for n ≥ 2 parameters, `A` is the tuple of
 /// them and `x` that tuple).

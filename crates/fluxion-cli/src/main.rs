@@ -36,6 +36,10 @@ enum Command {
         /// Reverse-mode algorithm for grad, vjp, jacobian and hessian.
         #[arg(long, value_parser = ["fwd", "chad", "delta"])]
         ad: Option<String>,
+        /// Forward-mode algorithm for jvp and diff: dual (dual numbers, the default) or
+        /// chad (forward CHAD).
+        #[arg(long, value_parser = ["dual", "chad"])]
+        fwd: Option<String>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -53,8 +57,8 @@ enum Command {
         #[arg(long)]
         entry: Option<String>,
         /// The stage: core (typed ANF after desugaring), fwd (forward mode), chad
-        /// (reverse CHAD), delta (reverse mode by deltas), taylor (Taylor mode of order 2;
-        /// taylorK for order K).
+        /// (reverse CHAD), chad-fwd (forward CHAD), delta (reverse mode by deltas),
+        /// taylor (Taylor mode of order 2; taylorK for order K).
         #[arg(long, default_value = "core")]
         stage: String,
         /// The algorithm the reverse-mode operators are shown expanded with (default:
@@ -116,6 +120,7 @@ fn run_command(command: Command) -> Outcome {
             entry,
             args,
             ad,
+            fwd,
             json,
             memory_limit,
         } => {
@@ -138,7 +143,15 @@ fn run_command(command: Command) -> Outcome {
                 .as_deref()
                 .and_then(fluxion_driver::AdMode::parse)
                 .unwrap_or_default();
-            let options = fluxion_driver::RunOptions { mode, memory_limit };
+            let fwd = fwd
+                .as_deref()
+                .and_then(fluxion_driver::FwdMode::parse)
+                .unwrap_or_default();
+            let options = fluxion_driver::RunOptions {
+                mode,
+                fwd,
+                memory_limit,
+            };
             match program.run_with_options(&entry, args.as_deref(), options) {
                 Ok(out) => Outcome::ok(format!(
                     "{}\n",

@@ -3,7 +3,7 @@
 //!
 //! The functions under test are Fluxion functions of `[Real]` (any structured function
 //! can be wrapped to one); derivatives are computed by Fluxion's own operators in the
-//! chosen [`AdMode`] and compared with differences of the function's values, also
+//! chosen [`AdMode`] (and `FwdMode`: any [`RunOptions`]) and compared with differences of the function's values, also
 //! computed by Fluxion.
 //!
 //! Step and tolerance: the central difference (f(x+h) − f(x−h)) / 2h has truncation
@@ -13,7 +13,7 @@
 //! functions here a tolerance of 1e-6·(1 + |expected|) leaves four orders of magnitude
 //! of margin while still catching any wrong rule (errors of order 1).
 
-use crate::{AdMode, with_big_stack};
+use crate::{AdMode, RunOptions, with_big_stack};
 
 /// Relative step of the central differences (see the module doc).
 pub const FD_STEP: f64 = 6e-6;
@@ -30,20 +30,29 @@ fn literal(xs: &[f64]) -> String {
 
 /// Evaluates `expr` (which may use the functions of `src`) and parses the printed
 /// result as a flat list of reals (nested arrays and tuples are flattened).
-pub fn eval_reals(src: &str, expr: &str, mode: AdMode) -> Result<Vec<f64>, String> {
+pub fn eval_reals(
+    src: &str,
+    expr: &str,
+    mode: impl Into<RunOptions>,
+) -> Result<Vec<f64>, String> {
     eval_literal(src, expr, mode).map(|text| parse_reals(&text))
 }
 
 /// Evaluates `expr` (which may use the functions of `src`) and prints its value in
 /// Fluxion literal syntax; the error is the rendered diagnostic.
-pub fn eval_literal(src: &str, expr: &str, mode: AdMode) -> Result<String, String> {
+pub fn eval_literal(
+    src: &str,
+    expr: &str,
+    mode: impl Into<RunOptions>,
+) -> Result<String, String> {
+    let options = mode.into();
     let src = src.to_string();
     let expr = expr.to_string();
     with_big_stack(move || {
         let program =
             crate::compile_with_expr("check.flx", &src, Some(&expr)).map_err(|f| f.render())?;
         let out = program
-            .run_with(crate::core_entry_name(), None, mode)
+            .run_with_options(crate::core_entry_name(), None, options)
             .map_err(|f| f.render())?;
         Ok(out.to_literal())
     })
@@ -89,7 +98,12 @@ pub fn fd_jacobian(src: &str, f: &str, x: &[f64]) -> Result<Vec<Vec<f64>>, Strin
 }
 
 /// Checks `grad(f, x)` (f: [Real] -> Real) in `mode` against central differences.
-pub fn check_gradient(src: &str, f: &str, x: &[f64], mode: AdMode) -> Result<(), String> {
+pub fn check_gradient(
+    src: &str,
+    f: &str,
+    x: &[f64],
+    mode: impl Into<RunOptions>,
+) -> Result<(), String> {
     let ad = eval_reals(src, &format!("grad({f}, {})", literal(x)), mode)?;
     let fd: Vec<f64> = fd_jacobian(src, f, x)?.into_iter().map(|c| c[0]).collect();
     if ad.len() != fd.len() || !ad.iter().zip(&fd).all(|(a, b)| close(*a, *b)) {
@@ -101,7 +115,12 @@ pub fn check_gradient(src: &str, f: &str, x: &[f64], mode: AdMode) -> Result<(),
 }
 
 /// Checks `jacobian(f, x)` (f: [Real] -> [Real]) in `mode` against central differences.
-pub fn check_jacobian(src: &str, f: &str, x: &[f64], mode: AdMode) -> Result<(), String> {
+pub fn check_jacobian(
+    src: &str,
+    f: &str,
+    x: &[f64],
+    mode: impl Into<RunOptions>,
+) -> Result<(), String> {
     let ad = eval_reals(src, &format!("jacobian({f}, {})", literal(x)), mode)?;
     let cols = fd_jacobian(src, f, x)?;
     let m = cols.first().map_or(0, |c| c.len());
@@ -125,8 +144,9 @@ pub fn check_transpose(
     x: &[f64],
     u: &[f64],
     w: &[f64],
-    mode: AdMode,
+    mode: impl Into<RunOptions>,
 ) -> Result<(), String> {
+    let mode = mode.into();
     let ju = eval_reals(
         src,
         &format!("jvp({f}, {}, {}).1", literal(x), literal(u)),

@@ -14,7 +14,7 @@ pub mod repl;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
 pub use fluxion_ad as ad;
-pub use fluxion_ad::AdMode;
+pub use fluxion_ad::{AdMode, FwdMode};
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
 pub use fluxion_interp::CountingAlloc;
@@ -250,14 +250,25 @@ impl Output {
     }
 }
 
-/// How to run a program: the AD mode and the memory budget.
+/// How to run a program: the AD modes and the memory budget.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunOptions {
     pub mode: AdMode,
+    /// The algorithm of `jvp` and `diff` (`--fwd`).
+    pub fwd: FwdMode,
     /// Bytes the evaluation may hold (`None`: [`default_memory_limit`]). Enforced in
     /// full when [`CountingAlloc`] is the global allocator (the `fluxion` binary
     /// installs it); without it, only single large requests are checked.
     pub memory_limit: Option<usize>,
+}
+
+impl From<AdMode> for RunOptions {
+    fn from(mode: AdMode) -> RunOptions {
+        RunOptions {
+            mode,
+            ..RunOptions::default()
+        }
+    }
 }
 
 impl Program {
@@ -360,11 +371,13 @@ impl Program {
                 if stage == "fwd"
                     || stage == "delta"
                     || stage == "chad"
+                    || stage == "chad-fwd"
                     || stage.starts_with("taylor") =>
             {
                 let layer = match stage.strip_prefix("taylor") {
                     None if stage == "delta" => fluxion_core::TypeMap::Delta,
                     None if stage == "chad" => fluxion_core::TypeMap::Chad,
+                    None if stage == "chad-fwd" => fluxion_core::TypeMap::ChadFwd,
                     None => fluxion_core::TypeMap::Fwd,
                     Some("") => fluxion_core::TypeMap::Taylor(2),
                     Some(k) => match k.parse::<u32>() {
@@ -393,6 +406,9 @@ impl Program {
                         }
                         fluxion_core::TypeMap::Delta => fluxion_ad::delta_code(&mut module, root),
                         fluxion_core::TypeMap::Chad => fluxion_ad::chad_code(&mut module, root),
+                        fluxion_core::TypeMap::ChadFwd => {
+                            fluxion_ad::chad_fwd_code(&mut module, root)
+                        }
                         _ => fluxion_ad::forward_code(&mut module, root),
                     };
                     derived.push(code.map_err(|e| e.0)?);
@@ -433,6 +449,7 @@ pub fn call(
     let span = module.code(code).span;
     let ty = module.code(code).ret.clone();
     let mut interp = Interp::with_mode(module, options.mode);
+    interp.set_fwd_mode(options.fwd);
     interp.set_library_source(PRELUDE_SOURCE);
     interp.set_stack_limit(stack_budget());
     interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
@@ -443,7 +460,7 @@ pub fn call(
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "fwd", "chad", "delta", "taylor"];
+pub const STAGES: &[&str] = &["core", "fwd", "chad", "chad-fwd", "delta", "taylor"];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
 pub fn is_stage(stage: &str) -> bool {

@@ -21,14 +21,8 @@ use crate::value::{Closure, DualArray, Value};
 impl Interp {
     pub(crate) fn differential(&self, p: Prim, args: &[Value], span: Span) -> EvalResult<Value> {
         match p {
-            Prim::Jvp => {
-                let (y, dy) =
-                    self.push_forward(&args[0], &args[1], &args[2], TypeMap::Fwd, span)?;
-                Ok(Value::tuple(vec![
-                    y,
-                    dy.into_iter().next().unwrap_or(Value::Unit),
-                ]))
-            }
+            Prim::Jvp if self.fwd_mode() == fluxion_ad::FwdMode::Chad => self.chad_jvp(args, span),
+            Prim::Jvp => self.dual_jvp(args, span),
             Prim::Taylor => {
                 let k = match args[3] {
                     Value::Int(k) if (1..=64).contains(&k) => k as u32,
@@ -64,6 +58,15 @@ impl Interp {
                 ),
             ),
         }
+    }
+
+    /// `jvp(f, x, dx)` by dual numbers.
+    pub(crate) fn dual_jvp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let (y, dy) = self.push_forward(&args[0], &args[1], &args[2], TypeMap::Fwd, span)?;
+        Ok(Value::tuple(vec![
+            y,
+            dy.into_iter().next().unwrap_or(Value::Unit),
+        ]))
     }
 
     /// Evaluates `f` along `x + t·v` in `layer`: the value, and the tangent (forward) or
@@ -151,6 +154,7 @@ impl Interp {
             TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, code, k),
             TypeMap::Delta => fluxion_ad::delta_code(&mut m, code),
             TypeMap::Chad => fluxion_ad::chad_code(&mut m, code),
+            TypeMap::ChadFwd => fluxion_ad::chad_fwd_code(&mut m, code),
             _ => fluxion_ad::forward_code(&mut m, code),
         }
         .map_err(|e| RuntimeError { span, message: e.0 })?;
@@ -170,7 +174,7 @@ impl Interp {
         layer: TypeMap,
         span: Span,
     ) -> EvalResult<Value> {
-        if layer == TypeMap::Chad && self.module().is_fixed(ty, TypeMap::Chad) {
+        if layer.is_chad() && self.module().is_fixed(ty, layer) {
             // CHAD's primal types differ from the original only at function types.
             return Ok(v.clone());
         }
@@ -295,7 +299,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             Value::RealArray(c.into())
         }
         TypeMap::Delta => Value::RealInt(x, 0),
-        TypeMap::Chad => Value::Real(x),
+        TypeMap::Chad | TypeMap::ChadFwd => Value::Real(x),
         _ => Value::Dual(x, dx),
     }
 }

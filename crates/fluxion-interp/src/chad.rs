@@ -1,4 +1,7 @@
-//! The run-time side of `--ad chad` (fluxion-ad's `chad.rs` is the translation):
+//! The run-time side of `--ad chad` and `--fwd chad` (fluxion-ad's `chad.rs` and
+//! `chad_fwd.rs` are the translations).
+//!
+//! `--ad chad`:
 //! `%chad_vjp(f, x, w) = (f(x), wᵀ·J)`. `f`'s code is translated by CHAD (memoised,
 //! verified in debug builds), its captured closures lifted to their translations (the
 //! operator differentiates in its argument only, so their cotangents are dropped);
@@ -22,7 +25,7 @@ impl Interp {
         let clo = Self::closure_of(&args[0], span)?;
         let (params, _) = self.signature(clo.code, span)?;
         let n = params.len();
-        if !self.chad_translates(&args[0]) {
+        if !self.chad_translates(&args[0], TypeMap::Chad) {
             let fty = self.module().code_ty(clo.code);
             return self.vjp_by_forward(&fty, args, span);
         }
@@ -51,18 +54,57 @@ impl Interp {
         Ok(Value::tuple(vec![y, x_ct]))
     }
 
-    /// Whether CHAD translates the closure `f` and every closure it holds.
-    fn chad_translates(&self, f: &Value) -> bool {
+    /// `jvp(f, x, dx) = let (y, f') = Df(f)(x) in (y, f'(dx, 0))` by forward CHAD:
+    /// `f`'s code translated (memoised, verified in debug builds), its captured
+    /// closures lifted (the operator differentiates in its argument only: the
+    /// captures' tangent is zero). Where forward CHAD does not translate `f`, dual
+    /// numbers compute the same.
+    pub(crate) fn chad_jvp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        if !self.chad_translates(&args[0], TypeMap::ChadFwd) {
+            return self.dual_jvp(args, span);
+        }
+        let clo = Self::closure_of(&args[0], span)?;
+        let (params, _) = self.signature(clo.code, span)?;
+        let n = params.len();
+        let (x, dx) = (&args[1], &args[2]);
+        if let Err(why) = crate::prims::same_shape(x, dx) {
+            return fail(
+                span,
+                format!("the direction does not have the shape of the point: {why}"),
+            );
+        }
+        let translated = self.translate(clo, TypeMap::ChadFwd, span)?;
+        let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
+        let (Some(y), Some(pushforward)) = (result.tuple_get(0), result.tuple_get(1)) else {
+            return fail(
+                span,
+                "internal error: a forward-CHAD translation without its pushforward",
+            );
+        };
+        let mut inputs = split_args(dx.clone(), n, span)?;
+        inputs.push(Value::Zero);
+        let dy = self.apply(&pushforward, inputs, span)?;
+        let dy = crate::tangent::dense(&y, &dy).map_err(|message| RuntimeError { span, message })?;
+        Ok(Value::tuple(vec![y, dy]))
+    }
+
+    /// Whether CHAD (`layer`: either direction) translates the closure `f` and every
+    /// closure it holds.
+    fn chad_translates(&self, f: &Value, layer: TypeMap) -> bool {
         let Value::Closure(clo) = f else {
             return true;
         };
-        if fluxion_ad::chad_unsupported(&self.module(), clo.code).is_some() {
+        let unsupported = match layer {
+            TypeMap::ChadFwd => fluxion_ad::chad_fwd_unsupported(&self.module(), clo.code),
+            _ => fluxion_ad::chad_unsupported(&self.module(), clo.code),
+        };
+        if unsupported.is_some() {
             return false;
         }
         let types = self.capture_types(clo.code);
         clo.env.iter().zip(&types).all(|(v, t)| {
-            self.module().is_fixed(t, TypeMap::Chad)
-                || self.closures_in(v, &mut |c| self.chad_translates(c))
+            self.module().is_fixed(t, layer)
+                || self.closures_in(v, &mut |c| self.chad_translates(c, layer))
         })
     }
 

@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use fluxion_ad::AdMode;
+use fluxion_ad::{AdMode, FwdMode};
 use fluxion_core::{CodeId, Module, Prim, Span, Type};
 
 use crate::compile::{CAtom, CBody, CCode, CRhs, compile_code};
@@ -53,6 +53,8 @@ pub struct Interp {
     module: RefCell<Module>,
     /// The `--ad` mode: which algorithm the reverse-mode operators use.
     mode: AdMode,
+    /// The `--fwd` mode: which algorithm `jvp` uses.
+    fwd: FwdMode,
     /// Source id of library code (the prelude), whose faults are reported at the call
     /// from the user's code.
     library_source: Option<u32>,
@@ -82,6 +84,7 @@ impl Interp {
         Interp {
             module: RefCell::new(module),
             mode,
+            fwd: FwdMode::default(),
             library_source: None,
             compiled: RefCell::new(Vec::new()),
             stack_base: stack_position(),
@@ -123,6 +126,15 @@ impl Interp {
 
     pub fn ad_mode(&self) -> AdMode {
         self.mode
+    }
+
+    /// Chooses the algorithm of `jvp` (dual numbers unless set).
+    pub fn set_fwd_mode(&mut self, fwd: FwdMode) {
+        self.fwd = fwd;
+    }
+
+    pub fn fwd_mode(&self) -> FwdMode {
+        self.fwd
     }
 
     pub fn module(&self) -> std::cell::Ref<'_, Module> {
