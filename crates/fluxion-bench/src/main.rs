@@ -49,6 +49,16 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// Times `entry` of a Fluxion program (compiled once; each repetition evaluates).
 fn time_fluxion(src: &str, entry: &str, reps: usize) -> Duration {
+    time_fluxion_with(src, entry, reps, fluxion_driver::RunOptions::default())
+}
+
+/// [`time_fluxion`] with the given AD modes.
+fn time_fluxion_with(
+    src: &str,
+    entry: &str,
+    reps: usize,
+    options: fluxion_driver::RunOptions,
+) -> Duration {
     let src = src.to_string();
     let entry = entry.to_string();
     fluxion_driver::with_big_stack(move || {
@@ -56,7 +66,7 @@ fn time_fluxion(src: &str, entry: &str, reps: usize) -> Duration {
             let program = fluxion_driver::compile("bench.flx", &src)
                 .unwrap_or_else(|f| panic!("{}", f.render()));
             let out = program
-                .run(&entry, None)
+                .run_with_options(&entry, None, options)
                 .unwrap_or_else(|f| panic!("{}", f.render()));
             black_box(out.to_literal());
         })
@@ -289,9 +299,11 @@ fn native_table() {
 
 fn jvp_table() {
     let reps = REPS;
-    println!("\n## Forward mode: JVP / primal (interpreter, --ad fwd), median of {reps}\n");
-    println!("| program | jvp / primal |");
-    println!("|---|---|");
+    println!(
+        "\n## Forward mode: JVP / primal (interpreter), dual numbers and forward CHAD, median of {reps}\n"
+    );
+    println!("| program | jvp / primal, `--fwd dual` | jvp / primal, `--fwd chad` |");
+    println!("|---|---|---|");
     let ad_cases = [
         AdCase {
             name: "map/sum over 10^6 reals",
@@ -314,10 +326,16 @@ fn jvp_table() {
         );
         let primal = time_fluxion(&primal_src, "main", reps);
         let jvp = time_fluxion(&jvp_src, "main", reps);
+        let chad = fluxion_driver::RunOptions {
+            fwd: fluxion_driver::FwdMode::Chad,
+            ..Default::default()
+        };
+        let jvp_chad = time_fluxion_with(&jvp_src, "main", reps, chad);
         println!(
-            "| {} | {:.2} |",
+            "| {} | {:.2} | {:.2} |",
             case.name,
-            jvp.as_secs_f64() / primal.as_secs_f64()
+            jvp.as_secs_f64() / primal.as_secs_f64(),
+            jvp_chad.as_secs_f64() / primal.as_secs_f64()
         );
     }
 }

@@ -444,6 +444,34 @@ fn every_ad_mode_runs_and_unknown_modes_are_usage_errors() {
 }
 
 #[test]
+fn fwd_chad_runs_jvp_by_forward_chad_and_show_prints_pushforwards() {
+    let file = write_temp(
+        "chad_fwd.flx",
+        "fn f(x: Real, y: Real) -> Real { sin(x) * y }\n\
+         fn main() -> (Real, Real) { jvp(f, (0.0, 2.0), (1.0, 0.0)) }\n",
+    );
+    for fwd in ["dual", "chad"] {
+        let out = run(&["run", file.to_str().unwrap(), "--fwd", fwd]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "(0.0, 2.0)\n", "--fwd {fwd}");
+    }
+    let out = run(&["run", file.to_str().unwrap(), "--fwd", "tape"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "show",
+        file.to_str().unwrap(),
+        "--stage",
+        "chad-fwd",
+        "--entry",
+        "f",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fn f_chadfwd("), "{text}");
+    assert!(text.contains("pushforward"), "{text}");
+}
+
+#[test]
 fn show_stage_chad_prints_values_with_backpropagators() {
     let file = write_temp(
         "chad_show.flx",

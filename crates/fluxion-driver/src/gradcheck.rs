@@ -30,21 +30,13 @@ fn literal(xs: &[f64]) -> String {
 
 /// Evaluates `expr` (which may use the functions of `src`) and parses the printed
 /// result as a flat list of reals (nested arrays and tuples are flattened).
-pub fn eval_reals(
-    src: &str,
-    expr: &str,
-    mode: impl Into<RunOptions>,
-) -> Result<Vec<f64>, String> {
+pub fn eval_reals(src: &str, expr: &str, mode: impl Into<RunOptions>) -> Result<Vec<f64>, String> {
     eval_literal(src, expr, mode).map(|text| parse_reals(&text))
 }
 
 /// Evaluates `expr` (which may use the functions of `src`) and prints its value in
 /// Fluxion literal syntax; the error is the rendered diagnostic.
-pub fn eval_literal(
-    src: &str,
-    expr: &str,
-    mode: impl Into<RunOptions>,
-) -> Result<String, String> {
+pub fn eval_literal(src: &str, expr: &str, mode: impl Into<RunOptions>) -> Result<String, String> {
     let options = mode.into();
     let src = src.to_string();
     let expr = expr.to_string();

@@ -203,6 +203,25 @@ fn chad_mode_snapshots() {
     );
 }
 
+/// The forward-CHAD translation (seed 000 §7.4) of the same programs: each value with
+/// its pushforward (`%lscale`, `%lindex`, `%lfield` by name), and the paper's Fig. 2
+/// program, whose lambda's pushforward reads its capture's tangent from its `FnCt`.
+#[test]
+fn chad_fwd_snapshots() {
+    for (name, src) in &AD_PROGRAMS[..3] {
+        let name = name.replace("fwd_", "chad_fwd_");
+        insta::assert_snapshot!(name, stage_with(src, "chad-fwd", AdMode::Chad));
+    }
+    insta::assert_snapshot!(
+        "chad_fwd_paper_figure_2",
+        stage_with(
+            "fn w(x1: Real, x2: [Real]) -> Real { let f = |x2i: Real| x1 * x2i; sum(map(f, x2)) }",
+            "chad-fwd",
+            AdMode::Chad
+        )
+    );
+}
+
 #[test]
 fn taylor_mode_snapshot() {
     insta::assert_snapshot!("taylor2_scalar", stage_of(AD_PROGRAMS[0].1, "taylor2"));

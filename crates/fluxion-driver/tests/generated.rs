@@ -14,14 +14,21 @@ mod generator;
 use std::path::{Path, PathBuf};
 
 use fluxion_driver::gradcheck::{check_gradient, check_transpose, eval_reals};
-use fluxion_driver::{AdMode, compile, with_big_stack};
+use fluxion_driver::{AdMode, FwdMode, RunOptions, compile, with_big_stack};
 use generator::{Config, generate};
 
-/// The reverse-mode algorithms behind `grad`, `vjp`, ... that are checked: every mode
-/// that is built (`AdMode::implemented`), the reference (`fwd`) first, which the others
-/// must agree with (to `MODE_TOLERANCE`). A mode joins by being built.
-fn ad_modes() -> Vec<AdMode> {
-    AdMode::implemented()
+/// The algorithms behind `grad`, `vjp`, ... that are checked: every reverse mode that
+/// is built (`AdMode::implemented`), the reference (`fwd`, JVPs by dual numbers) first,
+/// which the others must agree with (to `MODE_TOLERANCE`), and `fwd` again with its
+/// JVPs by forward CHAD (`--fwd chad`). A mode joins by being built.
+fn ad_modes() -> Vec<RunOptions> {
+    let mut modes: Vec<RunOptions> = AdMode::implemented().into_iter().map(Into::into).collect();
+    modes.push(RunOptions {
+        mode: AdMode::Fwd,
+        fwd: FwdMode::Chad,
+        memory_limit: None,
+    });
+    modes
 }
 
 /// Modes not built yet: `pending_features_are_still_unimplemented` asserts they still
@@ -123,7 +130,7 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
     }
     // 2. Per mode: gradient against finite differences, the transpose identity,
     //    value_and_grad against the value; every mode against the first.
-    let mut reference: Option<(AdMode, Vec<f64>)> = None;
+    let mut reference: Option<(RunOptions, Vec<f64>)> = None;
     for mode in ad_modes() {
         check_gradient(src, "f", x, mode).map_err(|m| fail(format!("gradient {mode:?}"), m))?;
         let with_fv = format!("{src}{FV}");

@@ -84,7 +84,8 @@ impl Interp {
         let mut inputs = split_args(dx.clone(), n, span)?;
         inputs.push(Value::Zero);
         let dy = self.apply(&pushforward, inputs, span)?;
-        let dy = crate::tangent::dense(&y, &dy).map_err(|message| RuntimeError { span, message })?;
+        let dy =
+            crate::tangent::dense(&y, &dy).map_err(|message| RuntimeError { span, message })?;
         Ok(Value::tuple(vec![y, dy]))
     }
 
