@@ -173,7 +173,7 @@ impl Chad {
                 Tan::Of(a) => a,
             }
         });
-        crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
+        fluxion_opt::eliminate_dead_bindings(b.m, &mut body);
         let captures: Vec<VarId> = fluxion_core::visit::free_vars(&body)
             .into_iter()
             .filter(|v| !params.contains(v))

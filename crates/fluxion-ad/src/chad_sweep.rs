@@ -247,7 +247,7 @@ fn translate(
         let linear = dir.linear(&mut t, b, block);
         Ok(b.tuple("chad", vec![y, linear]))
     })?;
-    crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
+    fluxion_opt::eliminate_dead_bindings(b.m, &mut body);
     b.finish_code(id, captures, params, (*ret).clone(), body);
     Ok(id)
 }

@@ -30,7 +30,6 @@ mod chad;
 mod chad_fwd;
 mod chad_mode;
 mod chad_sweep;
-mod cleanup;
 mod coordinates;
 mod delta;
 mod delta_mode;
@@ -95,7 +94,6 @@ mod layering {
         ("builder", include_str!("builder.rs")),
         ("chad_sweep", include_str!("chad_sweep.rs")),
         ("calculus", include_str!("calculus.rs")),
-        ("cleanup", include_str!("cleanup.rs")),
         ("coordinates", include_str!("coordinates.rs")),
         ("helpers", include_str!("helpers.rs")),
         ("jets", include_str!("jets.rs")),

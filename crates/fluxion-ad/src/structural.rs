@@ -172,7 +172,7 @@ pub(crate) fn translate_code<L: Layer>(
         params.push(v);
     }
     let mut body = t.nested(&mut b, &original.body)?;
-    crate::cleanup::eliminate_dead_bindings(b.m, &mut body);
+    fluxion_opt::eliminate_dead_bindings(b.m, &mut body);
     b.finish_code(id, new_captures, params, ret, body);
     Ok(id)
 }

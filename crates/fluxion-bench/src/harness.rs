@@ -39,6 +39,7 @@ impl Bench {
         let mut program = fluxion_driver::compile("bench.flx", src).map_err(|f| f.render())?;
         program
             .expand(mode)
+            .and_then(|()| program.optimize(fluxion_driver::OptLevel::On).map(|_| ()))
             .map_err(|d| fluxion_driver::render(&[d], &program.sources))?;
         let mut interp = Interp::with_mode(program.module, mode);
         interp.set_library_source(PRELUDE_SOURCE);

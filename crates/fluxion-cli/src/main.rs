@@ -40,6 +40,12 @@ enum Command {
         /// chad (forward CHAD).
         #[arg(long, value_parser = ["dual", "chad"])]
         fwd: Option<String>,
+        /// The optimiser: 1 (on, the default) or 0 (off). It never changes a result.
+        #[arg(long, value_parser = ["0", "1"])]
+        opt: Option<String>,
+        /// Print each optimiser pass's time and the code size after it, on stderr.
+        #[arg(long)]
+        time_passes: bool,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -56,7 +62,8 @@ enum Command {
         /// Print only what this function needs (default: every function in the file).
         #[arg(long)]
         entry: Option<String>,
-        /// The stage: core (typed ANF after desugaring), fwd (forward mode), chad
+        /// The stage: core (typed ANF after desugaring), opt (after expansion and the
+        /// optimiser), fwd (forward mode), chad
         /// (reverse CHAD), chad-fwd (forward CHAD), delta (reverse mode by deltas),
         /// taylor (Taylor mode of order 2; taylorK for order K).
         #[arg(long, default_value = "core")]
@@ -65,6 +72,11 @@ enum Command {
         /// chad for the chad stage, else the default mode).
         #[arg(long, value_parser = ["fwd", "chad", "delta"])]
         ad: Option<String>,
+        /// With 1, a transformation's stage is printed optimised, as it runs (default
+        /// 0: as the transformation's rules make it; the `opt` stage is always
+        /// optimised).
+        #[arg(long, value_parser = ["0", "1"])]
+        opt: Option<String>,
     },
     /// Interactive read-eval-print loop, optionally with a file's definitions loaded.
     Repl {
@@ -121,6 +133,8 @@ fn run_command(command: Command) -> Outcome {
             args,
             ad,
             fwd,
+            opt,
+            time_passes,
             json,
             memory_limit,
         } => {
@@ -135,7 +149,7 @@ fn run_command(command: Command) -> Outcome {
                 },
                 other => other.map(str::to_string),
             };
-            let program = match fluxion_driver::compile(&file, &text) {
+            let mut program = match fluxion_driver::compile(&file, &text) {
                 Ok(p) => p,
                 Err(f) => return Outcome::program_error(f.render()),
             };
@@ -143,6 +157,25 @@ fn run_command(command: Command) -> Outcome {
                 .as_deref()
                 .and_then(fluxion_driver::AdMode::parse)
                 .unwrap_or_default();
+            let opt = opt
+                .as_deref()
+                .and_then(fluxion_driver::OptLevel::parse)
+                .unwrap_or_default();
+            let mut passes = String::new();
+            if time_passes {
+                // Expanded and optimised here to report the passes; the run's own
+                // expansion and optimisation then find nothing left to do.
+                let prepared = program.expand(mode).and_then(|()| program.optimize(opt));
+                match prepared {
+                    Ok(report) => passes = report.render(),
+                    Err(d) => {
+                        return Outcome::program_error(fluxion_driver::render(
+                            &[d],
+                            &program.sources,
+                        ));
+                    }
+                }
+            }
             let fwd = fwd
                 .as_deref()
                 .and_then(fluxion_driver::FwdMode::parse)
@@ -150,9 +183,10 @@ fn run_command(command: Command) -> Outcome {
             let options = fluxion_driver::RunOptions {
                 mode,
                 fwd,
+                opt,
                 memory_limit,
             };
-            match program.run_with_options(&entry, args.as_deref(), options) {
+            let mut outcome = match program.run_with_options(&entry, args.as_deref(), options) {
                 Ok(out) => Outcome::ok(format!(
                     "{}\n",
                     if json {
@@ -162,7 +196,9 @@ fn run_command(command: Command) -> Outcome {
                     }
                 )),
                 Err(f) => Outcome::program_error(f.render()),
-            }
+            };
+            outcome.stderr.insert_str(0, &passes);
+            outcome
         }
         Command::Check { file } => {
             let text = match read_file(&file) {
@@ -179,6 +215,7 @@ fn run_command(command: Command) -> Outcome {
             entry,
             stage,
             ad,
+            opt,
         } => {
             if !fluxion_driver::is_stage(&stage) {
                 return Outcome::usage_error(format!(
@@ -202,7 +239,11 @@ fn run_command(command: Command) -> Outcome {
                 } else {
                     fluxion_driver::AdMode::default()
                 });
-            match program.show_with(&stage, entry.as_deref(), mode) {
+            let opt = match opt.as_deref() {
+                Some("1") => fluxion_driver::OptLevel::On,
+                _ => fluxion_driver::OptLevel::Off,
+            };
+            match program.show_optimized(&stage, entry.as_deref(), mode, opt) {
                 Ok(s) => Outcome::ok(s),
                 Err(msg) => Outcome::program_error(format!("error: {msg}\n")),
             }

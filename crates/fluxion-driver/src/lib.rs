@@ -18,6 +18,7 @@ pub use fluxion_ad::{AdMode, FwdMode};
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
 pub use fluxion_interp::CountingAlloc;
+pub use fluxion_opt::{OptLevel, Report as OptReport};
 pub use memory::{default_memory_limit, parse_size};
 
 use fluxion_core::{Module, Span, Type};
@@ -256,6 +257,8 @@ pub struct RunOptions {
     pub mode: AdMode,
     /// The algorithm of `jvp` and `diff` (`--fwd`).
     pub fwd: FwdMode,
+    /// Whether the optimiser runs (`--opt`; on by default).
+    pub opt: OptLevel,
     /// Bytes the evaluation may hold (`None`: [`default_memory_limit`]). Enforced in
     /// full when [`CountingAlloc`] is the global allocator (the `fluxion` binary
     /// installs it); without it, only single large requests are checked.
@@ -306,6 +309,9 @@ impl Program {
         if let Err(d) = self.expand(options.mode) {
             return Err(fail(d, self.sources));
         }
+        if let Err(d) = self.optimize(options.opt) {
+            return Err(fail(d, self.sources));
+        }
         let Some(&code) = self.module.functions.get(entry) else {
             return Err(fail(
                 Diagnostic::new(
@@ -341,6 +347,18 @@ impl Program {
         check_core(&self.module, "expanding differential operators")
     }
 
+    /// Runs the optimiser over the (expanded) module unless `opt` is `Off`: the step
+    /// between [`Program::expand`] and running. Returns what each pass did.
+    pub fn optimize(&mut self, opt: OptLevel) -> Result<OptReport, Diagnostic> {
+        let mut report = OptReport::default();
+        if opt == OptLevel::On {
+            fluxion_opt::optimize_module(&mut self.module, &mut report)
+                .map_err(|m| Diagnostic::new(Phase::Input, None, m))?;
+            check_core(&self.module, "optimising")?;
+        }
+        Ok(report)
+    }
+
     /// The program after a pipeline stage, as Fluxion source, its operators expanded
     /// with the default `--ad` mode.
     pub fn show(&self, stage: &str, entry: Option<&str>) -> Result<String, String> {
@@ -356,6 +374,19 @@ impl Program {
         entry: Option<&str>,
         mode: AdMode,
     ) -> Result<String, String> {
+        self.show_optimized(stage, entry, mode, OptLevel::Off)
+    }
+
+    /// [`Program::show_with`]; with `opt` on, a transformation's stage (`fwd`, `chad`,
+    /// ...) prints its derived codes optimised, as the run time runs them (`opt` always
+    /// prints the optimised program; `core` never is).
+    pub fn show_optimized(
+        &self,
+        stage: &str,
+        entry: Option<&str>,
+        mode: AdMode,
+        opt: OptLevel,
+    ) -> Result<String, String> {
         match stage {
             "core" => {
                 let roots: Vec<_> = match entry {
@@ -366,6 +397,25 @@ impl Program {
                     None => self.user_functions(),
                 };
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
+            }
+            "opt" => {
+                let mut program = Program {
+                    module: self.module.clone(),
+                    sources: Vec::new(),
+                };
+                program.expand(mode).map_err(|d| d.message)?;
+                program.optimize(OptLevel::On).map_err(|d| d.message)?;
+                let roots: Vec<_> = match entry {
+                    Some(e) => match program.module.functions.get(e) {
+                        Some(c) => vec![*c],
+                        None => return Err(format!("no function named `{e}`")),
+                    },
+                    None => self.user_functions(),
+                };
+                Ok(fluxion_core::print::print_reachable(
+                    &program.module,
+                    &roots,
+                ))
             }
             stage
                 if stage == "fwd"
@@ -399,6 +449,7 @@ impl Program {
                     None => self.user_functions(),
                 };
                 let mut derived = Vec::new();
+                let first_new = module.codes.len();
                 for root in roots {
                     let code = match layer {
                         fluxion_core::TypeMap::Taylor(k) => {
@@ -412,6 +463,14 @@ impl Program {
                         _ => fluxion_ad::forward_code(&mut module, root),
                     };
                     derived.push(code.map_err(|e| e.0)?);
+                }
+                if opt == OptLevel::On {
+                    let codes: Vec<fluxion_core::CodeId> = (first_new as u32
+                        ..module.codes.len() as u32)
+                        .map(fluxion_core::CodeId)
+                        .collect();
+                    let mut report = OptReport::default();
+                    fluxion_opt::optimize_codes(&mut module, &codes, first_new, &mut report)?;
                 }
                 check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(fluxion_core::print::print_reachable(&module, &derived))
@@ -450,6 +509,7 @@ pub fn call(
     let ty = module.code(code).ret.clone();
     let mut interp = Interp::with_mode(module, options.mode);
     interp.set_fwd_mode(options.fwd);
+    interp.set_opt_level(options.opt);
     interp.set_library_source(PRELUDE_SOURCE);
     interp.set_stack_limit(stack_budget());
     interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
@@ -460,7 +520,7 @@ pub fn call(
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "fwd", "chad", "chad-fwd", "delta", "taylor"];
+pub const STAGES: &[&str] = &["core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor"];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
 pub fn is_stage(stage: &str) -> bool {

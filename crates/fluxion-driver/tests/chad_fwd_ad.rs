@@ -10,6 +10,7 @@ include!("common/forward_suite.rs");
 const DUAL: RunOptions = RunOptions {
     mode: AdMode::Fwd,
     fwd: fluxion_driver::FwdMode::Dual,
+    opt: fluxion_driver::OptLevel::On,
     memory_limit: None,
 };
 

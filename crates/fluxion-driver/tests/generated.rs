@@ -26,6 +26,7 @@ fn ad_modes() -> Vec<RunOptions> {
     modes.push(RunOptions {
         mode: AdMode::Fwd,
         fwd: FwdMode::Chad,
+        opt: fluxion_driver::OptLevel::On,
         memory_limit: None,
     });
     modes

@@ -158,7 +158,7 @@ impl Interp {
             _ => fluxion_ad::forward_code(&mut m, code),
         }
         .map_err(|e| RuntimeError { span, message: e.0 })?;
-        verify_derived(&m, first_new, span)?;
+        self.finish_derived(&mut m, first_new, span)?;
         // A translation grows the module (nested forward mode: about 3x the code
         // it translates), so it counts against the memory budget like values do.
         drop(m);
@@ -271,6 +271,27 @@ fn count_bindings(body: &fluxion_core::Body) -> usize {
             }
         })
         .sum()
+}
+
+impl Interp {
+    /// The codes a run-time translation just added (from `first_new` on): optimised
+    /// (unless `--opt 0`), like the module before evaluation, then verified.
+    pub(crate) fn finish_derived(
+        &self,
+        m: &mut Module,
+        first_new: usize,
+        span: Span,
+    ) -> EvalResult<()> {
+        if self.opt_level() == fluxion_opt::OptLevel::On && first_new < m.codes.len() {
+            let codes: Vec<fluxion_core::CodeId> = (first_new as u32..m.codes.len() as u32)
+                .map(fluxion_core::CodeId)
+                .collect();
+            let mut report = fluxion_opt::Report::default();
+            fluxion_opt::optimize_codes(m, &codes, first_new, &mut report)
+                .map_err(|message| RuntimeError { span, message })?;
+        }
+        verify_derived(m, first_new, span)
+    }
 }
 
 /// In debug builds (every test), the codes a run-time translation just added must pass

@@ -126,7 +126,7 @@ impl Interp {
             let mut m = self.module_mut();
             let first_new = m.codes.len();
             let code = fluxion_ad::vjp_by_forward(&mut m, fty);
-            crate::ad::verify_derived(&m, first_new, span)?;
+            self.finish_derived(&mut m, first_new, span)?;
             code
         };
         let helper = Value::Closure(Rc::new(Closure {

@@ -55,6 +55,8 @@ pub struct Interp {
     mode: AdMode,
     /// The `--fwd` mode: which algorithm `jvp` uses.
     fwd: FwdMode,
+    /// Whether codes derived at run time are optimised (`--opt`).
+    opt: fluxion_opt::OptLevel,
     /// Source id of library code (the prelude), whose faults are reported at the call
     /// from the user's code.
     library_source: Option<u32>,
@@ -85,6 +87,7 @@ impl Interp {
             module: RefCell::new(module),
             mode,
             fwd: FwdMode::default(),
+            opt: fluxion_opt::OptLevel::default(),
             library_source: None,
             compiled: RefCell::new(Vec::new()),
             stack_base: stack_position(),
@@ -135,6 +138,16 @@ impl Interp {
 
     pub fn fwd_mode(&self) -> FwdMode {
         self.fwd
+    }
+
+    /// Whether the codes differentiation derives at run time are optimised (on unless
+    /// set).
+    pub fn set_opt_level(&mut self, opt: fluxion_opt::OptLevel) {
+        self.opt = opt;
+    }
+
+    pub fn opt_level(&self) -> fluxion_opt::OptLevel {
+        self.opt
     }
 
     pub fn module(&self) -> std::cell::Ref<'_, Module> {

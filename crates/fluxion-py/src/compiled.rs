@@ -59,7 +59,7 @@ impl Compiled {
         Ok(compiled)
     }
 
-    /// The module with its operators expanded for `mode` (memoised).
+    /// The module with its operators expanded for `mode` and optimised (memoised).
     fn expanded(&self, mode: AdMode) -> Result<Arc<Module>, FxError> {
         if let Some(m) = lock(&self.expanded).get(&mode) {
             return Ok(m.clone());
@@ -70,6 +70,7 @@ impl Compiled {
         };
         program
             .expand(mode)
+            .and_then(|()| program.optimize(fluxion_driver::OptLevel::On).map(|_| ()))
             .map_err(|d| FxError::from_diagnostics(&[d], &self.sources))?;
         let module = Arc::new(program.module);
         lock(&self.expanded).insert(mode, module.clone());
@@ -140,6 +141,7 @@ impl Compiled {
             let options = RunOptions {
                 mode,
                 memory_limit: Some(memory_limit()),
+                ..RunOptions::default()
             };
             let out = fluxion_driver::call((*module).clone(), sig.code, values, options)
                 .map_err(|d| FxError::from_diagnostics(&[d], &self.sources))?;

@@ -13,6 +13,7 @@ use fluxion_driver::{AdMode, RunOptions};
 const MODE: RunOptions = RunOptions {
     mode: AdMode::Fwd,
     fwd: FWD_UNDER_TEST,
+    opt: fluxion_driver::OptLevel::On,
     memory_limit: None,
 };
 

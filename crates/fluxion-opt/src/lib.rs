@@ -1,0 +1,200 @@
+//! The optimiser (issue 12; seed 002, the Knossos notes, §2.6 and its rewrite rules):
+//! a pipeline of Core → Core passes, listed in one place ([`PASSES`]), each one file
+//! with a verb-named entry point, each followed by the verifier in debug builds.
+//!
+//! It runs on the module after the operators are expanded, and on every code a
+//! differentiation makes at run time (the interpreter calls [`optimize_codes`] on the
+//! codes a translation added), so derivative code is optimised wherever it is made.
+//! Every rule preserves the value computed, bit for bit: folding evaluates the same
+//! IEEE operation the interpreter would, and the AD rules (zero propagation, linear
+//! maps of zero, projections of known tuples) are identities of the run-time linear
+//! algebra.
+//!
+//! | pass | file | what |
+//! |---|---|---|
+//! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
+//! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
+//! | `dce` | `dce.rs` | dead bindings that cannot fail |
+
+mod cse;
+mod dce;
+mod pure;
+mod simplify;
+mod subst;
+
+use std::time::{Duration, Instant};
+
+use std::collections::HashSet;
+
+use fluxion_core::{Body, CodeId, Module, Rhs, VarId};
+
+/// Removes the dead bindings of `body` that cannot fail (what the AD passes use to
+/// drop what their rules left unused).
+pub fn eliminate_dead_bindings(m: &Module, body: &mut Body) {
+    dce::eliminate_dead_bindings(
+        &Context {
+            m,
+            captured: HashSet::new(),
+        },
+        body,
+    );
+}
+
+/// Whether the optimiser runs (`--opt 1`, the default) or not (`--opt 0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum OptLevel {
+    Off,
+    #[default]
+    On,
+}
+
+impl OptLevel {
+    pub fn parse(s: &str) -> Option<OptLevel> {
+        match s {
+            "0" => Some(OptLevel::Off),
+            "1" => Some(OptLevel::On),
+            _ => None,
+        }
+    }
+}
+
+/// One pass: rewrites one code's body in place.
+pub struct Pass {
+    pub name: &'static str,
+    pub run: fn(&Context, &mut Body),
+}
+
+/// What a pass may consult: the module, and the variables some lambda captures.
+/// A lambda sees its enclosing scope's variables under their own ids (its code's
+/// capture list names them), so a pass never drops the binding of a captured variable:
+/// where it would rename it, it keeps `let x = a` instead.
+pub struct Context<'m> {
+    pub m: &'m Module,
+    pub captured: HashSet<VarId>,
+}
+
+impl Context<'_> {
+    fn new(m: &Module) -> Context<'_> {
+        let captured = m
+            .codes
+            .iter()
+            .filter(|c| c.kind == fluxion_core::CodeKind::Lambda)
+            .flat_map(|c| c.captures.iter().copied())
+            .collect();
+        Context { m, captured }
+    }
+}
+
+/// The pipeline, in order. `simplify` exposes copies and dead bindings, `cse` merges
+/// what `simplify` made equal, `dce` removes what both left unused.
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "simplify",
+        run: simplify::simplify_body,
+    },
+    Pass {
+        name: "cse",
+        run: cse::eliminate_common_subexpressions,
+    },
+    Pass {
+        name: "dce",
+        run: dce::eliminate_dead_bindings,
+    },
+];
+
+/// Time and code size after each pass.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// (pass, time spent, bindings in the optimised codes after it).
+    pub passes: Vec<(&'static str, Duration, usize)>,
+    /// Bindings before the first pass.
+    pub before: usize,
+}
+
+impl Report {
+    /// One line per pass, for `--time-passes`.
+    pub fn render(&self) -> String {
+        let mut out = format!("optimiser: {} bindings before\n", self.before);
+        for (name, time, size) in &self.passes {
+            out.push_str(&format!(
+                "  {name:<10} {:>9.3} ms  {size} bindings\n",
+                time.as_secs_f64() * 1e3
+            ));
+        }
+        out
+    }
+
+    fn add(&mut self, name: &'static str, time: Duration, size: usize) {
+        match self.passes.iter_mut().find(|(n, _, _)| *n == name) {
+            Some(entry) => {
+                entry.1 += time;
+                entry.2 = size;
+            }
+            None => self.passes.push((name, time, size)),
+        }
+    }
+}
+
+/// Runs the pipeline on `codes`. In debug builds the verifier checks the module's
+/// codes from `verify_from` on after every pass; the error names the pass.
+pub fn optimize_codes(
+    m: &mut Module,
+    codes: &[CodeId],
+    verify_from: usize,
+    report: &mut Report,
+) -> Result<(), String> {
+    report.before += size_of(m, codes);
+    for pass in PASSES {
+        let start = Instant::now();
+        for &c in codes {
+            let mut body = std::mem::replace(
+                &mut m.codes[c.0 as usize].body,
+                Body {
+                    bindings: Vec::new(),
+                    result: fluxion_core::Atom::Lit(fluxion_core::Lit::Unit),
+                },
+            );
+            (pass.run)(&Context::new(m), &mut body);
+            m.codes[c.0 as usize].body = body;
+        }
+        report.add(pass.name, start.elapsed(), size_of(m, codes));
+        if cfg!(debug_assertions) {
+            fluxion_core::verify::verify_codes_from(m, verify_from).map_err(|errors| {
+                format!(
+                    "internal error: the optimiser's `{}` pass made code that fails \
+                     verification:\n{}",
+                    pass.name,
+                    fluxion_core::verify::describe(&errors)
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the pipeline on every code of `m`.
+pub fn optimize_module(m: &mut Module, report: &mut Report) -> Result<(), String> {
+    let codes: Vec<CodeId> = (0..m.codes.len() as u32).map(CodeId).collect();
+    optimize_codes(m, &codes, 0, report)
+}
+
+/// The number of bindings of `codes`, nested ones included.
+pub fn size_of(m: &Module, codes: &[CodeId]) -> usize {
+    codes.iter().map(|c| body_size(&m.code(*c).body)).sum()
+}
+
+fn body_size(body: &Body) -> usize {
+    body.bindings
+        .iter()
+        .map(|b| {
+            1 + match &b.rhs {
+                Rhs::If(_, t, e) => body_size(t) + body_size(e),
+                Rhs::Match(_, arms, d) => {
+                    arms.iter().map(|a| body_size(&a.body)).sum::<usize>()
+                        + d.as_deref().map_or(0, body_size)
+                }
+                _ => 0,
+            }
+        })
+        .sum()
+}

@@ -1,0 +1,85 @@
+//! Which right-hand sides a pass may remove or reuse.
+
+use fluxion_core::{Module, Prim, Rhs, Type};
+
+/// Real primitives that are total on reals (a NaN is a value, not a failure).
+fn total_real(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        Add | Sub
+            | Mul
+            | Div
+            | Neg
+            | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Tanh
+            | Sinh
+            | Cosh
+            | Exp
+            | Log
+            | Log1p
+            | Expm1
+            | Sqrt
+            | Abs
+            | Sigmoid
+            | Lgamma
+            | Erf
+            | Floor
+            | Ceil
+            | Pow
+            | Atan2
+            | Min
+            | Max
+            | Digamma
+            | Trigamma
+    )
+}
+
+/// Never fails and has no effect: an unused binding of it can go.
+pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
+    match rhs {
+        Rhs::Atom(_)
+        | Rhs::Tuple(_)
+        | Rhs::Proj(..)
+        | Rhs::Array(_)
+        | Rhs::Ctor(..)
+        | Rhs::Closure(..) => true,
+        // Int arithmetic can overflow or divide by zero; real arithmetic cannot fail.
+        Rhs::Prim(p, args) if total_real(*p) => args.iter().all(|a| m.atom_ty(a) != Type::Int),
+        Rhs::Prim(Prim::TanZero | Prim::LinScale | Prim::LinProj | Prim::ToReal, _) => true,
+        _ => false,
+    }
+}
+
+/// Deterministic and without effect: a second binding equal to an earlier one in scope
+/// computes the same value (if it could fail, the earlier one failed first), so it
+/// can reuse it. Calls and the higher-order built-ins are left alone (a delta-mode
+/// translation's calls record on the tape), as are the delta primitives.
+pub(crate) fn is_repeatable(rhs: &Rhs) -> bool {
+    use Prim::*;
+    match rhs {
+        Rhs::Tuple(_) | Rhs::Proj(..) | Rhs::Array(_) | Rhs::Ctor(..) | Rhs::Closure(..) => true,
+        Rhs::Prim(p, _) => !matches!(
+            p,
+            DeltaPush
+                | DeltaSum
+                | DeltaVjp
+                | DeltaJvp
+                | DeltaTaylor
+                | MatchFail
+                | Build
+                | Map
+                | Map2
+                | Fold
+                | Scan
+                | Iterate
+                | Sumbuild
+        ),
+        _ => false,
+    }
+}

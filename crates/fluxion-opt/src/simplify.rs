@@ -1,0 +1,242 @@
+//! Local simplification, one forward walk with what is known of each variable:
+//!
+//! - copies: `let x = a` is dropped, `x` renamed to `a`;
+//! - projections of known tuples: `let t = (a, b); t.0` is `a` (the pairs forward mode
+//!   builds and takes apart again), `%lproj` of a known tuple likewise;
+//! - case of known constructor: `match` of a value built by `Ctor` here runs its arm
+//!   inline, with the fields renamed; `if` of a literal runs its branch inline;
+//!   `%lfield` of a known constructor is its field;
+//! - constant folding: `+ - * /` and negation of real literals (the same IEEE operation
+//!   the interpreter performs, so the same bits), `+ - *` of `Int` literals where they
+//!   do not overflow, comparisons and `!` of `Int`/`Bool` literals;
+//! - zero propagation through the linear building blocks (seed 002 §2.6, seed 000's
+//!   simplifications): `%tplus(0, x) = x`, `%lscale(c, 0) = 0`, `%lproj(0, i) = 0`,
+//!   `%lfield(0, ..) = 0`, `%lindex(0, i) = 0`, `%lsum(0) = 0`, `%lslice(0, ..) = 0` —
+//!   identities of the run-time algebra, where `%tzero()` is the symbolic zero.
+
+use std::collections::{HashMap, HashSet};
+
+use fluxion_core::{Atom, Binding, Body, Lit, Prim, Rhs, VarId};
+
+use crate::Context;
+
+use crate::subst::Subst;
+
+/// Simplifies `body` and the bodies nested in it.
+pub(crate) fn simplify_body(cx: &Context, body: &mut Body) {
+    let mut s = Simplifier {
+        captured: &cx.captured,
+        known: HashMap::new(),
+        subst: Subst::default(),
+    };
+    s.body(body);
+}
+
+/// What is known of a variable's value.
+#[derive(Clone)]
+enum Known {
+    Tuple(Vec<Atom>),
+    Ctor(u32, Vec<Atom>),
+    /// The symbolic zero `%tzero()`.
+    Zero,
+}
+
+struct Simplifier<'c> {
+    /// Variables a lambda captures: renamed only by a copy binding.
+    captured: &'c HashSet<VarId>,
+    /// Facts about variables; valid wherever the variable is in scope (variables are
+    /// unique, so a fact learnt in one branch is never consulted in another).
+    known: HashMap<VarId, Known>,
+    subst: Subst,
+}
+
+/// What becomes of one binding.
+enum Outcome {
+    /// Kept, with its right-hand side simplified.
+    Keep(Rhs),
+    /// Dropped: its variable stands for this atom.
+    Rename(Atom),
+    /// Replaced by the bindings of a branch run inline, ending in its result; a
+    /// `match` arm's fields stand for the constructor's arguments.
+    Inline(Body, Vec<(VarId, Atom)>),
+}
+
+impl Simplifier<'_> {
+    fn body(&mut self, body: &mut Body) {
+        let mut out = Vec::with_capacity(body.bindings.len());
+        for binding in std::mem::take(&mut body.bindings) {
+            self.binding(binding, &mut out);
+        }
+        body.bindings = out;
+        body.result = self.subst.atom(&body.result);
+    }
+
+    fn binding(&mut self, mut binding: Binding, out: &mut Vec<Binding>) {
+        self.subst.rhs(&mut binding.rhs);
+        let rhs = std::mem::replace(&mut binding.rhs, Rhs::Atom(Atom::Lit(Lit::Unit)));
+        match self.rewrite(rhs) {
+            Outcome::Keep(rhs) => {
+                self.learn(binding.var, &rhs);
+                binding.rhs = rhs;
+                out.push(binding);
+            }
+            Outcome::Rename(a) => self.rename(binding, a, out),
+            Outcome::Inline(mut inner, fields) => {
+                // The inlined body is simplified in this scope, its bindings join it.
+                for (f, a) in fields {
+                    let copy = Binding {
+                        var: f,
+                        rhs: Rhs::Atom(a),
+                        span: binding.span,
+                    };
+                    self.rename(copy, a, out);
+                }
+                for b in std::mem::take(&mut inner.bindings) {
+                    self.binding(b, out);
+                }
+                let r = self.subst.atom(&inner.result);
+                self.rename(binding, r, out);
+            }
+        }
+    }
+
+    /// `binding`'s variable stands for `a`: renamed in what follows, or, if a lambda
+    /// captures it, bound to `a` by a copy (what `a` is known to be, it is too).
+    fn rename(&mut self, mut binding: Binding, a: Atom, out: &mut Vec<Binding>) {
+        if self.captured.contains(&binding.var) {
+            if let Some(fact) = self.fact(&a).cloned() {
+                self.known.insert(binding.var, fact);
+            }
+            binding.rhs = Rhs::Atom(a);
+            out.push(binding);
+        } else {
+            self.subst.insert(binding.var, a);
+        }
+    }
+
+    fn learn(&mut self, v: VarId, rhs: &Rhs) {
+        let fact = match rhs {
+            Rhs::Tuple(args) => Known::Tuple(args.clone()),
+            Rhs::Ctor(_, tag, args) => Known::Ctor(*tag, args.clone()),
+            Rhs::Prim(Prim::TanZero, _) => Known::Zero,
+            _ => return,
+        };
+        self.known.insert(v, fact);
+    }
+
+    fn fact(&self, a: &Atom) -> Option<&Known> {
+        match a {
+            Atom::Var(v) => self.known.get(v),
+            Atom::Lit(_) => None,
+        }
+    }
+
+    fn is_zero(&self, a: &Atom) -> bool {
+        matches!(self.fact(a), Some(Known::Zero))
+    }
+
+    fn rewrite(&mut self, rhs: Rhs) -> Outcome {
+        let zero = Outcome::Keep(Rhs::Prim(Prim::TanZero, vec![]));
+        match rhs {
+            Rhs::Atom(a) => Outcome::Rename(a),
+            Rhs::Proj(a, i) => match self.fact(&a) {
+                Some(Known::Tuple(parts)) => Outcome::Rename(parts[i]),
+                _ => Outcome::Keep(Rhs::Proj(a, i)),
+            },
+            Rhs::If(Atom::Lit(Lit::Bool(c)), t, e) => {
+                Outcome::Inline(if c { *t } else { *e }, Vec::new())
+            }
+            Rhs::If(c, mut t, mut e) => {
+                self.body(&mut t);
+                self.body(&mut e);
+                Outcome::Keep(Rhs::If(c, t, e))
+            }
+            Rhs::Match(s, mut arms, mut default) => {
+                if let Some(Known::Ctor(tag, fields)) = self.fact(&s).cloned() {
+                    if let Some(i) = arms.iter().position(|a| a.tag == tag) {
+                        let arm = arms.swap_remove(i);
+                        let fields = arm.fields.iter().copied().zip(fields).collect();
+                        return Outcome::Inline(arm.body, fields);
+                    }
+                    if let Some(d) = default {
+                        return Outcome::Inline(*d, Vec::new());
+                    }
+                }
+                for arm in arms.iter_mut() {
+                    self.body(&mut arm.body);
+                }
+                if let Some(d) = default.as_deref_mut() {
+                    self.body(d);
+                }
+                Outcome::Keep(Rhs::Match(s, arms, default))
+            }
+            Rhs::Prim(p, args) => self.prim(p, args).unwrap_or(zero),
+            rhs => Outcome::Keep(rhs),
+        }
+    }
+
+    /// `None`: the result is the symbolic zero.
+    fn prim(&mut self, p: Prim, args: Vec<Atom>) -> Option<Outcome> {
+        use Prim::*;
+        let keep = |args| Some(Outcome::Keep(Rhs::Prim(p, args)));
+        match p {
+            TanPlus if self.is_zero(&args[0]) => Some(Outcome::Rename(args[1])),
+            TanPlus if self.is_zero(&args[1]) => Some(Outcome::Rename(args[0])),
+            LinScale if self.is_zero(&args[1]) => None,
+            LinProj | LinField | LinIndex | LinSum | LinSlice if self.is_zero(&args[0]) => None,
+            LinProj => match (self.fact(&args[0]), args[1]) {
+                (Some(Known::Tuple(parts)), Atom::Lit(Lit::Int(i))) => {
+                    Some(Outcome::Rename(parts[i as usize]))
+                }
+                _ => keep(args),
+            },
+            LinField => match (self.fact(&args[0]), args[1], args[2]) {
+                (
+                    Some(Known::Ctor(tag, fields)),
+                    Atom::Lit(Lit::Int(t)),
+                    Atom::Lit(Lit::Int(j)),
+                ) if *tag as i64 == t => Some(Outcome::Rename(fields[j as usize])),
+                _ => keep(args),
+            },
+            _ => match fold(p, &args) {
+                Some(l) => Some(Outcome::Rename(Atom::Lit(l))),
+                None => keep(args),
+            },
+        }
+    }
+}
+
+/// The value of `p` on literal arguments, where it is a plain IEEE or checked
+/// integer operation that cannot fail.
+fn fold(p: Prim, args: &[Atom]) -> Option<Lit> {
+    use Prim::*;
+    let lit = |i: usize| match args.get(i) {
+        Some(Atom::Lit(l)) => Some(*l),
+        _ => None,
+    };
+    match (p, lit(0)?, args.get(1).map(|_| lit(1))) {
+        (Neg, Lit::Real(x), None) => Some(Lit::Real(-x)),
+        (Neg, Lit::Int(x), None) => x.checked_neg().map(Lit::Int),
+        (Not, Lit::Bool(b), None) => Some(Lit::Bool(!b)),
+        (_, Lit::Real(x), Some(Some(Lit::Real(y)))) => match p {
+            Add => Some(Lit::Real(x + y)),
+            Sub => Some(Lit::Real(x - y)),
+            Mul => Some(Lit::Real(x * y)),
+            Div => Some(Lit::Real(x / y)),
+            _ => None,
+        },
+        (_, Lit::Int(x), Some(Some(Lit::Int(y)))) => match p {
+            Add => x.checked_add(y).map(Lit::Int),
+            Sub => x.checked_sub(y).map(Lit::Int),
+            Mul => x.checked_mul(y).map(Lit::Int),
+            Eq => Some(Lit::Bool(x == y)),
+            Ne => Some(Lit::Bool(x != y)),
+            Lt => Some(Lit::Bool(x < y)),
+            Le => Some(Lit::Bool(x <= y)),
+            Gt => Some(Lit::Bool(x > y)),
+            Ge => Some(Lit::Bool(x >= y)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
