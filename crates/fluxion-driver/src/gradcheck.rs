@@ -50,6 +50,31 @@ pub fn eval_literal(src: &str, expr: &str, mode: impl Into<RunOptions>) -> Resul
     })
 }
 
+/// The printed value with every real replaced by `#`: the shape (constructors, tuple
+/// and array structure, `Int`s, `Bool`s and units) two modes must print identically.
+pub fn skeleton(text: &str) -> String {
+    let mut out = String::new();
+    let mut token = String::new();
+    let flush = |token: &mut String, out: &mut String| {
+        let is_real = matches!(token.as_str(), "NaN" | "inf" | "-inf")
+            || ((token.contains('.') || token.contains('e'))
+                && token.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+                && token.parse::<f64>().is_ok());
+        out.push_str(if is_real { "#" } else { token });
+        token.clear();
+    };
+    for c in text.chars() {
+        if matches!(c, '[' | ']' | '(' | ')' | ',' | ' ') {
+            flush(&mut token, &mut out);
+            out.push(c);
+        } else {
+            token.push(c);
+        }
+    }
+    flush(&mut token, &mut out);
+    out
+}
+
 /// Every real number in a printed value, in order.
 pub fn parse_reals(text: &str) -> Vec<f64> {
     text.split(['[', ']', '(', ')', ',', ' '])

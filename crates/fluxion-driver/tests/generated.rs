@@ -13,8 +13,10 @@ mod generator;
 
 use std::path::{Path, PathBuf};
 
-use fluxion_driver::gradcheck::{check_gradient, check_transpose, eval_reals};
-use fluxion_driver::{AdMode, FwdMode, RunOptions, compile, with_big_stack};
+use fluxion_driver::gradcheck::{
+    check_gradient, check_transpose, eval_reals, parse_reals, skeleton,
+};
+use fluxion_driver::{AdMode, FwdMode, OptLevel, RunOptions, compile, with_big_stack};
 use generator::{Config, generate};
 
 /// The algorithms behind `grad`, `vjp`, ... that are checked: every reverse mode that
@@ -187,6 +189,51 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
                     ));
                 }
             }
+        }
+    }
+    // 2b. The optimiser changes nothing: value, gradient, Hessian and a JVP with
+    //     `--opt 1` and `--opt 0` have the same shape and the same reals to 1e-12
+    //     relative (its rules are exact identities of the primal, but a derivative of
+    //     optimised code adds the same contributions in another order: two uses of
+    //     one merged expression get their cotangents summed before the partial is
+    //     applied, not after), under CHAD (with forward CHAD) and delta.
+    for mode in [AdMode::Chad, AdMode::Delta] {
+        // The Hessian (forward over reverse, over optimised code) once: under CHAD.
+        let expr = if mode == AdMode::Chad {
+            format!("(f({xs}), grad(f, {xs}), hessian(f, {xs}), jvp(f, {xs}, {xs}))")
+        } else {
+            format!("(f({xs}), grad(f, {xs}), jvp(f, {xs}, {xs}))")
+        };
+        let with = |opt| {
+            let options = RunOptions {
+                mode,
+                fwd: if mode == AdMode::Chad {
+                    FwdMode::Chad
+                } else {
+                    FwdMode::Dual
+                },
+                opt,
+                memory_limit: None,
+            };
+            fluxion_driver::gradcheck::eval_literal(src, &expr, options)
+        };
+        let (on, off) = (with(OptLevel::On), with(OptLevel::Off));
+        let same = match (&on, &off) {
+            (Ok(a), Ok(b)) => {
+                let (ra, rb) = (parse_reals(a), parse_reals(b));
+                skeleton(a) == skeleton(b)
+                    && ra.len() == rb.len()
+                    && ra.iter().zip(&rb).all(|(p, q)| {
+                        p.to_bits() == q.to_bits() || (p - q).abs() <= 1e-12 * (1.0 + q.abs())
+                    })
+            }
+            (a, b) => a == b,
+        };
+        if !same {
+            return Err(fail(
+                format!("optimiser {mode:?}"),
+                format!("{expr}: --opt 1 {on:?}, --opt 0 {off:?}"),
+            ));
         }
     }
     // 3. Agreements between operators.

@@ -8,7 +8,8 @@
 //! Every rule preserves the value computed, bit for bit: folding evaluates the same
 //! IEEE operation the interpreter would, and the AD rules (zero propagation, linear
 //! maps of zero, projections of known tuples) are identities of the run-time linear
-//! algebra.
+//! algebra. (A derivative *of* optimised code may differ in rounding: differentiation
+//! sums the cotangents of a merged expression's uses before applying its partial.)
 //!
 //! | pass | file | what |
 //! |---|---|---|

@@ -18,7 +18,7 @@
 
 use fluxion_driver::gradcheck::{
     check_gradient, check_jacobian, check_transpose, eval_literal, eval_reals, fd_jacobian,
-    parse_reals,
+    parse_reals, skeleton,
 };
 use fluxion_driver::{AdMode, compile, with_big_stack};
 
@@ -61,30 +61,6 @@ fn delta(src: &str, expr: &str) -> String {
     eval_literal(src, expr, under_test()).unwrap_or_else(|e| panic!("[rev] {expr}:\n{e}"))
 }
 
-/// The printed value with every real replaced by `#`: the shape (constructors, tuple
-/// and array structure, `Int`s, `Bool`s and units) two modes must print identically.
-fn skeleton(text: &str) -> String {
-    let mut out = String::new();
-    let mut token = String::new();
-    let flush = |token: &mut String, out: &mut String| {
-        let is_real = matches!(token.as_str(), "NaN" | "inf" | "-inf")
-            || ((token.contains('.') || token.contains('e'))
-                && token.starts_with(|c: char| c.is_ascii_digit() || c == '-')
-                && token.parse::<f64>().is_ok());
-        out.push_str(if is_real { "#" } else { token });
-        token.clear();
-    };
-    for c in text.chars() {
-        if matches!(c, '[' | ']' | '(' | ')' | ',' | ' ') {
-            flush(&mut token, &mut out);
-            out.push(c);
-        } else {
-            token.push(c);
-        }
-    }
-    flush(&mut token, &mut out);
-    out
-}
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0)

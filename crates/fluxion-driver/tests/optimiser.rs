@@ -1,0 +1,180 @@
+//! The optimiser (`fluxion-opt`): it never changes a result (every example and a set of
+//! derivative programs, in every AD mode and both forward algorithms, print the same
+//! shape and the same reals with `--opt 1` as with `--opt 0`, to 1e-12 relative: a
+//! derivative of optimised code may sum in another order), its rules fire (snapshots of `show
+//! --stage opt` and of derivative stages with `--opt 1`), and its time grows about
+//! linearly with the program.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use fluxion_driver::gradcheck::{parse_reals, skeleton};
+use fluxion_driver::{AdMode, FwdMode, OptLevel, RunOptions, compile, with_big_stack};
+
+fn run(src: &str, options: RunOptions) -> String {
+    let src = src.to_string();
+    with_big_stack(move || {
+        let program = compile("opt.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+        match program.run_with_options("main", None, options) {
+            Ok(out) => out.to_literal(),
+            Err(f) => format!("error: {}", f.render()),
+        }
+    })
+}
+
+fn options(mode: AdMode, fwd: FwdMode, opt: OptLevel) -> RunOptions {
+    RunOptions {
+        mode,
+        fwd,
+        opt,
+        memory_limit: None,
+    }
+}
+
+/// Programs whose derivatives go through every AD mode's derived code.
+const DERIVATIVE_PROGRAMS: &[&str] = &[
+    "fn f(x: [Real]) -> Real { let p = (x[0] * x[1], sin(x[2])); p.0 * p.1 + exp(p.0) }
+     fn main() -> ([Real], (Real, Real), [[Real]]) {
+        (grad(f, [0.3, 1.2, -0.7]), jvp(f, [0.3, 1.2, -0.7], [1.0, 0.5, 0.25]), hessian(f, [0.3, 1.2, -0.7]))
+     }",
+    "enum Shape { Circle(Real), Rect(Real, Real) }
+     fn area(s: Shape) -> Real { match s { Circle(r) => 3.0 * r * r, Rect(a, b) => a * b } }
+     fn f(x: [Real]) -> Real { area(Circle(x[0])) + area(Rect(x[1], x[0])) + fold(|acc, y| acc * 0.5 + y * y, 0.0, x) }
+     fn main() -> ([Real], Real) { (grad(f, [0.5, 2.0, 1.5]), diff(|t| f([t, t * t, 1.0]), 0.4)) }",
+    "fn adder(k: Real) -> fn(Real) -> Real { |y| k * y + sin(k) }
+     fn f(x: [Real]) -> Real { let a = adder(x[0]); sum(map(a, x)) + a(a(x[1])) + sumbuild(length(x), |i| x[i] * to_real(i)) }
+     fn main() -> ([Real], [Real]) { let x = [0.7, -0.2, 1.1]; (grad(f, x), vjp(|v: [Real]| map(|z| z * f(v), v), x).1([1.0, 2.0, 3.0])) }",
+];
+
+#[test]
+fn the_optimiser_never_changes_a_result() {
+    for src in DERIVATIVE_PROGRAMS {
+        for &mode in AdMode::ALL {
+            for &fwd in FwdMode::ALL {
+                let on = run(src, options(mode, fwd, OptLevel::On));
+                let off = run(src, options(mode, fwd, OptLevel::Off));
+                assert!(!on.starts_with("error"), "{mode:?}/{fwd:?}: {on}\n{src}");
+                assert_same(&on, &off, &format!("{mode:?}/{fwd:?}:\n{src}"));
+            }
+        }
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "flx"))
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 10, "{examples:?}");
+    for path in examples {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let on = run(&src, options(AdMode::Delta, FwdMode::Dual, OptLevel::On));
+        let off = run(&src, options(AdMode::Delta, FwdMode::Dual, OptLevel::Off));
+        assert_same(&on, &off, &path.display().to_string());
+    }
+}
+
+/// The same shape and the same reals to 1e-12 relative.
+fn assert_same(on: &str, off: &str, what: &str) {
+    let (a, b) = (parse_reals(on), parse_reals(off));
+    let close = a.len() == b.len()
+        && a.iter()
+            .zip(&b)
+            .all(|(p, q)| p.to_bits() == q.to_bits() || (p - q).abs() <= 1e-12 * (1.0 + q.abs()));
+    assert!(
+        skeleton(on) == skeleton(off) && close,
+        "{what}: --opt 1 {on}, --opt 0 {off}"
+    );
+}
+
+fn shown(src: &str, stage: &str, mode: AdMode) -> String {
+    let src = src.to_string();
+    let stage = stage.to_string();
+    with_big_stack(move || {
+        let program = compile("opt.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+        program
+            .show_optimized(&stage, Some("f"), mode, OptLevel::On)
+            .unwrap()
+    })
+}
+
+/// The rules firing: a projection of a tuple built here, `if` of a literal, a match on
+/// a constructor built here, folding, a repeated expression; then derivative code —
+/// forward mode's pairs taken apart where they are made, and CHAD's zeros.
+#[test]
+fn snapshots_show_the_rules_firing() {
+    insta::assert_snapshot!(
+        "opt_primal_rules",
+        shown(
+            "enum Op { Scale(Real), Shift(Real) }
+             fn f(x: Real) -> Real {
+                let p = (x * 2.0, x + 1.0);
+                let op = Scale(p.1);
+                let y = match op { Scale(k) => k * p.0, Shift(s) => s + p.0 };
+                let z = if 2 > 1 { y * (3.0 * 4.0) } else { y };
+                z + x * 2.0
+             }",
+            "opt",
+            AdMode::Delta
+        )
+    );
+    let derivative =
+        "fn f(x: Real, y: Real) -> Real { let p = (x * y, sin(x)); p.0 * p.1 + x * y }";
+    insta::assert_snapshot!("opt_fwd", shown(derivative, "fwd", AdMode::Delta));
+    insta::assert_snapshot!("opt_chad", shown(derivative, "chad", AdMode::Chad));
+    insta::assert_snapshot!("opt_chad_fwd", shown(derivative, "chad-fwd", AdMode::Chad));
+    // Each stage is smaller optimised than as its rules made it.
+    for stage in ["fwd", "chad", "chad-fwd", "delta"] {
+        let count = |opt| {
+            let program =
+                compile("opt.flx", derivative).unwrap_or_else(|f| panic!("{}", f.render()));
+            program
+                .show_optimized(stage, Some("f"), AdMode::Chad, opt)
+                .unwrap()
+                .matches("let ")
+                .count()
+        };
+        let (off, on) = (count(OptLevel::Off), count(OptLevel::On));
+        assert!(on < off, "{stage}: {on} bindings optimised, {off} not");
+    }
+}
+
+/// Four times the program takes about four times the time: the bound (12×, median of
+/// three) leaves room for noise while catching a quadratic pass (16×).
+#[test]
+fn the_optimiser_is_linear_in_program_size() {
+    let program = |n: usize| {
+        let mut src = String::from("fn f(x: Real) -> Real {\n    let a0 = x;\n");
+        for i in 0..n {
+            let j = i + 1;
+            src.push_str(&format!(
+                "    let p{j} = (a{i} * 1.5, a{i} + 2.0);\n    let q{j} = if a{i} > 0.0 {{ p{j}.0 }} else {{ p{j}.1 * (2.0 * 3.0) }};\n    let a{j} = q{j} + p{j}.0 * 1.5;\n"
+            ));
+        }
+        src.push_str(&format!("    a{n}\n}}\n"));
+        src
+    };
+    let time = |n: usize| {
+        let src = program(n);
+        with_big_stack(move || {
+            let mut times: Vec<f64> = (0..3)
+                .map(|_| {
+                    let mut p =
+                        compile("grow.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+                    p.expand(AdMode::Delta).unwrap();
+                    let start = Instant::now();
+                    p.optimize(OptLevel::On).unwrap();
+                    start.elapsed().as_secs_f64()
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[1]
+        })
+    };
+    let (small, large) = (time(500), time(2000));
+    assert!(
+        large <= 12.0 * small.max(1e-4),
+        "optimising 4x the program took {:.1}x the time ({small:.4} s, {large:.4} s)",
+        large / small
+    );
+}
