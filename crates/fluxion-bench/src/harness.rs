@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use fluxion_driver::interp::{Interp, Value};
-use fluxion_driver::{AdMode, PRELUDE_SOURCE, default_memory_limit};
+use fluxion_driver::{AdMode, OptLevel, PRELUDE_SOURCE, default_memory_limit};
 
 use crate::clock::time_on_this_thread;
 use crate::peak;
@@ -36,16 +36,33 @@ impl Bench {
     /// Compiles `src` and expands its differential operators for `mode`. The error is
     /// the rendered diagnostic (`--ad delta` in a tree without delta is one).
     pub fn new(src: &str, mode: AdMode) -> Result<Bench, String> {
+        Bench::with_opt(src, mode, OptLevel::On)
+    }
+
+    /// [`Bench::new`] with the optimiser on or off (for the program and for the
+    /// codes differentiation derives while it runs).
+    pub fn with_opt(src: &str, mode: AdMode, opt: OptLevel) -> Result<Bench, String> {
         let mut program = fluxion_driver::compile("bench.flx", src).map_err(|f| f.render())?;
         program
             .expand(mode)
-            .and_then(|()| program.optimize(fluxion_driver::OptLevel::On).map(|_| ()))
+            .and_then(|()| program.optimize(opt).map(|_| ()))
             .map_err(|d| fluxion_driver::render(&[d], &program.sources))?;
         let mut interp = Interp::with_mode(program.module, mode);
+        interp.set_opt_level(opt);
         interp.set_library_source(PRELUDE_SOURCE);
         interp.set_stack_limit(STACK_LIMIT);
         interp.set_memory_limit(default_memory_limit());
         Ok(Bench { interp })
+    }
+
+    /// The number of bindings in the module, the codes derived at run time so far
+    /// included.
+    pub fn code_size(&self) -> usize {
+        let m = self.interp.module();
+        let codes: Vec<fluxion_core::CodeId> = (0..m.codes.len() as u32)
+            .map(fluxion_core::CodeId)
+            .collect();
+        fluxion_opt::size_of(&m, &codes)
     }
 
     /// Calls top-level function `entry`; the error is the runtime error's message.

@@ -144,9 +144,10 @@ const REPS: usize = 5;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tables: [(&str, fn()); 5] = [
+    let tables: [(&str, fn()); 6] = [
         ("native", native_table),
         ("jvp", jvp_table),
+        ("opt", opt_table),
         ("taylor", taylor_table),
         ("hessian", hessian_table),
         ("compile", compile_table),
@@ -338,6 +339,83 @@ fn jvp_table() {
             jvp_chad.as_secs_f64() / primal.as_secs_f64()
         );
     }
+}
+
+/// Per AD mode, with the optimiser off and on: the module's size after the derivative
+/// ran (derived codes included), and JVP / primal and gradient / primal time.
+fn opt_table() {
+    println!("\n## Optimiser: derivative code size and time, `--opt 0` against `--opt 1`\n");
+    println!(
+        "Interpreter; thread CPU time, medians. Size: bindings in the module once the \
+         derivative has run (the codes derived at run time included).\n"
+    );
+    println!(
+        "| program | `--ad` | size, opt 0 | size, opt 1 | jvp / primal, opt 0 | opt 1 | gradient / primal, opt 0 | opt 1 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let cases = [
+        ("map/sum over 10^6 reals", AD_MAP_SUM),
+        ("fold with a closure over 10^6", AD_FOLD),
+        ("recursive, 28657 calls", AD_RECURSIVE),
+    ];
+    for (name, src) in cases {
+        let src = format!(
+            "{src}\nfn primal() -> Real {{ prog(1.1) }}\nfn tangent() -> Real {{ jvp(prog, 1.1, 1.0).1 }}\nfn gradient() -> Real {{ grad(prog, 1.1) }}"
+        );
+        for mode in [AdMode::Chad, AdMode::Delta] {
+            match opt_row(&src, mode, Vec::new) {
+                Ok(row) => println!("| {name} | {} | {row}", mode.name()),
+                Err(e) => println!("| {name} | {} | failed: {e} |", mode.name()),
+            }
+        }
+    }
+    let (d, k, n) = GMM_SIZE;
+    for mode in [AdMode::Chad, AdMode::Delta] {
+        let gmm_args = || Gmm::generate(GMM_SIZE.0, GMM_SIZE.1, GMM_SIZE.2, GMM_SEED).args();
+        match opt_row(programs::GMM, mode, gmm_args) {
+            Ok(row) => println!("| GMM d={d} k={k} n={n} | {} | {row}", mode.name()),
+            Err(e) => println!("| GMM | {} | failed: {e} |", mode.name()),
+        }
+    }
+}
+
+/// One row of the optimiser table (after the program and mode columns).
+fn opt_row(
+    src: &str,
+    mode: AdMode,
+    make_args: fn() -> Vec<fluxion_driver::interp::Value>,
+) -> Result<String, String> {
+    let src = src.to_string();
+    fluxion_driver::with_big_stack(move || {
+        let args = make_args();
+        let mut cells = Vec::new();
+        let mut sizes = Vec::new();
+        for opt in [fluxion_driver::OptLevel::Off, fluxion_driver::OptLevel::On] {
+            let bench = Bench::with_opt(&src, mode, opt)?;
+            let primal = bench.measure("primal", &args, 5, MIN_SAMPLE)?;
+            let jvp = if args.is_empty() {
+                Some(bench.measure("tangent", &args, 5, MIN_SAMPLE)?)
+            } else {
+                None
+            };
+            let gradient = bench.measure("gradient", &args, 5, MIN_SAMPLE)?;
+            sizes.push(bench.code_size());
+            cells.push((
+                jvp.map(|j| ratio(j.time, primal.time)),
+                ratio(gradient.time, primal.time),
+            ));
+        }
+        let jvp = |c: &(Option<f64>, f64)| c.0.map_or("—".to_string(), |r| format!("{r:.2}"));
+        Ok(format!(
+            "{} | {} | {} | {} | {:.2} | {:.2} |",
+            sizes[0],
+            sizes[1],
+            jvp(&cells[0]),
+            jvp(&cells[1]),
+            cells[0].1,
+            cells[1].1
+        ))
+    })
 }
 
 fn taylor_table() {
