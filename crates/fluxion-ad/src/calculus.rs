@@ -348,6 +348,18 @@ pub(crate) fn tangent(
     y: Atom,
     dxs: &[Atom],
 ) -> Atom {
+    if matches!(rule.prim, Prim::Min | Prim::Max) {
+        // The followed argument's tangent itself, selected, not multiplied by 1 and 0:
+        // the other argument's tangent may be infinite (`max(sqrt(x), 1.0)` at 0),
+        // and 0·inf would make the derivative NaN (LANGUAGE.md §5: `max` follows one
+        // argument).
+        let first = b.cmp(
+            if rule.prim == Prim::Min { Prim::Le } else { Prim::Ge },
+            xs[0],
+            xs[1],
+        );
+        return b.if_(first, Type::Real, |_| dxs[0], |_| dxs[1]);
+    }
     let partials = (rule.partials)(b, xs, y);
     let mut acc: Option<Atom> = None;
     for (d, dx) in partials.into_iter().zip(dxs) {

@@ -277,6 +277,11 @@ fn nesting_has_no_perturbation_confusion() {
 fn non_differentiable_points_follow_the_contract() {
     let run = |expr: &str| eval_reals("", expr, MODE).unwrap();
     assert_eq!(run("diff(|x| abs(x), 0.0)"), [0.0]);
+    // `max` follows its constant argument here; the other one's infinite derivative
+    // (sqrt at 0) must not leak in as 0·inf = NaN.
+    assert_eq!(run("diff(|x| max(1.0, sqrt(x)), 0.0)"), [0.0]);
+    assert_eq!(run("grad(|x: Real| max(sqrt(x), 1.0), 0.0)"), [0.0]);
+    assert_eq!(run("diff(|x| min(1.0, 0.0 - log(x)), 0.0)"), [0.0]);
     assert_eq!(
         run("grad(|p: (Real, Real)| max(p.0, p.1), (1.0, 1.0))"),
         [1.0, 0.0]
