@@ -354,7 +354,11 @@ pub(crate) fn tangent(
         // and 0·inf would make the derivative NaN (LANGUAGE.md §5: `max` follows one
         // argument).
         let first = b.cmp(
-            if rule.prim == Prim::Min { Prim::Le } else { Prim::Ge },
+            if rule.prim == Prim::Min {
+                Prim::Le
+            } else {
+                Prim::Ge
+            },
             xs[0],
             xs[1],
         );

@@ -32,6 +32,9 @@ impl ReverseAlgorithm for FwdMode {
 
     fn grad(&self, b: &mut Builder, s: &Site) -> Atom {
         let (f, x, a_ty) = (s.f, s.x, s.a.clone());
+        // `f` runs once at `x` even where `x` has no real coordinate (no JVP runs):
+        // its runtime errors are the program's, as in the reverse modes.
+        call_at(b, Atom::Var(f), Atom::Var(x), s.n_params, s.b.clone());
         let n = dim_of(b, &a_ty, Atom::Var(x));
         let a = a_ty.clone();
         let column = b.lambda("grad_coord", &[f, x], vec![Type::Int], |b, ps| {

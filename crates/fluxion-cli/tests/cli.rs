@@ -486,11 +486,26 @@ fn show_stage_chad_prints_values_with_backpropagators() {
         "chad_show_nested.flx",
         "fn main() -> Real { grad(|x: Real| x * x, 3.0) }\n",
     );
-    let out = run(&["show", nested.to_str().unwrap(), "--stage", "chad"]);
+    // Asked for by name, it is an error; among every function of the file, a note.
+    let out = run(&[
+        "show",
+        nested.to_str().unwrap(),
+        "--stage",
+        "chad",
+        "--entry",
+        "main",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("differentiated by forward mode"),
         "{}",
         stderr(&out)
+    );
+    let out = run(&["show", nested.to_str().unwrap(), "--stage", "chad"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("// CHAD does not translate `main`"),
+        "{}",
+        stdout(&out)
     );
 }

@@ -449,8 +449,22 @@ impl Program {
                     None => self.user_functions(),
                 };
                 let mut derived = Vec::new();
+                let mut skipped = String::new();
                 let first_new = module.codes.len();
                 for root in roots {
+                    // Without `--entry`, a function CHAD leaves to forward mode (it
+                    // applies an operator itself) is skipped with a note, not an error.
+                    let unsupported = match layer {
+                        fluxion_core::TypeMap::Chad => fluxion_ad::chad_unsupported(&module, root),
+                        fluxion_core::TypeMap::ChadFwd => {
+                            fluxion_ad::chad_fwd_unsupported(&module, root)
+                        }
+                        _ => None,
+                    };
+                    if let (None, Some(why)) = (entry, unsupported) {
+                        skipped.push_str(&format!("// {why}\n"));
+                        continue;
+                    }
                     let code = match layer {
                         fluxion_core::TypeMap::Taylor(k) => {
                             fluxion_ad::taylor_code(&mut module, root, k)
@@ -473,7 +487,7 @@ impl Program {
                     fluxion_opt::optimize_codes(&mut module, &codes, first_new, &mut report)?;
                 }
                 check_core(&module, stage).map_err(|d| d.message)?;
-                Ok(fluxion_core::print::print_reachable(&module, &derived))
+                Ok(skipped + &fluxion_core::print::print_reachable(&module, &derived))
             }
             other => Err(format!(
                 "unknown stage `{other}` (available: {})",
