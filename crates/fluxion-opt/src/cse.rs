@@ -13,7 +13,7 @@ use crate::pure::is_repeatable;
 use crate::subst::Subst;
 
 /// Merges repeated pure right-hand sides in `body` and the bodies nested in it.
-pub(crate) fn eliminate_common_subexpressions(cx: &Context, body: &mut Body) {
+pub(crate) fn eliminate_common_subexpressions(cx: &mut Context, body: &mut Body) {
     let mut subst = Subst::default();
     walk(cx, body, &mut HashMap::new(), &mut subst);
 }

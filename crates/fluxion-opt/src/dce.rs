@@ -10,7 +10,7 @@ use crate::Context;
 use crate::pure::is_removable;
 
 /// Removes dead removable bindings from `body` and the bodies nested in it.
-pub(crate) fn eliminate_dead_bindings(cx: &Context, body: &mut Body) {
+pub(crate) fn eliminate_dead_bindings(cx: &mut Context, body: &mut Body) {
     let mut live = HashSet::new();
     sweep(cx.m, body, &mut live);
 }

@@ -31,11 +31,11 @@ use fluxion_core::{Body, CodeId, Module, Rhs, VarId};
 
 /// Removes the dead bindings of `body` that cannot fail (what the AD passes use to
 /// drop what their rules left unused).
-pub fn eliminate_dead_bindings(m: &Module, body: &mut Body) {
+pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
     dce::eliminate_dead_bindings(
-        &Context {
+        &mut Context {
             m,
-            captured: HashSet::new(),
+            captured: &HashSet::new(),
         },
         body,
     );
@@ -62,28 +62,27 @@ impl OptLevel {
 /// One pass: rewrites one code's body in place.
 pub struct Pass {
     pub name: &'static str,
-    pub run: fn(&Context, &mut Body),
+    pub run: fn(&mut Context, &mut Body),
 }
 
-/// What a pass may consult: the module, and the variables some lambda captures.
-/// A lambda sees its enclosing scope's variables under their own ids (its code's
-/// capture list names them), so a pass never drops the binding of a captured variable:
-/// where it would rename it, it keeps `let x = a` instead.
-pub struct Context<'m> {
-    pub m: &'m Module,
-    pub captured: HashSet<VarId>,
+/// What a pass works with: the module (the code being rewritten taken out of it; new
+/// variables are made in it), and the variables some lambda captures. A lambda sees
+/// its enclosing scope's variables under their own ids (its code's capture list names
+/// them), so a pass never drops the binding of a captured variable: where it would
+/// rename it, it keeps `let x = a` instead.
+pub struct Context<'a> {
+    pub m: &'a mut Module,
+    pub captured: &'a HashSet<VarId>,
 }
 
-impl Context<'_> {
-    fn new(m: &Module) -> Context<'_> {
-        let captured = m
-            .codes
-            .iter()
-            .filter(|c| c.kind == fluxion_core::CodeKind::Lambda)
-            .flat_map(|c| c.captures.iter().copied())
-            .collect();
-        Context { m, captured }
-    }
+/// The variables some lambda of `m` captures (computed once per run of the pipeline:
+/// passes only remove closures, so it stays a superset).
+fn captured_vars(m: &Module) -> HashSet<VarId> {
+    m.codes
+        .iter()
+        .filter(|c| c.kind == fluxion_core::CodeKind::Lambda)
+        .flat_map(|c| c.captures.iter().copied())
+        .collect()
 }
 
 /// The pipeline, in order. `simplify` exposes copies and dead bindings, `cse` merges
@@ -145,6 +144,7 @@ pub fn optimize_codes(
     report: &mut Report,
 ) -> Result<(), String> {
     report.before += size_of(m, codes);
+    let captured = captured_vars(m);
     for pass in PASSES {
         let start = Instant::now();
         for &c in codes {
@@ -155,7 +155,11 @@ pub fn optimize_codes(
                     result: fluxion_core::Atom::Lit(fluxion_core::Lit::Unit),
                 },
             );
-            (pass.run)(&Context::new(m), &mut body);
+            let mut cx = Context {
+                m: &mut *m,
+                captured: &captured,
+            };
+            (pass.run)(&mut cx, &mut body);
             m.codes[c.0 as usize].body = body;
         }
         report.add(pass.name, start.elapsed(), size_of(m, codes));

@@ -12,20 +12,23 @@
 //! - zero propagation through the linear building blocks (seed 002 §2.6, seed 000's
 //!   simplifications): `%tplus(0, x) = x`, `%lscale(c, 0) = 0`, `%lproj(0, i) = 0`,
 //!   `%lfield(0, ..) = 0`, `%lindex(0, i) = 0`, `%lsum(0) = 0`, `%lslice(0, ..) = 0` —
-//!   identities of the run-time algebra, where `%tzero()` is the symbolic zero.
+//!   identities of the run-time algebra, where `%tzero()` is the symbolic zero;
+//!   `%tplus` of two tuples built in scope is the tuple of the components' sums
+//!   (which the zero rules then reduce: CHAD's fan-in of one-hot tuple cotangents).
 
 use std::collections::{HashMap, HashSet};
 
-use fluxion_core::{Atom, Binding, Body, Lit, Prim, Rhs, VarId};
+use fluxion_core::{Atom, Binding, Body, Lit, Module, Prim, Rhs, VarId};
 
 use crate::Context;
 
 use crate::subst::Subst;
 
 /// Simplifies `body` and the bodies nested in it.
-pub(crate) fn simplify_body(cx: &Context, body: &mut Body) {
+pub(crate) fn simplify_body(cx: &mut Context, body: &mut Body) {
     let mut s = Simplifier {
-        captured: &cx.captured,
+        m: cx.m,
+        captured: cx.captured,
         known: HashMap::new(),
         subst: Subst::default(),
     };
@@ -42,6 +45,8 @@ enum Known {
 }
 
 struct Simplifier<'c> {
+    /// For the variables a rule introduces.
+    m: &'c mut Module,
     /// Variables a lambda captures: renamed only by a copy binding.
     captured: &'c HashSet<VarId>,
     /// Facts about variables; valid wherever the variable is in scope (variables are
@@ -170,9 +175,53 @@ impl Simplifier<'_> {
                 }
                 Outcome::Keep(Rhs::Match(s, arms, default))
             }
+            Rhs::Prim(Prim::TanPlus, args) if self.both_tuples(&args) => self.plus_tuples(&args),
             Rhs::Prim(p, args) => self.prim(p, args).unwrap_or(zero),
             rhs => Outcome::Keep(rhs),
         }
+    }
+
+    fn both_tuples(&self, args: &[Atom]) -> bool {
+        args.iter()
+            .all(|a| matches!(self.fact(a), Some(Known::Tuple(_))))
+    }
+
+    /// `%tplus((a0, a1, ..), (b0, b1, ..)) = (%tplus(a0, b0), %tplus(a1, b1), ..)`: the
+    /// componentwise sum, whose components the zero rules then simplify (CHAD's fan-in
+    /// of two tuple cotangents, each mostly zeros, becomes the tuple of the non-zero
+    /// parts).
+    fn plus_tuples(&mut self, args: &[Atom]) -> Outcome {
+        let parts = |a: &Atom| match self.fact(a) {
+            Some(Known::Tuple(ps)) => ps.clone(),
+            _ => unreachable!("a known tuple"),
+        };
+        let (xs, ys) = (parts(&args[0]), parts(&args[1]));
+        let mut bindings = Vec::with_capacity(xs.len() + 1);
+        let mut sums = Vec::with_capacity(xs.len());
+        for (x, y) in xs.into_iter().zip(ys) {
+            let ty = self.m.atom_ty(&x);
+            let v = self.m.fresh_var("tplus", ty);
+            bindings.push(Binding {
+                var: v,
+                rhs: Rhs::Prim(Prim::TanPlus, vec![x, y]),
+                span: Default::default(),
+            });
+            sums.push(Atom::Var(v));
+        }
+        let ty = self.m.atom_ty(&args[0]);
+        let t = self.m.fresh_var("tplus", ty);
+        bindings.push(Binding {
+            var: t,
+            rhs: Rhs::Tuple(sums),
+            span: Default::default(),
+        });
+        Outcome::Inline(
+            Body {
+                bindings,
+                result: Atom::Var(t),
+            },
+            Vec::new(),
+        )
     }
 
     /// `None`: the result is the symbolic zero.
