@@ -40,6 +40,24 @@ pub fn for_each_code_ref_in<'a>(
     }
 }
 
+/// The number of bindings in `body`, those of nested branches included (not of the
+/// lambdas made in it: they are codes of their own).
+pub fn count_bindings(body: &Body) -> usize {
+    body.bindings
+        .iter()
+        .map(|b| {
+            1 + match &b.rhs {
+                Rhs::If(_, t, e) => count_bindings(t) + count_bindings(e),
+                Rhs::Match(_, arms, d) => {
+                    arms.iter().map(|a| count_bindings(&a.body)).sum::<usize>()
+                        + d.as_deref().map_or(0, count_bindings)
+                }
+                _ => 0,
+            }
+        })
+        .sum()
+}
+
 /// The variables `body` uses without binding them, in order of first use (a lambda
 /// made here counts through the captures its `Closure` lists).
 pub fn free_vars(body: &Body) -> Vec<VarId> {

@@ -479,12 +479,8 @@ impl Program {
                     derived.push(code.map_err(|e| e.0)?);
                 }
                 if opt == OptLevel::On {
-                    let codes: Vec<fluxion_core::CodeId> = (first_new as u32
-                        ..module.codes.len() as u32)
-                        .map(fluxion_core::CodeId)
-                        .collect();
                     let mut report = OptReport::default();
-                    fluxion_opt::optimize_codes(&mut module, &codes, first_new, &mut report)?;
+                    fluxion_opt::optimize_codes_from(&mut module, first_new, &mut report)?;
                 }
                 check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(skipped + &fluxion_core::print::print_reachable(&module, &derived))

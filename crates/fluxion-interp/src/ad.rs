@@ -238,7 +238,7 @@ fn translation_estimate(m: &Module, code: fluxion_core::CodeId, layer: TypeMap) 
             continue;
         }
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| work.push(r));
-        bindings += count_bindings(&m.code(c).body);
+        bindings += fluxion_core::visit::count_bindings(&m.code(c).body);
     }
     let new_vars = bindings * NEW_BINDINGS_PER_BINDING;
     let growth = |len: usize, cap: usize, size: usize| {
@@ -256,23 +256,6 @@ fn translation_estimate(m: &Module, code: fluxion_core::CodeId, layer: TypeMap) 
         )
 }
 
-fn count_bindings(body: &fluxion_core::Body) -> usize {
-    use fluxion_core::Rhs;
-    body.bindings
-        .iter()
-        .map(|b| {
-            1 + match &b.rhs {
-                Rhs::If(_, t, e) => count_bindings(t) + count_bindings(e),
-                Rhs::Match(_, arms, d) => {
-                    arms.iter().map(|a| count_bindings(&a.body)).sum::<usize>()
-                        + d.as_deref().map_or(0, count_bindings)
-                }
-                _ => 0,
-            }
-        })
-        .sum()
-}
-
 impl Interp {
     /// The codes a run-time translation just added (from `first_new` on): optimised
     /// (unless `--opt 0`), like the module before evaluation, then verified.
@@ -283,11 +266,8 @@ impl Interp {
         span: Span,
     ) -> EvalResult<()> {
         if self.opt_level() == fluxion_opt::OptLevel::On && first_new < m.codes.len() {
-            let codes: Vec<fluxion_core::CodeId> = (first_new as u32..m.codes.len() as u32)
-                .map(fluxion_core::CodeId)
-                .collect();
             let mut report = fluxion_opt::Report::default();
-            fluxion_opt::optimize_codes(m, &codes, first_new, &mut report)
+            fluxion_opt::optimize_codes_from(m, first_new, &mut report)
                 .map_err(|message| RuntimeError { span, message })?;
         }
         verify_derived(m, first_new, span)

@@ -3,7 +3,7 @@
 //! with a verb-named entry point, each followed by the verifier in debug builds.
 //!
 //! It runs on the module after the operators are expanded, and on every code a
-//! differentiation makes at run time (the interpreter calls [`optimize_codes`] on the
+//! differentiation makes at run time (the interpreter calls [`optimize_codes_from`] on the
 //! codes a translation added), so derivative code is optimised wherever it is made.
 //! Every rule preserves the value computed, bit for bit: folding evaluates the same
 //! IEEE operation the interpreter would, and the AD rules (zero propagation, linear
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::HashSet;
 
-use fluxion_core::{Body, CodeId, Module, Rhs, VarId};
+use fluxion_core::{Body, CodeId, Module, VarId};
 
 /// Removes the dead bindings of `body` that cannot fail (what the AD passes use to
 /// drop what their rules left unused).
@@ -135,19 +135,20 @@ impl Report {
     }
 }
 
-/// Runs the pipeline on `codes`. In debug builds the verifier checks the module's
-/// codes from `verify_from` on after every pass; the error names the pass.
-pub fn optimize_codes(
+/// Runs the pipeline on the codes of `m` from index `first` on (all of them, or those a
+/// translation just added). In debug builds the verifier checks them after every pass;
+/// the error names the pass.
+pub fn optimize_codes_from(
     m: &mut Module,
-    codes: &[CodeId],
-    verify_from: usize,
+    first: usize,
     report: &mut Report,
 ) -> Result<(), String> {
-    report.before += size_of(m, codes);
+    let codes: Vec<CodeId> = (first as u32..m.codes.len() as u32).map(CodeId).collect();
+    report.before += size_of(m, &codes);
     let captured = captured_vars(m);
     for pass in PASSES {
         let start = Instant::now();
-        for &c in codes {
+        for &c in &codes {
             let mut body = std::mem::replace(
                 &mut m.codes[c.0 as usize].body,
                 Body {
@@ -162,9 +163,9 @@ pub fn optimize_codes(
             (pass.run)(&mut cx, &mut body);
             m.codes[c.0 as usize].body = body;
         }
-        report.add(pass.name, start.elapsed(), size_of(m, codes));
+        report.add(pass.name, start.elapsed(), size_of(m, &codes));
         if cfg!(debug_assertions) {
-            fluxion_core::verify::verify_codes_from(m, verify_from).map_err(|errors| {
+            fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
                 format!(
                     "internal error: the optimiser's `{}` pass made code that fails \
                      verification:\n{}",
@@ -179,27 +180,13 @@ pub fn optimize_codes(
 
 /// Runs the pipeline on every code of `m`.
 pub fn optimize_module(m: &mut Module, report: &mut Report) -> Result<(), String> {
-    let codes: Vec<CodeId> = (0..m.codes.len() as u32).map(CodeId).collect();
-    optimize_codes(m, &codes, 0, report)
+    optimize_codes_from(m, 0, report)
 }
 
 /// The number of bindings of `codes`, nested ones included.
 pub fn size_of(m: &Module, codes: &[CodeId]) -> usize {
-    codes.iter().map(|c| body_size(&m.code(*c).body)).sum()
-}
-
-fn body_size(body: &Body) -> usize {
-    body.bindings
+    codes
         .iter()
-        .map(|b| {
-            1 + match &b.rhs {
-                Rhs::If(_, t, e) => body_size(t) + body_size(e),
-                Rhs::Match(_, arms, d) => {
-                    arms.iter().map(|a| body_size(&a.body)).sum::<usize>()
-                        + d.as_deref().map_or(0, body_size)
-                }
-                _ => 0,
-            }
-        })
+        .map(|c| fluxion_core::visit::count_bindings(&m.code(*c).body))
         .sum()
 }
