@@ -188,24 +188,7 @@ impl<'m> Builder<'m> {
         param_tys: Vec<Type>,
         f: impl FnOnce(&mut Self, &[Atom]) -> Atom,
     ) -> Atom {
-        let id = self.reserve_code(name, CodeKind::Lambda);
-        let params: Vec<VarId> = param_tys
-            .iter()
-            .map(|t| self.fresh("p", t.clone()))
-            .collect();
-        let args: Vec<Atom> = params.iter().map(|p| Atom::Var(*p)).collect();
-        let body = self.block(|b| f(b, &args));
-        let captures: Vec<VarId> = fluxion_core::visit::free_vars(&body)
-            .into_iter()
-            .filter(|v| !params.contains(v))
-            .collect();
-        let ret = self.ty(&body.result);
-        self.finish_code(id, captures.clone(), params, ret.clone(), body);
-        self.emit(
-            name,
-            Rhs::Closure(id, captures.into_iter().map(Atom::Var).collect()),
-            Type::func(param_tys, ret),
-        )
+        self.make_lambda(name, name, None, param_tys, f)
     }
 
     /// Makes a lambda with parameters of `param_tys` capturing `captures` (variables in
@@ -217,6 +200,19 @@ impl<'m> Builder<'m> {
         param_tys: Vec<Type>,
         f: impl FnOnce(&mut Self, &[Atom]) -> Atom,
     ) -> Atom {
+        self.make_lambda(name, "lam", Some(captures), param_tys, f)
+    }
+
+    /// A lambda capturing `captures`, or (`None`) its body's free variables; its code
+    /// is called `name`, the variable holding it `hint`.
+    fn make_lambda(
+        &mut self,
+        name: &str,
+        hint: &str,
+        captures: Option<&[VarId]>,
+        param_tys: Vec<Type>,
+        f: impl FnOnce(&mut Self, &[Atom]) -> Atom,
+    ) -> Atom {
         let id = self.reserve_code(name, CodeKind::Lambda);
         let params: Vec<VarId> = param_tys
             .iter()
@@ -224,13 +220,19 @@ impl<'m> Builder<'m> {
             .collect();
         let args: Vec<Atom> = params.iter().map(|p| Atom::Var(*p)).collect();
         let body = self.block(|b| f(b, &args));
+        let captures: Vec<VarId> = match captures {
+            Some(cs) => cs.to_vec(),
+            None => fluxion_core::visit::free_vars(&body)
+                .into_iter()
+                .filter(|v| !params.contains(v))
+                .collect(),
+        };
         let ret = self.ty(&body.result);
-        self.finish_code(id, captures.to_vec(), params, ret.clone(), body);
-        let ty = Type::func(param_tys, ret);
+        self.finish_code(id, captures.clone(), params, ret.clone(), body);
         self.emit(
-            "lam",
-            Rhs::Closure(id, captures.iter().map(|c| Atom::Var(*c)).collect()),
-            ty,
+            hint,
+            Rhs::Closure(id, captures.into_iter().map(Atom::Var).collect()),
+            Type::func(param_tys, ret),
         )
     }
 }

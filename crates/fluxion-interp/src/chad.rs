@@ -30,14 +30,7 @@ impl Interp {
             return self.vjp_by_forward(&fty, args, span);
         }
         let (x, w) = (&args[1], &args[2]);
-        let translated = self.translate(clo, TypeMap::Chad, span)?;
-        let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
-        let (Some(y), Some(backprop)) = (result.tuple_get(0), result.tuple_get(1)) else {
-            return fail(
-                span,
-                "internal error: a CHAD translation without its backpropagator",
-            );
-        };
+        let (y, backprop) = self.chad_call(clo, TypeMap::Chad, x, n, span)?;
         crate::prims::check_cotangent(&y, w, span)?;
         let cts = self.apply(&backprop, [w.clone()], span)?;
         let x_ct = match n {
@@ -73,20 +66,34 @@ impl Interp {
                 format!("the direction does not have the shape of the point: {why}"),
             );
         }
-        let translated = self.translate(clo, TypeMap::ChadFwd, span)?;
-        let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
-        let (Some(y), Some(pushforward)) = (result.tuple_get(0), result.tuple_get(1)) else {
-            return fail(
-                span,
-                "internal error: a forward-CHAD translation without its pushforward",
-            );
-        };
+        let (y, pushforward) = self.chad_call(clo, TypeMap::ChadFwd, x, n, span)?;
         let mut inputs = split_args(dx.clone(), n, span)?;
         inputs.push(Value::Zero);
         let dy = self.apply(&pushforward, inputs, span)?;
         let dy =
             crate::tangent::dense(&y, &dy).map_err(|message| RuntimeError { span, message })?;
         Ok(Value::tuple(vec![y, dy]))
+    }
+
+    /// `f`'s CHAD translation in `layer` (either direction) called at `x` (the tuple
+    /// of `n` arguments when `n > 1`): the value and its linear part.
+    fn chad_call(
+        &self,
+        f: &Closure,
+        layer: TypeMap,
+        x: &Value,
+        n: usize,
+        span: Span,
+    ) -> EvalResult<(Value, Value)> {
+        let translated = self.translate(f, layer, span)?;
+        let result = self.apply(&translated, split_args(x.clone(), n, span)?, span)?;
+        match (result.tuple_get(0), result.tuple_get(1)) {
+            (Some(y), Some(linear)) => Ok((y, linear)),
+            _ => fail(
+                span,
+                "internal error: a CHAD translation without its linear part",
+            ),
+        }
     }
 
     /// Whether CHAD (`layer`: either direction) translates the closure `f` and every
