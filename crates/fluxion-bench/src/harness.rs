@@ -43,9 +43,13 @@ impl Bench {
     /// codes differentiation derives while it runs).
     pub fn with_opt(src: &str, mode: AdMode, opt: OptLevel) -> Result<Bench, String> {
         let mut program = fluxion_driver::compile("bench.flx", src).map_err(|f| f.render())?;
+        let options = fluxion_driver::RunOptions {
+            mode,
+            opt,
+            ..Default::default()
+        };
         program
-            .expand(mode)
-            .and_then(|()| program.optimize(opt).map(|_| ()))
+            .prepare(options)
             .map_err(|d| fluxion_driver::render(&[d], &program.sources))?;
         let mut interp = Interp::with_mode(program.module, mode);
         interp.set_opt_level(opt);

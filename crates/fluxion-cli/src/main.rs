@@ -163,21 +163,6 @@ fn run_command(command: Command) -> Outcome {
                 .as_deref()
                 .and_then(fluxion_driver::OptLevel::parse)
                 .unwrap_or_default();
-            let mut passes = String::new();
-            if time_passes {
-                // Expanded and optimised here to report the passes; the run's own
-                // expansion and optimisation then find nothing left to do.
-                let prepared = program.expand(mode).and_then(|()| program.optimize(opt));
-                match prepared {
-                    Ok(report) => passes = report.render(),
-                    Err(d) => {
-                        return Outcome::program_error(fluxion_driver::render(
-                            &[d],
-                            &program.sources,
-                        ));
-                    }
-                }
-            }
             let fwd = fwd
                 .as_deref()
                 .and_then(fluxion_driver::FwdMode::parse)
@@ -188,7 +173,14 @@ fn run_command(command: Command) -> Outcome {
                 opt,
                 memory_limit,
             };
-            let mut outcome = match program.run_with_options(&entry, args.as_deref(), options) {
+            let passes = match program.prepare(options) {
+                Ok(report) if time_passes => report.render(),
+                Ok(_) => String::new(),
+                Err(d) => {
+                    return Outcome::program_error(fluxion_driver::render(&[d], &program.sources));
+                }
+            };
+            let mut outcome = match program.run_prepared(&entry, args.as_deref(), options) {
                 Ok(out) => Outcome::ok(format!(
                     "{}\n",
                     if json {

@@ -302,16 +302,33 @@ impl Program {
         args_json: Option<&str>,
         options: RunOptions,
     ) -> Result<Output, Failure> {
+        if let Err(d) = self.prepare(options) {
+            return Err(Failure {
+                diagnostics: vec![d],
+                sources: self.sources,
+            });
+        }
+        self.run_prepared(entry, args_json, options)
+    }
+
+    /// The steps before running: [`Program::expand`] for `options.mode`, then
+    /// [`Program::optimize`]; returns what each optimiser pass did.
+    pub fn prepare(&mut self, options: RunOptions) -> Result<OptReport, Diagnostic> {
+        self.expand(options.mode)?;
+        self.optimize(options.opt)
+    }
+
+    /// Runs `entry` of a program already [`Program::prepare`]d with `options`.
+    pub fn run_prepared(
+        self,
+        entry: &str,
+        args_json: Option<&str>,
+        options: RunOptions,
+    ) -> Result<Output, Failure> {
         let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
             diagnostics: vec![d],
             sources,
         };
-        if let Err(d) = self.expand(options.mode) {
-            return Err(fail(d, self.sources));
-        }
-        if let Err(d) = self.optimize(options.opt) {
-            return Err(fail(d, self.sources));
-        }
         let Some(&code) = self.module.functions.get(entry) else {
             return Err(fail(
                 Diagnostic::new(
@@ -389,13 +406,7 @@ impl Program {
     ) -> Result<String, String> {
         match stage {
             "core" => {
-                let roots: Vec<_> = match entry {
-                    Some(e) => match self.module.functions.get(e) {
-                        Some(c) => vec![*c],
-                        None => return Err(format!("no function named `{e}`")),
-                    },
-                    None => self.user_functions(),
-                };
+                let roots = self.roots(&self.module, entry)?;
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
             "opt" => {
@@ -405,13 +416,7 @@ impl Program {
                 };
                 program.expand(mode).map_err(|d| d.message)?;
                 program.optimize(OptLevel::On).map_err(|d| d.message)?;
-                let roots: Vec<_> = match entry {
-                    Some(e) => match program.module.functions.get(e) {
-                        Some(c) => vec![*c],
-                        None => return Err(format!("no function named `{e}`")),
-                    },
-                    None => self.user_functions(),
-                };
+                let roots = self.roots(&program.module, entry)?;
                 Ok(fluxion_core::print::print_reachable(
                     &program.module,
                     &roots,
@@ -441,13 +446,7 @@ impl Program {
                 };
                 let mut module = self.module.clone();
                 fluxion_ad::expand_module(&mut module, mode).map_err(|e| e.0)?;
-                let roots = match entry {
-                    Some(e) => match module.functions.get(e) {
-                        Some(c) => vec![*c],
-                        None => return Err(format!("no function named `{e}`")),
-                    },
-                    None => self.user_functions(),
-                };
+                let roots = self.roots(&module, entry)?;
                 let mut derived = Vec::new();
                 let mut skipped = String::new();
                 let first_new = module.codes.len();
@@ -489,6 +488,22 @@ impl Program {
                 "unknown stage `{other}` (available: {})",
                 STAGES.join(", ")
             )),
+        }
+    }
+
+    /// What `show` prints: `entry` of `module` (the program at some stage), or every
+    /// function of the user's file.
+    fn roots(
+        &self,
+        module: &Module,
+        entry: Option<&str>,
+    ) -> Result<Vec<fluxion_core::CodeId>, String> {
+        match entry {
+            Some(e) => match module.functions.get(e) {
+                Some(c) => Ok(vec![*c]),
+                None => Err(format!("no function named `{e}`")),
+            },
+            None => Ok(self.user_functions()),
         }
     }
 

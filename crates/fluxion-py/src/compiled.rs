@@ -69,8 +69,7 @@ impl Compiled {
             sources: Vec::new(),
         };
         program
-            .expand(mode)
-            .and_then(|()| program.optimize(fluxion_driver::OptLevel::On).map(|_| ()))
+            .prepare(mode.into())
             .map_err(|d| FxError::from_diagnostics(&[d], &self.sources))?;
         let module = Arc::new(program.module);
         lock(&self.expanded).insert(mode, module.clone());
