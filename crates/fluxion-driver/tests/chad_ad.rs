@@ -7,6 +7,9 @@ const MODE_UNDER_TEST: fluxion_driver::AdMode = fluxion_driver::AdMode::Chad;
 
 include!("common/reverse_suite.rs");
 
+#[path = "common/code_size.rs"]
+mod code_size;
+
 // CHAD's own cases: the paper's worked examples, the copower (function cotangents),
 // and the size of the derivative code.
 
@@ -109,29 +112,7 @@ fn closures_in_every_position() {
 /// tenth more than twice the derivative code, and at most 40 bindings per source line.
 #[test]
 fn derivative_code_grows_linearly() {
-    let program = |n: usize| {
-        let mut src = String::from("fn f(x: [Real]) -> Real {\n    let a0 = x[0];\n");
-        for i in 0..n {
-            let j = i + 1;
-            src.push_str(&format!(
-                "    let p{j} = (a{i} * 1.5, sin(a{i}));
-    let g{j} = |z: Real| z * p{j}.1 + a{i};
-    let b{j} = if a{i} > 0.0 {{ g{j}(p{j}.0) }} else {{ g{j}(a{i}) * 2.0 }};
-    let a{j} = sum(map(|y| y * b{j}, x)) * 0.001 + x[{}];\n",
-                i % 3
-            ));
-        }
-        src.push_str(&format!("    a{n}\n}}\n"));
-        src
-    };
-    let size = |n: usize| {
-        let src = program(n);
-        let printed = with_big_stack(move || {
-            let p = compile("size.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-            p.show_with("chad", Some("f"), AdMode::Chad).unwrap()
-        });
-        printed.matches("let ").count()
-    };
+    let size = |n: usize| code_size::derivative_bindings("chad", AdMode::Chad, n);
     let (small, large) = (size(50), size(100));
     assert!(
         (large as f64) <= 2.1 * small as f64,
@@ -142,6 +123,11 @@ fn derivative_code_grows_linearly() {
         "{small} bindings for 200 source lines"
     );
     // And the program still differentiates correctly.
-    let src = program(5);
-    check_gradient(&src, "f", &[0.3, -0.2, 0.9], AdMode::Chad).unwrap();
+    check_gradient(
+        &code_size::units_program(5),
+        "f",
+        &[0.3, -0.2, 0.9],
+        AdMode::Chad,
+    )
+    .unwrap();
 }

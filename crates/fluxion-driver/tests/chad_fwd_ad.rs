@@ -7,6 +7,9 @@ const FWD_UNDER_TEST: fluxion_driver::FwdMode = fluxion_driver::FwdMode::Chad;
 
 include!("common/forward_suite.rs");
 
+#[path = "common/code_size.rs"]
+mod code_size;
+
 const DUAL: RunOptions = RunOptions {
     mode: AdMode::Fwd,
     fwd: fluxion_driver::FwdMode::Dual,
@@ -148,34 +151,11 @@ fn stress_linear_programs() {
 /// units of lets, closures, branches and maps, then 2n.
 #[test]
 fn derivative_code_grows_linearly() {
-    let program = |n: usize| {
-        let mut src = String::from("fn f(x: [Real]) -> Real {\n    let a0 = x[0];\n");
-        for i in 0..n {
-            let j = i + 1;
-            src.push_str(&format!(
-                "    let p{j} = (a{i} * 1.5, sin(a{i}));
-    let g{j} = |z: Real| z * p{j}.1 + a{i};
-    let b{j} = if a{i} > 0.0 {{ g{j}(p{j}.0) }} else {{ g{j}(a{i}) * 2.0 }};
-    let a{j} = sum(map(|y| y * b{j}, x)) * 0.001 + x[{}];\n",
-                i % 3
-            ));
-        }
-        src.push_str(&format!("    a{n}\n}}\n"));
-        src
-    };
-    let size = |n: usize| {
-        let src = program(n);
-        let printed = fluxion_driver::with_big_stack(move || {
-            let p = fluxion_driver::compile("size.flx", &src)
-                .unwrap_or_else(|f| panic!("{}", f.render()));
-            p.show_with("chad-fwd", Some("f"), AdMode::Delta).unwrap()
-        });
-        printed.matches("let ").count()
-    };
+    let size = |n: usize| code_size::derivative_bindings("chad-fwd", AdMode::Delta, n);
     let (small, large) = (size(50), size(100));
     assert!(
         (large as f64) <= 2.1 * small as f64,
         "derivative code of 2n units is {large} bindings, of n units {small}"
     );
-    check_gradient(&program(5), "f", &[0.3, -0.2, 0.9], MODE).unwrap();
+    check_gradient(&code_size::units_program(5), "f", &[0.3, -0.2, 0.9], MODE).unwrap();
 }
