@@ -45,7 +45,7 @@ use crate::builder::{Builder, int};
 use crate::calculus;
 use crate::chad_sweep::{
     Block, Chad, Direction, Outputs, Step, carries_cotangent, is_active, last_value, map_proj,
-    result_of, translate_code, unsupported, zeros,
+    result_of, translate_code, zeros,
 };
 use crate::layer::negate_array;
 use crate::tangent::{self, Tan};
@@ -53,12 +53,6 @@ use crate::tangent::{self, Tan};
 /// The CHAD translation of `code`, creating it on first request.
 pub fn chad_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
     translate_code(m, code, &Reverse)
-}
-
-/// Why `code` (or a code it reaches) cannot be translated by CHAD: it applies a
-/// differential operator itself. `None` when it can.
-pub fn chad_unsupported(m: &Module, code: CodeId) -> Option<String> {
-    unsupported(m, code, TypeMap::Chad)
 }
 
 /// Reverse CHAD's linear part: the backpropagator.

@@ -33,21 +33,13 @@ use fluxion_core::{Atom, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap
 use crate::AdError;
 use crate::builder::{Builder, int};
 use crate::calculus;
-use crate::chad_sweep::{
-    Block, Chad, Direction, Outputs, Step, carries_cotangent, translate_code, unsupported,
-};
+use crate::chad_sweep::{Block, Chad, Direction, Outputs, Step, carries_cotangent, translate_code};
 use crate::layer::negate_array;
 use crate::tangent::{self, Tan};
 
 /// The forward-CHAD translation of `code`, creating it on first request.
 pub fn chad_fwd_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
     translate_code(m, code, &Forward)
-}
-
-/// Why `code` (or a code it reaches) cannot be translated by forward CHAD: it applies
-/// a differential operator itself. `None` when it can.
-pub fn chad_fwd_unsupported(m: &Module, code: CodeId) -> Option<String> {
-    unsupported(m, code, TypeMap::ChadFwd)
 }
 
 /// Forward CHAD's linear part: the pushforward.

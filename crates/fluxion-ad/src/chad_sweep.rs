@@ -55,9 +55,10 @@ pub(crate) fn translate_code(
     translate(m, code, None, dir)
 }
 
-/// Why `code` (or a code it reaches) cannot be translated by CHAD (`map` says in which
-/// direction): it applies a differential operator itself. `None` when it can.
-pub(crate) fn unsupported(m: &Module, code: CodeId, map: TypeMap) -> Option<String> {
+/// Why `code` (or a code it reaches) cannot be translated by CHAD in the direction
+/// `map` (`TypeMap::Chad` or `TypeMap::ChadFwd`): it applies a differential operator
+/// itself. `None` when it can.
+pub fn unsupported(m: &Module, code: CodeId, map: TypeMap) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
     let mut work = vec![code];
     while let Some(c) = work.pop() {

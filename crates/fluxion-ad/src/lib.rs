@@ -46,8 +46,9 @@ mod tangent;
 mod taylor;
 mod vjp_primitive;
 
-pub use chad::{chad_code, chad_unsupported};
-pub use chad_fwd::{chad_fwd_code, chad_fwd_unsupported};
+pub use chad::chad_code;
+pub use chad_fwd::chad_fwd_code;
+pub use chad_sweep::unsupported as chad_unsupported;
 pub use delta::delta_code;
 pub use expand::expand_module;
 pub use forward::forward_code;

@@ -453,13 +453,10 @@ impl Program {
                 for root in roots {
                     // Without `--entry`, a function CHAD leaves to forward mode (it
                     // applies an operator itself) is skipped with a note, not an error.
-                    let unsupported = match layer {
-                        fluxion_core::TypeMap::Chad => fluxion_ad::chad_unsupported(&module, root),
-                        fluxion_core::TypeMap::ChadFwd => {
-                            fluxion_ad::chad_fwd_unsupported(&module, root)
-                        }
-                        _ => None,
-                    };
+                    let unsupported = layer
+                        .is_chad()
+                        .then(|| fluxion_ad::chad_unsupported(&module, root, layer))
+                        .flatten();
                     if let (None, Some(why)) = (entry, unsupported) {
                         skipped.push_str(&format!("// {why}\n"));
                         continue;

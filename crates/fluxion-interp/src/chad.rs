@@ -102,11 +102,7 @@ impl Interp {
         let Value::Closure(clo) = f else {
             return true;
         };
-        let unsupported = match layer {
-            TypeMap::ChadFwd => fluxion_ad::chad_fwd_unsupported(&self.module(), clo.code),
-            _ => fluxion_ad::chad_unsupported(&self.module(), clo.code),
-        };
-        if unsupported.is_some() {
+        if fluxion_ad::chad_unsupported(&self.module(), clo.code, layer).is_some() {
             return false;
         }
         let types = self.capture_types(clo.code);
