@@ -51,6 +51,11 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Evaluator: interp (the reference interpreter, the default) or native (C
+        /// through the system compiler; what it cannot compile runs in the interpreter,
+        /// with a note).
+        #[arg(long, value_parser = ["interp", "native"])]
+        backend: Option<String>,
         /// Memory the evaluation may hold, e.g. 512M or 2G (default: half of the
         /// memory available: physical, cgroup or `ulimit -v`, the smallest).
         #[arg(long, value_name = "SIZE", value_parser = fluxion_driver::parse_size)]
@@ -67,7 +72,8 @@ enum Command {
         /// The stage: core (typed ANF after desugaring), opt (after expansion and the
         /// optimiser), fwd (forward mode), chad
         /// (reverse CHAD), chad-fwd (forward CHAD), delta (reverse mode by deltas),
-        /// taylor (Taylor mode of order 2; taylorK for order K).
+        /// taylor (Taylor mode of order 2; taylorK for order K), c (the C the native
+        /// backend compiles, of `main` or --entry).
         #[arg(long, default_value = "core")]
         stage: String,
         /// The algorithm the reverse-mode operators are shown expanded with (default:
@@ -138,6 +144,7 @@ fn run_command(command: Command) -> Outcome {
             opt,
             time_passes,
             json,
+            backend,
             memory_limit,
         } => {
             let text = match read_file(&file) {
@@ -167,11 +174,16 @@ fn run_command(command: Command) -> Outcome {
                 .as_deref()
                 .and_then(fluxion_driver::FwdMode::parse)
                 .unwrap_or_default();
+            let backend = backend
+                .as_deref()
+                .and_then(fluxion_driver::Backend::parse)
+                .unwrap_or_default();
             let options = fluxion_driver::RunOptions {
                 mode,
                 fwd,
                 opt,
                 memory_limit,
+                backend,
             };
             let passes = match program.prepare(options) {
                 Ok(report) if time_passes => report.render(),
@@ -181,14 +193,18 @@ fn run_command(command: Command) -> Outcome {
                 }
             };
             let mut outcome = match program.run_prepared(&entry, args.as_deref(), options) {
-                Ok(out) => Outcome::ok(format!(
-                    "{}\n",
-                    if json {
-                        out.to_json()
-                    } else {
-                        out.to_literal()
-                    }
-                )),
+                Ok(out) => {
+                    let mut o = Outcome::ok(format!(
+                        "{}\n",
+                        if json {
+                            out.to_json()
+                        } else {
+                            out.to_literal()
+                        }
+                    ));
+                    o.stderr = out.notes.iter().map(|n| format!("{n}\n")).collect();
+                    o
+                }
                 Err(f) => Outcome::program_error(f.render()),
             };
             outcome.stderr.insert_str(0, &passes);

@@ -10,6 +10,7 @@ mod diagnostic;
 pub mod gradcheck;
 pub mod json;
 mod memory;
+mod native;
 pub mod repl;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
@@ -18,8 +19,10 @@ pub use fluxion_ad::{AdMode, FwdMode};
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
 pub use fluxion_interp::CountingAlloc;
+pub use fluxion_native as native_backend;
 pub use fluxion_opt::{OptLevel, Report as OptReport};
 pub use memory::{default_memory_limit, parse_size};
+pub use native::{Backend, compile as compile_native};
 
 use fluxion_core::{Module, Span, Type};
 use fluxion_interp::{Interp, Value};
@@ -115,11 +118,24 @@ pub struct Program {
 pub struct Failure {
     pub diagnostics: Vec<Diagnostic>,
     pub sources: Vec<SourceFile>,
+    /// One-line notes (the native backend's fallback to the interpreter).
+    pub notes: Vec<String>,
 }
 
 impl Failure {
+    fn new(diagnostics: Vec<Diagnostic>, sources: Vec<SourceFile>) -> Failure {
+        Failure {
+            diagnostics,
+            sources,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The notes, then the diagnostics.
     pub fn render(&self) -> String {
-        render(&self.diagnostics, &self.sources)
+        let mut s: String = self.notes.iter().map(|n| format!("{n}\n")).collect();
+        s.push_str(&render(&self.diagnostics, &self.sources));
+        s
     }
 }
 
@@ -179,17 +195,11 @@ pub fn compile_with_expr(name: &str, text: &str, expr: Option<&str>) -> Result<P
         None => None,
     };
     if !diags.is_empty() {
-        return Err(Failure {
-            diagnostics: diags,
-            sources,
-        });
+        return Err(Failure::new(diags, sources));
     }
     match elaborate(&[&prelude, &user], expr_ast.as_ref()) {
         Ok(module) => Ok(Program { module, sources }),
-        Err(diagnostics) => Err(Failure {
-            diagnostics,
-            sources,
-        }),
+        Err(diagnostics) => Err(Failure::new(diagnostics, sources)),
     }
 }
 
@@ -234,6 +244,8 @@ pub struct Output {
     pub value: Value,
     pub ty: Type,
     pub interp: Interp,
+    /// One-line notes for stderr (the native backend's fallback to the interpreter).
+    pub notes: Vec<String>,
 }
 
 impl Output {
@@ -263,6 +275,8 @@ pub struct RunOptions {
     /// full when [`CountingAlloc`] is the global allocator (the `fluxion` binary
     /// installs it); without it, only single large requests are checked.
     pub memory_limit: Option<usize>,
+    /// Which evaluator runs the program (`--backend`).
+    pub backend: Backend,
 }
 
 impl From<AdMode> for RunOptions {
@@ -303,10 +317,7 @@ impl Program {
         options: RunOptions,
     ) -> Result<Output, Failure> {
         if let Err(d) = self.prepare(options) {
-            return Err(Failure {
-                diagnostics: vec![d],
-                sources: self.sources,
-            });
+            return Err(Failure::new(vec![d], self.sources));
         }
         self.run_prepared(entry, args_json, options)
     }
@@ -325,10 +336,7 @@ impl Program {
         args_json: Option<&str>,
         options: RunOptions,
     ) -> Result<Output, Failure> {
-        let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure {
-            diagnostics: vec![d],
-            sources,
-        };
+        let fail = |d: Diagnostic, sources: Vec<SourceFile>| Failure::new(vec![d], sources);
         let Some(&code) = self.module.functions.get(entry) else {
             return Err(fail(
                 Diagnostic::new(
@@ -351,7 +359,11 @@ impl Program {
                 ));
             }
         };
-        call(self.module, code, args, options).map_err(|d| fail(d, self.sources))
+        let (result, notes) = call_with_notes(self.module, code, args, options);
+        result.map_err(|d| Failure {
+            notes,
+            ..fail(d, self.sources)
+        })
     }
 
     /// Expands the differential operators for `mode`: the step before running. Only
@@ -421,6 +433,24 @@ impl Program {
                     &program.module,
                     &roots,
                 ))
+            }
+            "c" => {
+                let mut program = Program {
+                    module: self.module.clone(),
+                    sources: Vec::new(),
+                };
+                program.expand(mode).map_err(|d| d.message)?;
+                program.optimize(opt).map_err(|d| d.message)?;
+                let name = entry.unwrap_or("main");
+                let Some(&code) = program.module.functions.get(name) else {
+                    return Err(format!(
+                        "no function named `{name}` (choose one with --entry)"
+                    ));
+                };
+                fluxion_native::resolve_operators(&mut program.module);
+                fluxion_native::c_source(&program.module, code).map_err(|u| {
+                    format!("the native backend does not compile this program: {}", u.0)
+                })
             }
             stage
                 if stage == "fwd"
@@ -527,6 +557,51 @@ pub fn call(
     args: Vec<Value>,
     options: RunOptions,
 ) -> Result<Output, Diagnostic> {
+    call_with_notes(module, code, args, options).0
+}
+
+/// [`call`], with the notes of a native run that fell back to the interpreter (they
+/// are in the [`Output`] too).
+pub fn call_with_notes(
+    module: Module,
+    code: fluxion_core::CodeId,
+    args: Vec<Value>,
+    options: RunOptions,
+) -> (Result<Output, Diagnostic>, Vec<String>) {
+    let ty = module.code(code).ret.clone();
+    let memory_limit = options.memory_limit.unwrap_or_else(default_memory_limit);
+    let mut notes = Vec::new();
+    if options.backend == Backend::Native {
+        match native::run(&module, code, &args, stack_budget(), memory_limit) {
+            native::Native::Ran(result) => {
+                let result = match result {
+                    Ok(value) => Ok(Output {
+                        value,
+                        ty,
+                        interp: Interp::with_mode(module, options.mode),
+                        notes: Vec::new(),
+                    }),
+                    Err(e) => Err(Diagnostic::new(Phase::Runtime, Some(e.span), e.message)),
+                };
+                return (result, notes);
+            }
+            native::Native::Fallback(note) => notes.push(note),
+        }
+    }
+    let result = interpret(module, code, args, options).map(|mut out| {
+        out.notes = notes.clone();
+        out
+    });
+    (result, notes)
+}
+
+/// [`call`] in the interpreter.
+fn interpret(
+    module: Module,
+    code: fluxion_core::CodeId,
+    args: Vec<Value>,
+    options: RunOptions,
+) -> Result<Output, Diagnostic> {
     let span = module.code(code).span;
     let ty = module.code(code).ret.clone();
     let mut interp = Interp::with_mode(module, options.mode);
@@ -536,13 +611,20 @@ pub fn call(
     interp.set_stack_limit(stack_budget());
     interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
     match interp.call_code(code, &[], args, span) {
-        Ok(value) => Ok(Output { value, ty, interp }),
+        Ok(value) => Ok(Output {
+            value,
+            ty,
+            interp,
+            notes: Vec::new(),
+        }),
         Err(e) => Err(Diagnostic::new(Phase::Runtime, Some(e.span), e.message)),
     }
 }
 
 /// The stages `show` can print.
-pub const STAGES: &[&str] = &["core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor"];
+pub const STAGES: &[&str] = &[
+    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "c",
+];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
 pub fn is_stage(stage: &str) -> bool {

@@ -15,6 +15,7 @@ const DUAL: RunOptions = RunOptions {
     fwd: fluxion_driver::FwdMode::Dual,
     opt: fluxion_driver::OptLevel::On,
     memory_limit: None,
+    backend: fluxion_driver::Backend::Interp,
 };
 
 /// `jvp` by forward CHAD against `jvp` by dual numbers on every program of the suite,

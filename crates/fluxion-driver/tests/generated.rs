@@ -30,6 +30,7 @@ fn ad_modes() -> Vec<RunOptions> {
         fwd: FwdMode::Chad,
         opt: fluxion_driver::OptLevel::On,
         memory_limit: None,
+        backend: fluxion_driver::Backend::Interp,
     });
     modes
 }
@@ -214,6 +215,7 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
                 },
                 opt,
                 memory_limit: None,
+                backend: fluxion_driver::Backend::Interp,
             };
             fluxion_driver::gradcheck::eval_literal(src, &expr, options)
         };

@@ -28,6 +28,7 @@ fn options(mode: AdMode, fwd: FwdMode, opt: OptLevel) -> RunOptions {
         fwd,
         opt,
         memory_limit: None,
+        backend: fluxion_driver::Backend::Interp,
     }
 }
 

@@ -15,6 +15,7 @@ const MODE: RunOptions = RunOptions {
     fwd: FWD_UNDER_TEST,
     opt: fluxion_driver::OptLevel::On,
     memory_limit: None,
+    backend: fluxion_driver::Backend::Interp,
 };
 
 /// Programs defining `f: [Real] -> Real`, one per construct, with a point inside the

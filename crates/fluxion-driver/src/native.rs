@@ -1,0 +1,73 @@
+//! `--backend native`: the expanded, optimised module compiled to C and run as machine
+//! code (`fluxion-native`). What the backend cannot compile runs in the interpreter
+//! with a one-line note; it never fails where the interpreter would not.
+
+use fluxion_core::{CodeId, Module};
+use fluxion_interp::Value;
+use fluxion_native::{NativeError, NativeProgram, Toolchain};
+
+/// Which evaluator runs a program (`--backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// The reference interpreter.
+    #[default]
+    Interp,
+    /// C through the system compiler (`fluxion-native`).
+    Native,
+}
+
+impl Backend {
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s {
+            "interp" => Some(Backend::Interp),
+            "native" => Some(Backend::Native),
+            _ => None,
+        }
+    }
+}
+
+/// What a native run came to.
+pub(crate) enum Native {
+    /// It ran: the value or the runtime error.
+    Ran(Result<Value, fluxion_native::RuntimeError>),
+    /// It could not be compiled; the note says why (the interpreter runs it).
+    Fallback(String),
+}
+
+/// Compiles `code` of `module` (operators resolved ahead of time on a copy) and runs it
+/// on `args`.
+pub(crate) fn run(
+    module: &Module,
+    code: CodeId,
+    args: &[Value],
+    stack_bytes: usize,
+    memory_limit: usize,
+) -> Native {
+    match compile(module, code) {
+        Ok((program, resolved)) => {
+            Native::Ran(program.call(&resolved, args, stack_bytes, memory_limit as u64))
+        }
+        Err(note) => Native::Fallback(note),
+    }
+}
+
+/// The compiled program and the module it was compiled from, or the note of why not.
+pub fn compile(module: &Module, code: CodeId) -> Result<(NativeProgram, Module), String> {
+    let mut resolved = module.clone();
+    fluxion_native::resolve_operators(&mut resolved);
+    let toolchain = Toolchain::default();
+    match NativeProgram::compile(&resolved, code, &toolchain) {
+        Ok(p) => Ok((p, resolved)),
+        Err(NativeError::Unsupported(why)) => {
+            Err(format!("note: running in the interpreter: {why}"))
+        }
+        Err(NativeError::Toolchain(why)) if !toolchain.available() => Err(format!(
+            "note: running in the interpreter: no C compiler (`{}`): {why}",
+            toolchain.cc
+        )),
+        Err(NativeError::Toolchain(why)) => Err(format!(
+            "note: running in the interpreter: the native backend failed (a bug): {}",
+            why.lines().next().unwrap_or("")
+        )),
+    }
+}

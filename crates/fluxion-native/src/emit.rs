@@ -1,0 +1,481 @@
+//! Core → C: one C function per code reachable from the entry, plus the entry point of
+//! the ABI (`fx_entry`, see `lib.rs`).
+//!
+//! Every code becomes `static R fn_N(fx_clo *self_, params…)`; a lambda reads its
+//! captures from `self_` (its environment struct `env_N`), a top-level function ignores
+//! it. A closure call jumps through the closure's code pointer, except where the
+//! closure was made in the same function (its code is known): then it is a direct
+//! call the C compiler can inline — which is what turns `build`, `map`, `fold`,
+//! `sumbuild`… applied to a lambda into a plain loop over the lambda's body.
+//!
+//! Ownership (reference counting): parameters and captures are borrowed; a binding
+//! that makes a new value (a call, a constructor, most primitives) owns it and drops it
+//! where its block ends, unless the block returns it (then it moves to the block's
+//! destination); a binding that names part of a live value (a copy, a projection, an
+//! element, a match field) borrows. A value stored into a structure gains a reference.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Rhs, Span, Type, VarId};
+
+use crate::types::{Helper, Types, has_array, has_rc};
+
+/// Why a program cannot be compiled to C (it then runs in the interpreter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsupported(pub String);
+
+/// The C translation unit of `entry` and every code it reaches.
+pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
+    let Type::Fn(params, ret) = m.code_ty(entry) else {
+        return Err(Unsupported("the entry is not a function".into()));
+    };
+    for t in params.iter().chain(std::iter::once(&*ret)) {
+        if contains_fn(t, m) {
+            return Err(Unsupported("the entry takes or returns a function".into()));
+        }
+    }
+    let codes = reachable(m, entry);
+    let mut e = Emitter {
+        m,
+        types: Types::new(m),
+        closures: HashSet::new(),
+        known: HashMap::new(),
+        owned: Vec::new(),
+    };
+    let mut functions = String::new();
+    let mut protos = String::new();
+    for &c in &codes {
+        let _ = writeln!(protos, "{};", e.signature(c));
+        functions.push_str(&e.function(c)?);
+    }
+    let entry_fn = e.entry(entry, &params, &ret);
+    let mut envs = String::new();
+    let mut closures: Vec<CodeId> = e.closures.iter().copied().collect();
+    closures.sort();
+    for c in closures {
+        envs.push_str(&e.env(c));
+    }
+    e.types.flush();
+    let mut out = String::new();
+    out.push_str(crate::RUNTIME);
+    out.push_str("\n/* ---- types ---- */\n");
+    out.push_str(&e.types.defs);
+    out.push_str("\n/* ---- helpers ---- */\n");
+    out.push_str(&e.types.protos);
+    out.push_str(&protos);
+    out.push_str(&envs);
+    out.push_str(&e.types.bodies);
+    out.push_str("\n/* ---- program ---- */\n");
+    out.push_str(&functions);
+    out.push_str(&entry_fn);
+    Ok(out)
+}
+
+fn contains_fn(t: &Type, m: &Module) -> bool {
+    fn go(t: &Type, m: &Module, seen: &mut HashSet<fluxion_core::EnumId>) -> bool {
+        match t {
+            Type::Fn(..) => true,
+            Type::Tuple(ts) => ts.iter().any(|t| go(t, m, seen)),
+            Type::Array(t) => go(t, m, seen),
+            Type::Enum(e) => {
+                seen.insert(*e)
+                    && m.enum_def(*e)
+                        .variants
+                        .iter()
+                        .any(|v| v.fields.iter().any(|t| go(t, m, seen)))
+            }
+            _ => false,
+        }
+    }
+    go(t, m, &mut HashSet::new())
+}
+
+/// The codes `entry` reaches by calls and closures, in id order.
+fn reachable(m: &Module, entry: CodeId) -> Vec<CodeId> {
+    let mut seen = HashSet::from([entry]);
+    let mut stack = vec![entry];
+    while let Some(c) = stack.pop() {
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
+            if seen.insert(d) {
+                stack.push(d);
+            }
+        });
+    }
+    let mut codes: Vec<CodeId> = seen.into_iter().collect();
+    codes.sort();
+    codes
+}
+
+pub(crate) struct Emitter<'m> {
+    m: &'m Module,
+    types: Types<'m>,
+    /// Codes some closure is made of (they need an environment struct).
+    closures: HashSet<CodeId>,
+    /// Variables of the current function bound to a closure of a known code.
+    known: HashMap<VarId, CodeId>,
+    /// Per open block, the variables it owns.
+    owned: Vec<Vec<VarId>>,
+}
+
+fn var(v: VarId) -> String {
+    format!("v{}", v.0)
+}
+
+pub(crate) fn span_args(s: Span) -> String {
+    format!("{}, {}, {}", s.source, s.start, s.end)
+}
+
+/// A real as an exact C literal.
+pub fn real_lit(x: f64) -> String {
+    if x.is_nan() {
+        "NAN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 {
+            "INFINITY".into()
+        } else {
+            "(-INFINITY)".into()
+        }
+    } else {
+        format!("({x:e})")
+    }
+}
+
+fn atom(a: &Atom) -> String {
+    match a {
+        Atom::Var(v) => var(*v),
+        Atom::Lit(Lit::Real(x)) => real_lit(*x),
+        Atom::Lit(Lit::Int(i)) if *i == i64::MIN => "INT64_MIN".into(),
+        Atom::Lit(Lit::Int(i)) => format!("INT64_C({i})"),
+        Atom::Lit(Lit::Bool(b)) => u8::from(*b).to_string(),
+        Atom::Lit(Lit::Unit) => "0".into(),
+    }
+}
+
+fn lit_int(a: &Atom) -> i64 {
+    match a {
+        Atom::Lit(Lit::Int(i)) => *i,
+        _ => -1,
+    }
+}
+
+impl<'m> Emitter<'m> {
+    fn signature(&mut self, c: CodeId) -> String {
+        let code = self.m.code(c);
+        let ret = self.types.c(&code.ret);
+        let mut s = format!("static {ret} fn_{}(fx_clo *self_", c.0);
+        for p in &code.params {
+            let t = self.types.c(self.m.var_ty(*p));
+            let _ = write!(s, ", {t} {}", var(*p));
+        }
+        s.push(')');
+        s
+    }
+
+    /// The environment struct of `c`'s closures and the function that drops one.
+    fn env(&mut self, c: CodeId) -> String {
+        let code = self.m.code(c);
+        let mut s = format!("typedef struct {{ fx_clo h;");
+        for (i, v) in code.captures.iter().enumerate() {
+            let t = self.types.c(self.m.var_ty(*v));
+            let _ = write!(s, " {t} c{i};");
+        }
+        let _ = writeln!(s, " }} env_{};", c.0);
+        let _ = write!(
+            s,
+            "static void drop_{0}(fx_clo *c) {{ env_{0} *e = (env_{0}*)c; (void)e;",
+            c.0
+        );
+        for (i, v) in code.captures.iter().enumerate() {
+            let ty = self.m.var_ty(*v).clone();
+            let _ = write!(s, " {}", self.types.dec(&ty, &format!("e->c{i}")));
+        }
+        s.push_str(" }\n");
+        s
+    }
+
+    fn function(&mut self, c: CodeId) -> Result<String, Unsupported> {
+        self.known.clear();
+        self.owned.clear();
+        let code = self.m.code(c);
+        let mut s = self.signature(c);
+        s.push_str(" {\n");
+        let _ = writeln!(s, "  FX_STACK_CHECK({});", span_args(code.span));
+        if code.kind == CodeKind::Lambda || !code.captures.is_empty() {
+            for (i, v) in code.captures.iter().enumerate() {
+                let t = self.types.c(self.m.var_ty(*v));
+                let _ = writeln!(s, "  {t} {} = ((env_{}*)self_)->c{i};", var(*v), c.0);
+            }
+        } else {
+            s.push_str("  (void)self_;\n");
+        }
+        let ret = self.types.c(&code.ret);
+        let _ = writeln!(s, "  {ret} ret_;");
+        self.body(&code.body, "ret_", &mut s, 1)?;
+        s.push_str("  return ret_;\n}\n\n");
+        Ok(s)
+    }
+
+    fn entry(&mut self, entry: CodeId, params: &[Type], ret: &Type) -> String {
+        let mut s = String::from(
+            "int fx_entry(const uint64_t *in, size_t n_in, uint64_t **out, size_t *n_out, fx_error *err, const fx_config *cfg) {\n  FX_ENTRY_BEGIN(cfg, err)\n  fx_reader r = {in, n_in, 0};\n",
+        );
+        let mut args = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let (t, d) = (self.types.c(p), self.types.helper(Helper::Decode, p));
+            let _ = writeln!(s, "  {t} a{i} = {d}(&r);");
+            args.push(format!("a{i}"));
+        }
+        let (rt, enc) = (self.types.c(ret), self.types.helper(Helper::Encode, ret));
+        let mut call = String::from("NULL");
+        for a in &args {
+            call.push_str(", ");
+            call.push_str(a);
+        }
+        let _ = writeln!(s, "  {rt} res = fn_{}({call});", entry.0);
+        let _ = writeln!(s, "  fx_writer w = {{0}};\n  {enc}(&w, res);");
+        let _ = writeln!(s, "  {}", self.types.dec(ret, "res"));
+        for (i, p) in params.iter().enumerate() {
+            let _ = writeln!(s, "  {}", self.types.dec(p, &format!("a{i}")));
+        }
+        s.push_str("  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
+        s
+    }
+
+    fn body(
+        &mut self,
+        b: &Body,
+        dest: &str,
+        s: &mut String,
+        depth: usize,
+    ) -> Result<(), Unsupported> {
+        let pad = "  ".repeat(depth);
+        self.owned.push(Vec::new());
+        for bind in &b.bindings {
+            let ty = self.m.var_ty(bind.var).clone();
+            let owns = self.binding(bind.var, &ty, &bind.rhs, bind.span, s, depth)?;
+            if owns && has_rc(&ty) {
+                self.owned.last_mut().expect("a block").push(bind.var);
+            }
+        }
+        let mut owned = self.owned.pop().expect("a block");
+        match b.result {
+            Atom::Var(v) => {
+                let _ = writeln!(s, "{pad}{dest} = {};", var(v));
+                if let Some(pos) = owned.iter().position(|o| *o == v) {
+                    owned.remove(pos);
+                } else {
+                    let ty = self.m.var_ty(v).clone();
+                    let inc = self.types.inc(&ty, &var(v));
+                    if !inc.is_empty() {
+                        let _ = writeln!(s, "{pad}{inc}");
+                    }
+                }
+            }
+            ref a => {
+                let _ = writeln!(s, "{pad}{dest} = {};", atom(a));
+            }
+        }
+        for v in owned.iter().rev() {
+            let ty = self.m.var_ty(*v).clone();
+            let _ = writeln!(s, "{pad}{}", self.types.dec(&ty, &var(*v)));
+        }
+        Ok(())
+    }
+
+    /// Emits one binding; returns whether the variable owns its value.
+    fn binding(
+        &mut self,
+        v: VarId,
+        ty: &Type,
+        rhs: &Rhs,
+        span: Span,
+        s: &mut String,
+        depth: usize,
+    ) -> Result<bool, Unsupported> {
+        let pad = "  ".repeat(depth);
+        let ct = self.types.c(ty);
+        let name = var(v);
+        let sp = span_args(span);
+        match rhs {
+            Rhs::Atom(a) => {
+                if let Atom::Var(x) = a
+                    && let Some(&c) = self.known.get(x)
+                {
+                    self.known.insert(v, c);
+                }
+                let _ = writeln!(s, "{pad}{ct} {name} = {};", atom(a));
+                Ok(false)
+            }
+            Rhs::Tuple(args) => {
+                let parts: Vec<String> = args.iter().map(atom).collect();
+                let _ = writeln!(s, "{pad}{ct} {name} = {{{}}};", parts.join(", "));
+                self.inc_atoms(args, s, &pad);
+                Ok(true)
+            }
+            Rhs::Proj(a, i) => {
+                let _ = writeln!(s, "{pad}{ct} {name} = {}.f{i};", atom(a));
+                Ok(false)
+            }
+            Rhs::Array(args) => {
+                let ety = match ty {
+                    Type::Array(e) => (**e).clone(),
+                    _ => Type::Unit,
+                };
+                let ce = self.types.c(&ety);
+                let _ = writeln!(
+                    s,
+                    "{pad}{ct} {name} = fx_arr_new({}, sizeof({ce}), \"an array\", {sp});",
+                    args.len()
+                );
+                for (i, a) in args.iter().enumerate() {
+                    let _ = writeln!(s, "{pad}FX_DATA({name}, {ce})[{i}] = {};", atom(a));
+                }
+                self.inc_atoms(args, s, &pad);
+                Ok(true)
+            }
+            Rhs::Ctor(e, tag, args) => {
+                let vs = self.types.variant_struct(*e, *tag);
+                if args.is_empty() {
+                    let _ = writeln!(s, "{pad}{ct} {name} = (fx_enum*)&{vs}_unit;");
+                    return Ok(false);
+                }
+                let _ = writeln!(
+                    s,
+                    "{pad}{ct} {name} = (fx_enum*)fx_alloc(sizeof({vs}), {sp}); {name}->tag = {tag};"
+                );
+                for (j, a) in args.iter().enumerate() {
+                    let _ = writeln!(s, "{pad}(({vs}*){name})->f{j} = {};", atom(a));
+                }
+                self.inc_atoms(args, s, &pad);
+                Ok(true)
+            }
+            Rhs::Closure(c, args) => {
+                self.closures.insert(*c);
+                self.known.insert(v, *c);
+                let _ = writeln!(
+                    s,
+                    "{pad}{ct} {name} = (fx_clo*)fx_alloc(sizeof(env_{0}), {sp}); {name}->code = (void*)fn_{0}; {name}->drop = drop_{0};",
+                    c.0
+                );
+                for (i, a) in args.iter().enumerate() {
+                    let _ = writeln!(s, "{pad}((env_{}*){name})->c{i} = {};", c.0, atom(a));
+                }
+                self.inc_atoms(args, s, &pad);
+                Ok(true)
+            }
+            Rhs::CallDirect(c, args) => {
+                let mut call = format!("fn_{}(NULL", c.0);
+                for a in args {
+                    call.push_str(", ");
+                    call.push_str(&atom(a));
+                }
+                let _ = writeln!(s, "{pad}{ct} {name} = {call});");
+                Ok(true)
+            }
+            Rhs::Call(f, args) => {
+                let args: Vec<String> = args.iter().map(atom).collect();
+                let call = self.call(f, &args);
+                let _ = writeln!(s, "{pad}{ct} {name} = {call};");
+                Ok(true)
+            }
+            Rhs::If(c, t, e) => {
+                let _ = writeln!(s, "{pad}{ct} {name};\n{pad}if ({}) {{", atom(c));
+                self.body(t, &name, s, depth + 1)?;
+                let _ = writeln!(s, "{pad}}} else {{");
+                self.body(e, &name, s, depth + 1)?;
+                let _ = writeln!(s, "{pad}}}");
+                Ok(true)
+            }
+            Rhs::Match(a, arms, default) => {
+                let Type::Enum(eid) = self.m.atom_ty(a) else {
+                    return Err(Unsupported("a match on a non-enum".into()));
+                };
+                let scrut = atom(a);
+                let _ = writeln!(s, "{pad}{ct} {name};\n{pad}switch ({scrut}->tag) {{");
+                for arm in arms {
+                    let vs = self.types.variant_struct(eid, arm.tag);
+                    let _ = writeln!(s, "{pad}case {}: {{", arm.tag);
+                    for (j, f) in arm.fields.iter().enumerate() {
+                        let ft = self.types.c(self.m.var_ty(*f));
+                        let _ = writeln!(s, "{pad}  {ft} {} = (({vs}*){scrut})->f{j};", var(*f));
+                    }
+                    self.body(&arm.body, &name, s, depth + 1)?;
+                    let _ = writeln!(s, "{pad}  break;\n{pad}}}");
+                }
+                let _ = writeln!(s, "{pad}default: {{");
+                match default {
+                    Some(d) => self.body(d, &name, s, depth + 1)?,
+                    None => {
+                        let _ = writeln!(
+                            s,
+                            "{pad}  fx_fail({sp}, \"non-exhaustive match: no arm matches this value\");"
+                        );
+                    }
+                }
+                let _ = writeln!(s, "{pad}}}\n{pad}}}");
+                Ok(true)
+            }
+            Rhs::Prim(p, args) => crate::prims::emit(self, *p, args, v, ty, span, s, &pad),
+        }
+    }
+
+    fn inc_atoms(&mut self, args: &[Atom], s: &mut String, pad: &str) {
+        for a in args {
+            if let Atom::Var(x) = a {
+                let ty = self.m.var_ty(*x).clone();
+                let inc = self.types.inc(&ty, &var(*x));
+                if !inc.is_empty() {
+                    let _ = writeln!(s, "{pad}{inc}");
+                }
+            }
+        }
+    }
+
+    /// A call of closure `f` (a direct call when its code is known).
+    fn call(&mut self, f: &Atom, args: &[String]) -> String {
+        let fname = atom(f);
+        let mut rest = String::new();
+        for a in args {
+            rest.push_str(", ");
+            rest.push_str(a);
+        }
+        if let Atom::Var(x) = f
+            && let Some(c) = self.known.get(x)
+        {
+            return format!("fn_{}({fname}{rest})", c.0);
+        }
+        let Type::Fn(ps, r) = self.m.atom_ty(f) else {
+            return "0".into();
+        };
+        let mut cast = format!("{} (*)(fx_clo*", self.types.c(&r));
+        for p in &ps {
+            cast.push_str(", ");
+            cast.push_str(&self.types.c(p));
+        }
+        cast.push(')');
+        format!("(({cast}){fname}->code)({fname}{rest})")
+    }
+}
+
+/// What the primitive emitter needs from the function emitter.
+impl<'m> Emitter<'m> {
+    pub(crate) fn module(&self) -> &'m Module {
+        self.m
+    }
+    pub(crate) fn types(&mut self) -> &mut Types<'m> {
+        &mut self.types
+    }
+    pub(crate) fn call_closure(&mut self, f: &Atom, args: &[String]) -> String {
+        self.call(f, args)
+    }
+    pub(crate) fn atom(&self, a: &Atom) -> String {
+        atom(a)
+    }
+    pub(crate) fn lit_int(&self, a: &Atom) -> i64 {
+        lit_int(a)
+    }
+    pub(crate) fn has_array(&self, t: &Type) -> bool {
+        has_array(t)
+    }
+}

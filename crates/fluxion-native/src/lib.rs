@@ -1,0 +1,202 @@
+//! The native backend: a Core module (differentiated and optimised: every pass before
+//! is Core → Core) becomes one C11 translation unit (`emit.rs`, `prims.rs`, over the
+//! representation in `types.rs` and the runtime in `runtime.c`), which the system C
+//! compiler turns into a shared library (`toolchain.rs`, cached), loaded and called
+//! through a small ABI:
+//!
+//! ```c
+//! int fx_entry(const uint64_t *in, size_t n_in,      /* the arguments (abi.rs)   */
+//!              uint64_t **out, size_t *n_out,        /* the result, to free with */
+//!              fx_error *err, const fx_config *cfg); /*   fx_free_words          */
+//! ```
+//!
+//! `fx_entry` returns 0 with the result, or 1 with a runtime error (message and source
+//! span) in `err`; `cfg` bounds the stack and the heap. A program the backend cannot
+//! compile — one that applies a differential operator the run time would have to
+//! translate (`resolve.rs` collects the translations it can ahead of time) — is
+//! reported as [`Unsupported`], and the caller runs it in the interpreter.
+
+mod abi;
+mod emit;
+mod prims;
+mod resolve;
+mod toolchain;
+mod types;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fluxion_core::{CodeId, Module, Span, Type};
+use fluxion_interp::Value;
+
+pub use emit::Unsupported;
+pub use resolve::resolve_operators;
+pub use toolchain::{Toolchain, default_cache_dir};
+
+/// The C runtime every translation unit starts with.
+pub const RUNTIME: &str = include_str!("runtime.c");
+
+/// The C translation unit of `entry` (after [`resolve_operators`]).
+pub fn c_source(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
+    emit::emit_module(m, entry)
+}
+
+/// Why native compilation did not produce a library.
+#[derive(Debug)]
+pub enum NativeError {
+    /// The program needs the interpreter (the reason, for a one-line note).
+    Unsupported(String),
+    /// The C compiler is missing or failed (a bug of the backend if it failed).
+    Toolchain(String),
+}
+
+/// A runtime error of native code, as the interpreter reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuntimeError {
+    pub message: String,
+    pub span: Span,
+}
+
+#[repr(C)]
+struct FxError {
+    message: [u8; 512],
+    source: u32,
+    start: u32,
+    end: u32,
+}
+
+#[repr(C)]
+struct FxConfig {
+    stack_limit: usize,
+    memory_limit: u64,
+}
+
+type EntryFn = unsafe extern "C" fn(
+    *const u64,
+    usize,
+    *mut *mut u64,
+    *mut usize,
+    *mut FxError,
+    *const FxConfig,
+) -> i32;
+
+/// A compiled entry point, loaded.
+pub struct NativeProgram {
+    lib: libloading::Library,
+    params: Vec<Type>,
+    ret: Type,
+    /// Where the library is (in the cache).
+    pub path: PathBuf,
+    /// Time the C compiler took (zero when the cache had the library).
+    pub compile_time: Duration,
+    /// Whether the library came from the cache.
+    pub cached: bool,
+}
+
+impl NativeProgram {
+    /// Compiles `entry` of `m` (operators already resolved) and loads it.
+    pub fn compile(
+        m: &Module,
+        entry: CodeId,
+        tc: &Toolchain,
+    ) -> Result<NativeProgram, NativeError> {
+        let source = c_source(m, entry).map_err(|u| NativeError::Unsupported(u.0))?;
+        let Type::Fn(params, ret) = m.code_ty(entry) else {
+            return Err(NativeError::Unsupported(
+                "the entry is not a function".into(),
+            ));
+        };
+        let built = tc.build(&source).map_err(NativeError::Toolchain)?;
+        // SAFETY: the library is one this backend generated; loading runs no
+        // initialisers beyond the C runtime's static data.
+        let lib = unsafe { libloading::Library::new(&built.path) }.map_err(|e| {
+            NativeError::Toolchain(format!("cannot load {}: {e}", built.path.display()))
+        })?;
+        Ok(NativeProgram {
+            lib,
+            params,
+            ret: *ret,
+            path: built.path,
+            compile_time: built.compile_time,
+            cached: built.cached,
+        })
+    }
+
+    /// Calls the entry with `args`. `stack_bytes` is how much of the current thread's
+    /// stack the program may use; `memory_limit` the heap it may hold.
+    pub fn call(
+        &self,
+        m: &Module,
+        args: &[Value],
+        stack_bytes: usize,
+        memory_limit: u64,
+    ) -> Result<Value, RuntimeError> {
+        let internal = |message: &str| RuntimeError {
+            message: format!("internal error: {message}"),
+            span: Span::default(),
+        };
+        let mut words = Vec::new();
+        for (a, t) in args.iter().zip(&self.params) {
+            abi::encode(a, t, m, &mut words)
+                .ok_or_else(|| internal("an argument of another type"))?;
+        }
+        // SAFETY: `fx_entry` and `fx_free_words` are defined by every generated unit
+        // with these signatures.
+        let entry: libloading::Symbol<EntryFn> = unsafe { self.lib.get(b"fx_entry") }
+            .map_err(|_| internal("the library has no entry"))?;
+        let free: libloading::Symbol<unsafe extern "C" fn(*mut u64)> =
+            unsafe { self.lib.get(b"fx_free_words") }.map_err(|_| internal("no fx_free_words"))?;
+        let here = 0u8;
+        let sp = std::ptr::addr_of!(here) as usize;
+        let config = FxConfig {
+            stack_limit: sp.saturating_sub(stack_bytes),
+            memory_limit,
+        };
+        let mut err = FxError {
+            message: [0; 512],
+            source: 0,
+            start: 0,
+            end: 0,
+        };
+        let (mut out, mut n_out) = (std::ptr::null_mut(), 0usize);
+        // SAFETY: the pointers are valid for the call; the entry writes `out`/`n_out`
+        // (a buffer it allocated) on success and `err` on failure.
+        let status = unsafe {
+            entry(
+                words.as_ptr(),
+                words.len(),
+                &mut out,
+                &mut n_out,
+                &mut err,
+                &config,
+            )
+        };
+        if status != 0 {
+            let len = err.message.iter().position(|b| *b == 0).unwrap_or(512);
+            return Err(RuntimeError {
+                message: String::from_utf8_lossy(&err.message[..len]).into_owned(),
+                span: Span {
+                    source: err.source,
+                    start: err.start,
+                    end: err.end,
+                },
+            });
+        }
+        // SAFETY: on success `out` holds `n_out` words.
+        let result = unsafe { std::slice::from_raw_parts(out, n_out) }.to_vec();
+        // SAFETY: `out` came from the library's allocator.
+        unsafe { free(out) };
+        let mut pos = 0;
+        abi::decode(&result, &mut pos, &self.ret, m).ok_or_else(|| internal("a malformed result"))
+    }
+
+    /// Heap objects the library holds on this thread (0 after every successful call:
+    /// the leak check of the tests).
+    pub fn live_objects(&self) -> i64 {
+        // SAFETY: `fx_live` is defined by every generated unit.
+        match unsafe { self.lib.get::<unsafe extern "C" fn() -> i64>(b"fx_live") } {
+            Ok(f) => unsafe { f() },
+            Err(_) => -1,
+        }
+    }
+}

@@ -1,0 +1,590 @@
+//! C for each primitive: the same results and the same runtime errors as the
+//! interpreter's `prims.rs`, `linear.rs` and `tangent.rs` (whose messages are
+//! repeated here). Higher-order built-ins become loops that call the closure — directly
+//! when its code is known, so the C compiler inlines the lambda's body.
+//!
+//! Returns whether the bound variable owns its value (see `emit.rs`).
+
+use std::fmt::Write;
+
+use fluxion_core::{Atom, Prim, Span, Type, VarId};
+
+use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
+use crate::types::{Helper, has_rc};
+
+fn elem(t: &Type) -> Type {
+    match t {
+        Type::Array(e) => (**e).clone(),
+        _ => Type::Unit,
+    }
+}
+
+/// The C function of a real primitive of one argument.
+fn real_fn(p: Prim) -> Option<&'static str> {
+    use Prim::*;
+    Some(match p {
+        Sin => "sin",
+        Cos => "cos",
+        Tan => "tan",
+        Asin => "asin",
+        Acos => "acos",
+        Atan => "atan",
+        Tanh => "tanh",
+        Sinh => "sinh",
+        Cosh => "cosh",
+        Exp => "exp",
+        Log => "log",
+        Log1p => "log1p",
+        Expm1 => "expm1",
+        Sqrt => "sqrt",
+        Sigmoid => "fx_sigmoid",
+        Lgamma => "fx_lgamma",
+        Erf => "erf",
+        Floor => "floor",
+        Ceil => "ceil",
+        Digamma => "fx_digamma",
+        Trigamma => "fx_trigamma",
+        _ => return None,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit(
+    e: &mut FnEmitter<'_>,
+    p: Prim,
+    args: &[Atom],
+    v: VarId,
+    ty: &Type,
+    span: Span,
+    s: &mut String,
+    pad: &str,
+) -> Result<bool, Unsupported> {
+    use Prim::*;
+    let m = e.module();
+    let ct = e.types().c(ty);
+    let name = format!("v{}", v.0);
+    let sp = spans(span);
+    let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
+    let aty = |i: usize| m.atom_ty(&args[i]);
+    let line = |s: &mut String, text: String| {
+        let _ = writeln!(s, "{pad}{text}");
+    };
+    let decl = |s: &mut String, expr: String| {
+        let _ = writeln!(s, "{pad}{ct} {name} = {expr};");
+    };
+    if let Some(f) = real_fn(p) {
+        decl(s, format!("{f}({})", a[0]));
+        return Ok(false);
+    }
+    let is_int = matches!(aty(0), Type::Int);
+    match p {
+        Add | Sub | Mul | Div | Rem => {
+            let expr = if is_int {
+                let f = match p {
+                    Add => "fx_iadd",
+                    Sub => "fx_isub",
+                    Mul => "fx_imul",
+                    Div => "fx_idiv",
+                    _ => "fx_irem",
+                };
+                format!("{f}({}, {}, {sp})", a[0], a[1])
+            } else if p == Rem {
+                format!("fmod({}, {})", a[0], a[1])
+            } else {
+                let op = p.operator_symbol().unwrap_or("+");
+                format!("{} {op} {}", a[0], a[1])
+            };
+            decl(s, expr);
+        }
+        Neg if is_int => decl(s, format!("fx_ineg({}, {sp})", a[0])),
+        Neg => decl(s, format!("-{}", a[0])),
+        Not => decl(s, format!("!{}", a[0])),
+        Eq | Ne => {
+            let eq = e.types().eq_expr(&aty(0), &a[0], &a[1]);
+            decl(s, if p == Eq { eq } else { format!("!{eq}") });
+        }
+        Lt | Le | Gt | Ge => {
+            let op = p.operator_symbol().unwrap_or("<");
+            decl(s, format!("{} {op} {}", a[0], a[1]));
+        }
+        Abs if is_int => decl(s, format!("fx_iabs({}, {sp})", a[0])),
+        Abs => decl(s, format!("fabs({})", a[0])),
+        Pow => decl(s, format!("pow({}, {})", a[0], a[1])),
+        Atan2 => decl(s, format!("atan2({}, {})", a[0], a[1])),
+        Polygamma => decl(s, format!("fx_polygamma({}, {})", a[0], a[1])),
+        Min | Max => {
+            let f = match (p, is_int) {
+                (Min, true) => "fx_imin",
+                (Min, false) => "fx_rmin",
+                (_, true) => "fx_imax",
+                _ => "fx_rmax",
+            };
+            decl(s, format!("{f}({}, {})", a[0], a[1]));
+        }
+        ToReal => decl(s, format!("(double){}", a[0])),
+        ToInt => decl(s, format!("fx_to_int({}, {sp})", a[0])),
+        Length => decl(s, format!("FX_LEN({})", a[0])),
+        Index => {
+            let ce = e.types().c(&elem(&aty(0)));
+            line(s, format!("fx_bounds({}, FX_LEN({}), {sp});", a[1], a[0]));
+            decl(s, format!("FX_DATA({}, {ce})[{}]", a[0], a[1]));
+            return Ok(false);
+        }
+        Build => {
+            let ce = e.types().c(&elem(ty));
+            let call = e.call_closure(&args[1], &["i".into()]);
+            decl(
+                s,
+                format!("fx_arr_new({}, sizeof({ce}), \"build\", {sp})", a[0]),
+            );
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < {}; i++) FX_DATA({name}, {ce})[i] = {call};",
+                    a[0]
+                ),
+            );
+        }
+        Map => {
+            let (xe, ce) = (e.types().c(&elem(&aty(1))), e.types().c(&elem(ty)));
+            let call = e.call_closure(&args[0], &[format!("FX_DATA({}, {xe})[i]", a[1])]);
+            decl(
+                s,
+                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"map\", {sp})", a[1]),
+            );
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < FX_LEN({}); i++) FX_DATA({name}, {ce})[i] = {call};",
+                    a[1]
+                ),
+            );
+        }
+        Map2 => {
+            let xe = e.types().c(&elem(&aty(1)));
+            let ye = e.types().c(&elem(&aty(2)));
+            let ce = e.types().c(&elem(ty));
+            let call = e.call_closure(
+                &args[0],
+                &[
+                    format!("FX_DATA({}, {xe})[i]", a[1]),
+                    format!("FX_DATA({}, {ye})[i]", a[2]),
+                ],
+            );
+            line(
+                s,
+                format!(
+                    "fx_same_length(\"map2\", FX_LEN({}), FX_LEN({}), {sp});",
+                    a[1], a[2]
+                ),
+            );
+            decl(
+                s,
+                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"map2\", {sp})", a[1]),
+            );
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < FX_LEN({}); i++) FX_DATA({name}, {ce})[i] = {call};",
+                    a[1]
+                ),
+            );
+        }
+        Zip => {
+            let (xt, yt) = (elem(&aty(0)), elem(&aty(1)));
+            let (xe, ye) = (e.types().c(&xt), e.types().c(&yt));
+            let ce = e.types().c(&elem(ty));
+            line(
+                s,
+                format!(
+                    "fx_same_length(\"zip\", FX_LEN({}), FX_LEN({}), {sp});",
+                    a[0], a[1]
+                ),
+            );
+            decl(
+                s,
+                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"zip\", {sp})", a[0]),
+            );
+            let ix = format!("FX_DATA({}, {xe})[i]", a[0]);
+            let iy = format!("FX_DATA({}, {ye})[i]", a[1]);
+            let (incx, incy) = (e.types().inc(&xt, &ix), e.types().inc(&yt, &iy));
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < FX_LEN({}); i++) {{ {ce} t = {{{ix}, {iy}}}; FX_DATA({name}, {ce})[i] = t; {incx} {incy} }}",
+                    a[0]
+                ),
+            );
+        }
+        Fold | Scan | Iterate => {
+            let acc_ty = if p == Iterate { aty(2) } else { aty(1) };
+            let cacc = e.types().c(&acc_ty);
+            let (init, xs) = if p == Iterate {
+                (&a[2], None)
+            } else {
+                (&a[1], Some(&a[2]))
+            };
+            let inc_acc = e.types().inc(&acc_ty, "acc");
+            let dec_acc = e.types().dec(&acc_ty, "acc");
+            let f = if p == Iterate { &args[1] } else { &args[0] };
+            let call = match xs {
+                Some(xs) => {
+                    let xe = e.types().c(&elem(&aty(2)));
+                    e.call_closure(f, &["acc".into(), format!("FX_DATA({xs}, {xe})[i]")])
+                }
+                None => e.call_closure(f, &["acc".into()]),
+            };
+            let count = match (p, xs) {
+                (Iterate, _) => {
+                    line(
+                        s,
+                        format!(
+                            "if ({0} < 0) fx_fail({sp}, \"iterate: negative count %lld\", (long long){0});",
+                            a[0]
+                        ),
+                    );
+                    a[0].clone()
+                }
+                (_, Some(xs)) => format!("FX_LEN({xs})"),
+                _ => "0".into(),
+            };
+            if p == Scan {
+                decl(
+                    s,
+                    format!("fx_arr_new({count}, sizeof({cacc}), \"scan\", {sp})"),
+                );
+            } else {
+                line(s, format!("{ct} {name};"));
+            }
+            let store = if p == Scan {
+                format!(" FX_DATA({name}, {cacc})[i] = acc; {inc_acc}")
+            } else {
+                String::new()
+            };
+            let finish = if p == Scan {
+                dec_acc.clone()
+            } else {
+                format!("{name} = acc;")
+            };
+            line(
+                s,
+                format!(
+                    "{{ {cacc} acc = {init}; {inc_acc}\n{pad}  for (int64_t i = 0; i < {count}; i++) {{ {cacc} nx = {call}; {dec_acc} acc = nx;{store} }}\n{pad}  {finish} }}"
+                ),
+            );
+        }
+        Sum | Sumbuild => {
+            let term_ty = ty.clone();
+            let cterm = ct.clone();
+            let (count, term, owned_term) = if p == Sum {
+                let ce = e.types().c(&elem(&aty(0)));
+                (
+                    format!("FX_LEN({})", a[0]),
+                    format!("FX_DATA({}, {ce})[i]", a[0]),
+                    false,
+                )
+            } else {
+                line(s, format!("fx_length({}, \"sumbuild\", {sp});", a[0]));
+                (a[0].clone(), e.call_closure(&args[1], &["i".into()]), true)
+            };
+            line(s, format!("{ct} {name};"));
+            let add = e.types().plus_expr(Helper::Add, &term_ty, "acc", "t", &sp);
+            if !e.has_array(&term_ty) {
+                let zero = sum_zero(e, &term_ty, &sp);
+                line(
+                    s,
+                    format!(
+                        "{{ {cterm} acc = {zero}; for (int64_t i = 0; i < {count}; i++) {{ {cterm} t = {term}; acc = {add}; }} {name} = acc; }}"
+                    ),
+                );
+            } else {
+                // A sum of arrays starts from its first term (no zero of unknown length).
+                let zero = sum_zero(e, &term_ty, &sp);
+                let (dec_acc, dec_t) =
+                    (e.types().dec(&term_ty, "acc"), e.types().dec(&term_ty, "t"));
+                let inc_first = if owned_term {
+                    String::new()
+                } else {
+                    e.types().inc(&term_ty, "acc")
+                };
+                let dec_t = if owned_term { dec_t } else { String::new() };
+                line(
+                    s,
+                    format!(
+                        "if ({count} == 0) {name} = {zero}; else {{ int64_t i = 0; {cterm} acc = {term}; {inc_first}\n{pad}  for (i = 1; i < {count}; i++) {{ {cterm} t = {term}; {cterm} nx = {add}; {dec_acc} {dec_t} acc = nx; }}\n{pad}  {name} = acc; }}"
+                    ),
+                );
+            }
+        }
+        Replicate => {
+            let et = aty(1);
+            let ce = e.types().c(&et);
+            let inc = e.types().inc(&et, &a[1]);
+            decl(
+                s,
+                format!("fx_arr_new({}, sizeof({ce}), \"replicate\", {sp})", a[0]),
+            );
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < {}; i++) {{ FX_DATA({name}, {ce})[i] = {}; {inc} }}",
+                    a[0], a[1]
+                ),
+            );
+        }
+        Range => {
+            decl(
+                s,
+                format!("fx_arr_new({}, sizeof(fx_int), \"range\", {sp})", a[0]),
+            );
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < {}; i++) FX_DATA({name}, fx_int)[i] = i;",
+                    a[0]
+                ),
+            );
+        }
+        Reverse | Concat | Slice => {
+            let et = elem(ty);
+            let ce = e.types().c(&et);
+            let (src_len, start, len) = match p {
+                Reverse => (
+                    format!("FX_LEN({})", a[0]),
+                    "0".to_string(),
+                    format!("FX_LEN({})", a[0]),
+                ),
+                Slice => {
+                    line(
+                        s,
+                        format!(
+                            "if ({1} < 0 || {2} < 0 || {1} > FX_LEN({0}) - {2}) fx_fail({sp}, \"slice(%lld, %lld) out of range for an array of length %lld\", (long long){1}, (long long){2}, (long long)FX_LEN({0}));",
+                            a[0], a[1], a[2]
+                        ),
+                    );
+                    (format!("FX_LEN({})", a[0]), a[1].clone(), a[2].clone())
+                }
+                _ => {
+                    line(
+                        s,
+                        format!(
+                            "if (FX_LEN({0}) + FX_LEN({1}) > FX_MAX_ARRAY_LEN) fx_fail({sp}, \"concat: result too large\");",
+                            a[0], a[1]
+                        ),
+                    );
+                    (
+                        String::new(),
+                        "0".into(),
+                        format!("FX_LEN({}) + FX_LEN({})", a[0], a[1]),
+                    )
+                }
+            };
+            let _ = src_len;
+            decl(
+                s,
+                format!("fx_arr_new({len}, sizeof({ce}), \"{}\", {sp})", p.name()),
+            );
+            let read = match p {
+                Reverse => format!("FX_DATA({0}, {ce})[FX_LEN({0}) - 1 - i]", a[0]),
+                Slice => format!("FX_DATA({}, {ce})[{start} + i]", a[0]),
+                _ => format!(
+                    "(i < FX_LEN({0}) ? FX_DATA({0}, {ce})[i] : FX_DATA({1}, {ce})[i - FX_LEN({0})])",
+                    a[0], a[1]
+                ),
+            };
+            let inc = e.types().inc(&et, &format!("FX_DATA({name}, {ce})[i]"));
+            line(
+                s,
+                format!(
+                    "for (int64_t i = 0; i < FX_LEN({name}); i++) {{ FX_DATA({name}, {ce})[i] = {read}; {inc} }}"
+                ),
+            );
+        }
+        Maximum | Minimum | Argmax => {
+            let et = elem(&aty(0));
+            let ce = e.types().c(&et);
+            let cmp = if p == Minimum { "<" } else { ">" };
+            line(
+                s,
+                format!(
+                    "if (FX_LEN({0}) == 0) fx_fail({sp}, \"{1} of an empty array\");",
+                    a[0],
+                    p.name()
+                ),
+            );
+            let x = format!("FX_DATA({}, {ce})", a[0]);
+            let best = format!(
+                "int64_t best = 0; for (int64_t i = 1; i < FX_LEN({0}); i++) if ({x}[i] {cmp} {x}[best]) best = i;",
+                a[0]
+            );
+            line(s, format!("{ct} {name};"));
+            let value = if p == Argmax {
+                "best".to_string()
+            } else {
+                format!("{x}[best]")
+            };
+            line(s, format!("{{ {best} {name} = {value}; }}"));
+            return Ok(false);
+        }
+        MatchFail => {
+            line(
+                s,
+                format!("fx_fail({sp}, \"non-exhaustive match: no arm matches this value\");"),
+            );
+            line(
+                s,
+                format!("{ct} {name}; memset(&{name}, 0, sizeof {name});"),
+            );
+            return Ok(false);
+        }
+        CheckTangent => {
+            if let Some(c) = e.types().check_stmt(&aty(0), &aty(1), &a[0], &a[1], &sp) {
+                line(s, c);
+            }
+            decl(s, "0".into());
+            return Ok(false);
+        }
+        TanZero => {
+            let z = e.types().zero(ty);
+            decl(s, z);
+            return Ok(false);
+        }
+        TanPlus => {
+            let x = e.types().plus_expr(Helper::TanPlus, ty, &a[0], &a[1], &sp);
+            decl(s, x);
+        }
+        TanDense => {
+            let x = e.types().dense_expr(&aty(0), &aty(1), &a[0], &a[1], &sp);
+            decl(s, x);
+        }
+        LinScale => decl(s, format!("fx_lscale({}, {})", a[0], a[1])),
+        LinProj => {
+            decl(s, format!("{}.f{}", a[0], e.lit_int(&args[1])));
+            return Ok(false);
+        }
+        LinField => {
+            let Type::Enum(te) = aty(0) else {
+                return Err(Unsupported("%lfield of a non-enum".into()));
+            };
+            let (tag, j) = (e.lit_int(&args[1]), e.lit_int(&args[2]));
+            let vs = e.types().variant_struct(te, tag as u32);
+            let z = e.types().zero(ty);
+            line(s, format!("{ct} {name};"));
+            line(
+                s,
+                format!(
+                    "if (!{0}) {name} = {z}; else {{ if ({0}->tag != {tag}) fx_fail({sp}, \"a cotangent with another constructor than its value\"); {name} = (({vs}*){0})->f{j}; }}",
+                    a[0]
+                ),
+            );
+            return Ok(false);
+        }
+        LinIndex => {
+            let et = elem(&aty(0));
+            let ce = e.types().c(&et);
+            let z = e.types().zero(&et);
+            line(s, format!("{ct} {name};"));
+            line(
+                s,
+                format!(
+                    "if (!{0}) {name} = {z}; else {{ if ((uint64_t){1} >= (uint64_t)FX_LEN({0})) fx_fail({sp}, \"internal error: %%lindex %lld out of range\", (long long){1}); {name} = FX_DATA({0}, {ce})[{1}]; }}",
+                    a[0], a[1]
+                ),
+            );
+            return Ok(false);
+        }
+        LinOneHot | LinEmbed => {
+            let et = elem(ty);
+            let ce = e.types().c(&et);
+            let z = e.types().zero(&et);
+            let w = &a[2];
+            let wty = aty(2);
+            let is_null = if has_rc(&wty) && !matches!(wty, Type::Tuple(_)) {
+                format!("!{w}")
+            } else {
+                "0".into()
+            };
+            line(s, format!("{ct} {name};"));
+            let fill = format!(
+                "{name} = fx_arr_new({0}, sizeof({ce}), \"a cotangent\", {sp}); for (int64_t i = 0; i < {0}; i++) FX_DATA({name}, {ce})[i] = {z};",
+                a[0]
+            );
+            let place = if p == LinOneHot {
+                let inc = e.types().inc(&et, w);
+                format!(
+                    "if ((uint64_t){1} >= (uint64_t){0}) fx_fail({sp}, \"internal error: one-hot index %lld of length %lld\", (long long){1}, (long long){0}); FX_DATA({name}, {ce})[{1}] = {w}; {inc}",
+                    a[0], a[1]
+                )
+            } else {
+                let inc = e
+                    .types()
+                    .inc(&et, &format!("FX_DATA({name}, {ce})[{}+i]", a[1]));
+                format!(
+                    "if ({1} < 0 || FX_LEN({w}) > {0} - {1}) fx_fail({sp}, \"internal error: an embedded cotangent out of range\"); for (int64_t i = 0; i < FX_LEN({w}); i++) {{ FX_DATA({name}, {ce})[{1}+i] = FX_DATA({w}, {ce})[i]; {inc} }}",
+                    a[0], a[1]
+                )
+            };
+            line(
+                s,
+                format!("if ({is_null}) {name} = NULL; else {{ {fill} {place} }}"),
+            );
+        }
+        LinSlice => {
+            let et = elem(ty);
+            let ce = e.types().c(&et);
+            let inc = e.types().inc(&et, &format!("FX_DATA({name}, {ce})[i]"));
+            line(s, format!("{ct} {name};"));
+            line(
+                s,
+                format!(
+                    "if (!{0}) {name} = NULL; else {{ if ({1} < 0 || {2} < 0 || {1} > FX_LEN({0}) - {2}) fx_fail({sp}, \"internal error: %%lslice out of range\"); {name} = fx_arr_new({2}, sizeof({ce}), \"a cotangent\", {sp}); for (int64_t i = 0; i < {2}; i++) {{ FX_DATA({name}, {ce})[i] = FX_DATA({0}, {ce})[{1} + i]; {inc} }} }}",
+                    a[0], a[1], a[2]
+                ),
+            );
+        }
+        LinSum => {
+            let ce = e.types().c(ty);
+            let z = e.types().zero(ty);
+            let add = e.types().plus_expr(
+                Helper::TanPlus,
+                ty,
+                "acc",
+                &format!("FX_DATA({}, {ce})[i]", a[0]),
+                &sp,
+            );
+            let dec = e.types().dec(ty, "acc");
+            line(s, format!("{ct} {name};"));
+            line(
+                s,
+                format!(
+                    "{{ {ce} acc = {z}; for (int64_t i = 0; i < FX_LEN({0}); i++) {{ {ce} nx = {add}; {dec} acc = nx; }} {name} = acc; }}",
+                    a[0]
+                ),
+            );
+        }
+        _ => {
+            return Err(Unsupported(format!(
+                "`{}` is evaluated by the interpreter",
+                p.name()
+            )));
+        }
+    }
+    Ok(true)
+}
+
+/// The sum of no terms of `ty` (`sum`'s zero: 0.0, 0, empty arrays).
+fn sum_zero(e: &mut FnEmitter<'_>, ty: &Type, sp: &str) -> String {
+    match ty {
+        Type::Real => "0.0".into(),
+        Type::Array(t) => {
+            let ce = e.types().c(t);
+            format!("fx_arr_new(0, sizeof({ce}), \"sum\", {sp})")
+        }
+        Type::Tuple(ts) => {
+            let c = e.types().c(ty);
+            let parts: Vec<String> = ts.iter().map(|t| sum_zero(e, t, sp)).collect();
+            format!("(({c}){{{}}})", parts.join(", "))
+        }
+        _ => "0".into(),
+    }
+}

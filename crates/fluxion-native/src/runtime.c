@@ -1,0 +1,309 @@
+/* Fluxion native runtime: included at the top of every generated translation unit.
+ *
+ * Values: Real = double, Int = int64_t, Bool = uint8_t, () = uint8_t; tuples are C
+ * structs held by value; arrays, enum values and closures are reference-counted heap
+ * objects (a header with the count first). A count below zero marks an immortal
+ * object (nullary constructors are static). NULL is the symbolic zero of an array,
+ * enum or function tangent; -0.0 is the zero of a Real tangent (the unit of +).
+ *
+ * Errors: fx_fail records the message and source span and longjmps to the entry
+ * point, which returns 1. Memory held at that moment is not freed (the caller is
+ * told; the CLI exits). */
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <math.h>
+#include <setjmp.h>
+
+typedef double fx_real;
+typedef int64_t fx_int;
+typedef uint8_t fx_bool;
+typedef uint8_t fx_unit;
+
+/* What the entry point reports to its caller on a runtime error. */
+typedef struct {
+  char message[512];
+  uint32_t source, start, end;
+} fx_error;
+
+/* Limits the caller sets: the lowest stack address a call may reach, and the bytes
+ * of heap the program may hold. */
+typedef struct {
+  uintptr_t stack_limit;
+  uint64_t memory_limit;
+} fx_config;
+
+/* Per thread, so that calls on different threads do not meet. */
+static _Thread_local jmp_buf fx_jmp;
+static _Thread_local fx_error *fx_err;
+static _Thread_local uintptr_t fx_stack_limit;
+static _Thread_local uint64_t fx_memory_limit, fx_memory_used;
+/* Live heap objects: back to zero after a call that returned normally. */
+static _Thread_local int64_t fx_live_objects;
+int64_t fx_live(void) { return fx_live_objects; }
+
+#define FX_MAX_ARRAY_LEN ((int64_t)1 << 28)
+
+static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+#include <stdarg.h>
+static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(fx_err->message, sizeof fx_err->message, fmt, ap);
+  va_end(ap);
+  fx_err->source = src;
+  fx_err->start = start;
+  fx_err->end = end;
+  longjmp(fx_jmp, 1);
+}
+
+/* Called on entry to every generated function: deep recursion is an error, not a
+ * segfault. */
+#define FX_STACK_CHECK(src, start, end)                                              \
+  do {                                                                               \
+    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_stack_limit, 0)) \
+      fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");          \
+  } while (0)
+
+/* Every heap object starts with this header. */
+typedef struct {
+  int64_t rc;
+  uint64_t bytes;
+} fx_hdr;
+
+static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
+  if (fx_memory_used + bytes > fx_memory_limit)
+    fx_fail(src, start, end, "memory budget of %llu bytes exceeded",
+            (unsigned long long)fx_memory_limit);
+  fx_hdr *h = (fx_hdr *)malloc(bytes);
+  if (!h) fx_fail(src, start, end, "out of memory: an allocation of %llu bytes failed", (unsigned long long)bytes);
+  h->rc = 1;
+  h->bytes = bytes;
+  fx_memory_used += bytes;
+  fx_live_objects++;
+  return h;
+}
+
+static void fx_release(void *p) {
+  fx_hdr *h = (fx_hdr *)p;
+  fx_memory_used -= h->bytes;
+  fx_live_objects--;
+  free(h);
+}
+
+static inline void fx_inc(void *p) {
+  fx_hdr *h = (fx_hdr *)p;
+  if (h && h->rc >= 0) h->rc++;
+}
+
+/* Drops one reference; true when the caller must free the object's contents. */
+static inline int fx_dec_last(void *p) {
+  fx_hdr *h = (fx_hdr *)p;
+  return h && h->rc >= 0 && --h->rc == 0;
+}
+
+/* Arrays: header, length, then the elements (8-byte aligned). */
+typedef struct {
+  fx_hdr h;
+  int64_t len;
+  int64_t pad;
+} fx_arr;
+#define FX_DATA(a, T) ((T *)((fx_arr *)(a) + 1))
+#define FX_LEN(a) ((a) ? ((fx_arr *)(a))->len : 0)
+
+/* `n` as the length of an array `what` makes (the interpreter's `length_arg`). */
+static inline void fx_length(int64_t n, const char *what, uint32_t src, uint32_t start, uint32_t end) {
+  if (n < 0) fx_fail(src, start, end, "%s: negative length %lld", what, (long long)n);
+  if (n > FX_MAX_ARRAY_LEN)
+    fx_fail(src, start, end, "%s: length %lld is too large (the limit is %lld elements)", what, (long long)n,
+            (long long)FX_MAX_ARRAY_LEN);
+}
+
+static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src, uint32_t start, uint32_t end) {
+  fx_length(n, what, src, start, end);
+  fx_arr *a = (fx_arr *)fx_alloc(sizeof(fx_arr) + (uint64_t)n * elem, src, start, end);
+  a->len = n;
+  return a;
+}
+
+/* Enums: header, tag, then the constructor's fields (a per-constructor struct). */
+typedef struct {
+  fx_hdr h;
+  uint32_t tag;
+} fx_enum;
+
+/* Closures: header, code, drop of the environment, then the captures. */
+typedef struct fx_clo {
+  fx_hdr h;
+  void *code;
+  void (*drop)(struct fx_clo *);
+} fx_clo;
+
+static inline void fx_dec_clo(fx_clo *c) {
+  if (fx_dec_last(c)) {
+    c->drop(c);
+    fx_release(c);
+  }
+}
+
+static inline void fx_bounds(int64_t i, int64_t n, uint32_t src, uint32_t start, uint32_t end) {
+  if (__builtin_expect((uint64_t)i >= (uint64_t)n, 0))
+    fx_fail(src, start, end, "index %lld out of range for an array of length %lld", (long long)i, (long long)n);
+}
+
+static inline void fx_same_length(const char *what, int64_t n, int64_t m, uint32_t src, uint32_t start, uint32_t end) {
+  if (n != m) fx_fail(src, start, end, "%s: arrays of different lengths (%lld and %lld)", what, (long long)n, (long long)m);
+}
+
+/* Checked Int arithmetic (LANGUAGE.md: overflow is a runtime error). */
+#define FX_INT_OP(name, builtin, sym)                                                   \
+  static inline int64_t name(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) { \
+    int64_t r;                                                                          \
+    if (__builtin_expect(builtin(a, b, &r), 0)) fx_fail(src, start, end, "Int overflow in `" sym "`"); \
+    return r;                                                                           \
+  }
+FX_INT_OP(fx_iadd, __builtin_add_overflow, "+")
+FX_INT_OP(fx_isub, __builtin_sub_overflow, "-")
+FX_INT_OP(fx_imul, __builtin_mul_overflow, "*")
+
+static inline int64_t fx_idiv(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) fx_fail(src, start, end, "Int overflow in `/`");
+  return a / b;
+}
+static inline int64_t fx_irem(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) fx_fail(src, start, end, "Int overflow in `%%`");
+  return a % b;
+}
+static inline int64_t fx_ineg(int64_t a, uint32_t src, uint32_t start, uint32_t end) {
+  if (a == INT64_MIN) fx_fail(src, start, end, "Int overflow in `-`");
+  return -a;
+}
+static inline int64_t fx_iabs(int64_t a, uint32_t src, uint32_t start, uint32_t end) {
+  if (a == INT64_MIN) fx_fail(src, start, end, "Int overflow in `abs`");
+  return a < 0 ? -a : a;
+}
+
+static inline int64_t fx_to_int(double x, uint32_t src, uint32_t start, uint32_t end) {
+  if (!(isfinite(x) && x > -9.223372036854777e18 && x < 9.223372036854775e18))
+    fx_fail(src, start, end, "to_int: %.17g is out of Int range", x);
+  return (int64_t)trunc(x);
+}
+
+/* Ties follow the first argument; a NaN comparison takes the second. */
+static inline double fx_rmin(double a, double b) { return a <= b ? a : b; }
+static inline double fx_rmax(double a, double b) { return a >= b ? a : b; }
+static inline int64_t fx_imin(int64_t a, int64_t b) { return a <= b ? a : b; }
+static inline int64_t fx_imax(int64_t a, int64_t b) { return a >= b ? a : b; }
+static inline double fx_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* `%lscale(c, w)`: zero where either factor is zero (fluxion-interp's linear.rs). */
+static inline double fx_lscale(double c, double w) { return (w != 0.0 && c != 0.0) ? c * w : -0.0; }
+
+/* ψ, ψ' and ψ⁽ⁿ⁾ by the same recurrences and series as the interpreter (prims.rs). */
+static double fx_digamma(double x) {
+  if (isnan(x) || x == -INFINITY) return NAN;
+  if (x <= 0.0 && x == floor(x)) return NAN;
+  if (x < 0.0) return fx_digamma(1.0 - x) - M_PI / tan(M_PI * x);
+  double acc = 0.0;
+  while (x < 6.0) {
+    acc -= 1.0 / x;
+    x += 1.0;
+  }
+  double inv = 1.0 / x, inv2 = inv * inv;
+  return acc + log(x) - 0.5 * inv -
+         inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 / 132.0))));
+}
+static double fx_trigamma(double x) {
+  if (x <= 0.0 && x == floor(x)) return NAN;
+  if (x < 0.0) {
+    double s = sin(M_PI * x);
+    return -fx_trigamma(1.0 - x) + M_PI * M_PI / (s * s);
+  }
+  double acc = 0.0;
+  while (x < 6.0) {
+    acc += 1.0 / (x * x);
+    x += 1.0;
+  }
+  double inv = 1.0 / x, inv2 = inv * inv;
+  return acc + inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6.0 - inv2 * (1.0 / 30.0 - inv2 * (1.0 / 42.0 - inv2 / 30.0)));
+}
+static double fx_polygamma(int64_t n, double x) {
+  if (n < 0 || n > 170) return NAN;
+  if (n == 0) return fx_digamma(x);
+  if (x <= 0.0 && x == floor(x)) return NAN;
+  double m = (double)(n + 1), fact = 1.0;
+  for (int64_t i = 1; i <= n; i++) fact *= (double)i;
+  double sign = n % 2 == 1 ? 1.0 : -1.0, sum = 0.0, y = x;
+  while (y < 20.0) {
+    sum += pow(y, -m);
+    y += 1.0;
+  }
+  static const double B[6] = {1.0 / 6.0, -1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 5.0 / 66.0, -691.0 / 2730.0};
+  double tail = pow(y, 1.0 - m) / (m - 1.0) + 0.5 * pow(y, -m);
+  double rising = m, fact2j = 2.0;
+  for (int k = 0; k < 6; k++) {
+    double j = (double)k + 1.0;
+    if (j > 1.0) {
+      rising *= (m + 2.0 * j - 3.0) * (m + 2.0 * j - 2.0);
+      fact2j *= (2.0 * j - 1.0) * (2.0 * j);
+    }
+    tail += B[k] / fact2j * rising * pow(y, -(m + 2.0 * j - 1.0));
+  }
+  return sign * fact * (sum + tail);
+}
+static double fx_lgamma(double x) {
+  int sign;
+  return lgamma_r(x, &sign);
+}
+
+/* The argument and result streams of the entry ABI: 64-bit words, a Real as its bits,
+ * an Int or Bool as a number, an array as its length then its elements, a tuple as
+ * its fields, an enum as its tag then its fields, () as nothing. */
+typedef struct {
+  const uint64_t *words;
+  size_t len, pos;
+} fx_reader;
+typedef struct {
+  uint64_t *words;
+  size_t len, cap;
+} fx_writer;
+
+static uint64_t fx_read(fx_reader *r) {
+  if (r->pos >= r->len) fx_fail(0, 0, 0, "internal error: the argument stream is too short");
+  return r->words[r->pos++];
+}
+static double fx_read_real(fx_reader *r) {
+  uint64_t w = fx_read(r);
+  double d;
+  memcpy(&d, &w, 8);
+  return d;
+}
+static void fx_write(fx_writer *w, uint64_t x) {
+  if (w->len == w->cap) {
+    size_t cap = w->cap ? w->cap * 2 : 64;
+    uint64_t *words = (uint64_t *)realloc(w->words, cap * 8);
+    if (!words) fx_fail(0, 0, 0, "out of memory writing the result");
+    w->words = words;
+    w->cap = cap;
+  }
+  w->words[w->len++] = x;
+}
+static void fx_write_real(fx_writer *w, double d) {
+  uint64_t x;
+  memcpy(&x, &d, 8);
+  fx_write(w, x);
+}
+
+/* Frees a result stream the entry returned. */
+void fx_free_words(uint64_t *words) { free(words); }
+
+/* Sets up the limits and the error target of one entry call. */
+#define FX_ENTRY_BEGIN(cfg, err)             \
+  fx_err = (err);                            \
+  fx_stack_limit = (cfg)->stack_limit;       \
+  fx_memory_limit = (cfg)->memory_limit;     \
+  fx_memory_used = 0;                        \
+  if (setjmp(fx_jmp)) return 1;

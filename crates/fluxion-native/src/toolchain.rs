@@ -1,0 +1,148 @@
+//! The system C compiler: compiles a translation unit to a shared library in the
+//! cache (keyed by a hash of the source, the compiler and its flags), so a second run
+//! of an unchanged program does not compile again.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How to invoke the C compiler.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    /// The compiler (`$CC`, else `cc`).
+    pub cc: String,
+    /// Whether to add `-march=native` (off for a library meant for another machine).
+    pub native_arch: bool,
+    /// Where compiled libraries are kept.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for Toolchain {
+    fn default() -> Toolchain {
+        Toolchain {
+            cc: std::env::var("CC")
+                .ok()
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| "cc".into()),
+            native_arch: std::env::var_os("FLUXION_NATIVE_PORTABLE").is_none(),
+            cache_dir: default_cache_dir(),
+        }
+    }
+}
+
+/// `$FLUXION_CACHE_DIR`, else `$XDG_CACHE_HOME/fluxion`, else `~/.cache/fluxion`, else
+/// the temporary directory's `fluxion-cache`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("FLUXION_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("fluxion");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache").join("fluxion");
+    }
+    std::env::temp_dir().join("fluxion-cache")
+}
+
+/// A compiled library: where it is, and whether this call compiled it.
+pub struct Built {
+    pub path: PathBuf,
+    /// Time spent in the C compiler (zero when the cache had it).
+    pub compile_time: Duration,
+    pub cached: bool,
+}
+
+impl Toolchain {
+    /// The compiler's flags. `-ffp-contract=off`: no fused multiply-adds, so that
+    /// results are bit-identical with the interpreter's.
+    pub fn flags(&self) -> Vec<String> {
+        let mut f: Vec<String> = [
+            "-std=gnu11",
+            "-O3",
+            "-ffp-contract=off",
+            "-fno-math-errno",
+            "-fPIC",
+            "-shared",
+            "-w",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if self.native_arch {
+            f.push("-march=native".into());
+        }
+        f
+    }
+
+    /// Whether the compiler can be run.
+    pub fn available(&self) -> bool {
+        Command::new(&self.cc)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// Compiles `source` (or finds it in the cache).
+    pub fn build(&self, source: &str) -> Result<Built, String> {
+        let flags = self.flags();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        source.hash(&mut h);
+        self.cc.hash(&mut h);
+        flags.hash(&mut h);
+        let key = format!("fx-{:016x}", h.finish());
+        let lib = self.cache_dir.join(format!("{key}.so"));
+        if lib.exists() {
+            return Ok(Built {
+                path: lib,
+                compile_time: Duration::ZERO,
+                cached: true,
+            });
+        }
+        std::fs::create_dir_all(&self.cache_dir)
+            .map_err(|e| format!("cannot create the cache {}: {e}", self.cache_dir.display()))?;
+        let c_file = self.cache_dir.join(format!("{key}.c"));
+        std::fs::write(&c_file, source)
+            .map_err(|e| format!("cannot write {}: {e}", c_file.display()))?;
+        // Compiled under a name of this process's, then renamed: another process
+        // building the same library at once never loads half a file.
+        let tmp = self.cache_dir.join(format!(
+            "{key}.{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let start = Instant::now();
+        let out = Command::new(&self.cc)
+            .args(&flags)
+            .arg("-o")
+            .arg(&tmp)
+            .arg(&c_file)
+            .arg("-lm")
+            .output()
+            .map_err(|e| format!("cannot run the C compiler `{}`: {e}", self.cc))?;
+        let compile_time = start.elapsed();
+        if !out.status.success() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!(
+                "the C compiler failed on {}:\n{}",
+                c_file.display(),
+                first_lines(&String::from_utf8_lossy(&out.stderr), 20)
+            ));
+        }
+        rename(&tmp, &lib)?;
+        Ok(Built {
+            path: lib,
+            compile_time,
+            cached: false,
+        })
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::rename(from, to).map_err(|e| format!("cannot move the library into the cache: {e}"))
+}
+
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines().take(n).collect::<Vec<_>>().join("\n")
+}

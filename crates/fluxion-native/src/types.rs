@@ -1,0 +1,764 @@
+//! How Core types are represented in C, and the per-type helper functions the
+//! generated code calls (reference counting, equality, sums, the tangent algebra, the
+//! entry ABI's encoding).
+//!
+//! `Real` → `double`, `Int` → `int64_t`, `Bool`/`()` → `uint8_t`; a tuple → a C struct
+//! held by value (`tup_N`, so a tuple of scalars is never allocated and the C compiler
+//! keeps its fields in registers); an array → `fx_arr*` (header, length, elements of
+//! the element's C type, contiguous); an enum → `fx_enum*` (one struct per
+//! constructor, nullary constructors static); a function → `fx_clo*` (code pointer,
+//! environment drop, captures). Helpers are generated once per type, on request, with
+//! prototypes first so that helpers of recursive enums can call each other.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt::Write;
+
+use fluxion_core::{EnumId, Module, Type};
+
+/// A helper function generated per type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Helper {
+    /// Adds a reference to every heap object in a value.
+    Inc,
+    /// Drops a reference to every heap object in a value (freeing what dies).
+    Dec,
+    /// Structural equality (`==`).
+    Eq,
+    /// `+` of `sum`/`sumbuild` (arrays of different lengths are an error).
+    Add,
+    /// `%tplus`: tangent addition, with NULL/-0.0 as its unit.
+    TanPlus,
+    /// The symbolic zero of a tangent type.
+    Zero,
+    /// Reads a value from the entry's argument stream.
+    Decode,
+    /// Writes a value to the entry's result stream.
+    Encode,
+}
+
+/// A two-type helper: `(point type, tangent type)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Helper2 {
+    /// `%tdense(x, t)`.
+    Dense,
+    /// `%check_tangent(x, t)`: same constructors and lengths.
+    Check,
+}
+
+/// The types and helpers of one translation unit.
+pub struct Types<'m> {
+    m: &'m Module,
+    ids: HashMap<Type, usize>,
+    /// Struct definitions, in dependency order.
+    pub defs: String,
+    /// Prototypes of every helper.
+    pub protos: String,
+    /// Helper bodies.
+    pub bodies: String,
+    requested: HashSet<(Helper, Type)>,
+    requested2: HashSet<(Helper2, Type, Type)>,
+    queue: VecDeque<Request>,
+    defined_enums: HashSet<EnumId>,
+}
+
+enum Request {
+    One(Helper, Type),
+    Two(Helper2, Type, Type),
+}
+
+/// Whether values of `ty` hold references.
+pub fn has_rc(ty: &Type) -> bool {
+    match ty {
+        Type::Array(_) | Type::Enum(_) | Type::Fn(..) => true,
+        Type::Tuple(ts) => ts.iter().any(has_rc),
+        _ => false,
+    }
+}
+
+/// Whether a sum of `ty` values contains an array (such sums start from their first
+/// term, as in the interpreter).
+pub fn has_array(ty: &Type) -> bool {
+    match ty {
+        Type::Array(_) => true,
+        Type::Tuple(ts) => ts.iter().any(has_array),
+        _ => false,
+    }
+}
+
+impl<'m> Types<'m> {
+    pub fn new(m: &'m Module) -> Types<'m> {
+        Types {
+            m,
+            ids: HashMap::new(),
+            defs: String::new(),
+            protos: String::new(),
+            bodies: String::new(),
+            requested: HashSet::new(),
+            requested2: HashSet::new(),
+            queue: VecDeque::new(),
+            defined_enums: HashSet::new(),
+        }
+    }
+
+    /// The C type of `ty`, defining its struct (and those it holds) on first use.
+    pub fn c(&mut self, ty: &Type) -> String {
+        match ty {
+            Type::Real => "fx_real".into(),
+            Type::Int => "fx_int".into(),
+            Type::Bool => "fx_bool".into(),
+            Type::Unit => "fx_unit".into(),
+            Type::Array(_) => "fx_arr*".into(),
+            Type::Fn(..) => "fx_clo*".into(),
+            Type::Enum(e) => {
+                self.define_enum(*e);
+                "fx_enum*".into()
+            }
+            Type::Tuple(ts) => {
+                let id = self.id(ty);
+                let name = format!("tup_{id}");
+                let marker = format!("}} {name};");
+                if !self.defs.contains(&marker) {
+                    let fields: Vec<String> = ts.iter().map(|t| self.c(t)).collect();
+                    // A field's type may have defined this one (through an enum).
+                    if self.defs.contains(&marker) {
+                        return name;
+                    }
+                    let mut def = String::from("typedef struct {");
+                    for (i, f) in fields.iter().enumerate() {
+                        let _ = write!(def, " {f} f{i};");
+                    }
+                    let _ = writeln!(def, " }} {name};");
+                    self.defs.push_str(&def);
+                }
+                name
+            }
+        }
+    }
+
+    /// A number naming `ty` in helper names.
+    pub fn id(&mut self, ty: &Type) -> usize {
+        let n = self.ids.len();
+        *self.ids.entry(ty.clone()).or_insert(n)
+    }
+
+    /// The name of constructor `tag`'s struct of enum `e`.
+    pub fn variant_struct(&mut self, e: EnumId, tag: u32) -> String {
+        self.define_enum(e);
+        format!("e{}_{}", e.0, tag)
+    }
+
+    fn define_enum(&mut self, e: EnumId) {
+        if !self.defined_enums.insert(e) {
+            return;
+        }
+        let def = self.m.enum_def(e).clone();
+        for (tag, v) in def.variants.iter().enumerate() {
+            let fields: Vec<String> = v.fields.iter().map(|t| self.c(t)).collect();
+            let mut s = String::from("typedef struct { fx_enum h;");
+            for (i, f) in fields.iter().enumerate() {
+                let _ = write!(s, " {f} f{i};");
+            }
+            let _ = writeln!(s, " }} e{}_{tag};", e.0);
+            if fields.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "static e{e}_{tag} e{e}_{tag}_unit = {{{{{{-1, 0}}, {tag}}}}};",
+                    e = e.0
+                );
+            }
+            self.defs.push_str(&s);
+        }
+    }
+
+    /// The name of helper `h` at `ty`, generated on first request.
+    pub fn helper(&mut self, h: Helper, ty: &Type) -> String {
+        let name = format!("{}_{}", helper_name(h), self.id(ty));
+        if self.requested.insert((h, ty.clone())) {
+            let cty = self.c(ty);
+            let proto = match h {
+                Helper::Inc | Helper::Dec => format!("static void {name}({cty} x)"),
+                Helper::Eq => format!("static int {name}({cty} a, {cty} b)"),
+                Helper::Add | Helper::TanPlus => format!(
+                    "static {cty} {name}({cty} a, {cty} b, uint32_t s0, uint32_t s1, uint32_t s2)"
+                ),
+                Helper::Zero => format!("static {cty} {name}(void)"),
+                Helper::Decode => format!("static {cty} {name}(fx_reader *r)"),
+                Helper::Encode => format!("static void {name}(fx_writer *w, {cty} x)"),
+            };
+            let _ = writeln!(self.protos, "{proto};");
+            self.queue.push_back(Request::One(h, ty.clone()));
+        }
+        name
+    }
+
+    /// The name of two-type helper `h` at (`x`, `t`).
+    pub fn helper2(&mut self, h: Helper2, x: &Type, t: &Type) -> String {
+        let name = format!(
+            "{}_{}_{}",
+            match h {
+                Helper2::Dense => "dense",
+                Helper2::Check => "check",
+            },
+            self.id(x),
+            self.id(t)
+        );
+        if self.requested2.insert((h, x.clone(), t.clone())) {
+            let (cx, ct) = (self.c(x), self.c(t));
+            let proto = match h {
+                Helper2::Dense => format!(
+                    "static {ct} {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
+                ),
+                Helper2::Check => format!(
+                    "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
+                ),
+            };
+            let _ = writeln!(self.protos, "{proto};");
+            self.queue.push_back(Request::Two(h, x.clone(), t.clone()));
+        }
+        name
+    }
+
+    /// `inc(x)` as a statement, or nothing for a type without references.
+    pub fn inc(&mut self, ty: &Type, x: &str) -> String {
+        match ty {
+            _ if !has_rc(ty) => String::new(),
+            Type::Array(_) | Type::Enum(_) | Type::Fn(..) => format!("fx_inc({x});"),
+            _ => format!("{}({x});", self.helper(Helper::Inc, ty)),
+        }
+    }
+
+    /// `dec(x)` as a statement, or nothing for a type without references.
+    pub fn dec(&mut self, ty: &Type, x: &str) -> String {
+        match ty {
+            _ if !has_rc(ty) => String::new(),
+            Type::Fn(..) => format!("fx_dec_clo({x});"),
+            _ => format!("{}({x});", self.helper(Helper::Dec, ty)),
+        }
+    }
+
+    /// The symbolic zero of tangent type `ty` as a C expression.
+    pub fn zero(&mut self, ty: &Type) -> String {
+        match ty {
+            Type::Real => "(-0.0)".into(),
+            Type::Int | Type::Bool | Type::Unit => "0".into(),
+            Type::Array(_) | Type::Enum(_) | Type::Fn(..) => "NULL".into(),
+            Type::Tuple(_) => format!("{}()", self.helper(Helper::Zero, ty)),
+        }
+    }
+
+    /// Generates every requested helper (which may request more).
+    pub fn flush(&mut self) {
+        while let Some(r) = self.queue.pop_front() {
+            let body = match r {
+                Request::One(h, ty) => self.body(h, &ty),
+                Request::Two(h, x, t) => self.body2(h, &x, &t),
+            };
+            self.bodies.push_str(&body);
+        }
+    }
+
+    fn body(&mut self, h: Helper, ty: &Type) -> String {
+        let name = format!("{}_{}", helper_name(h), self.id(ty));
+        let cty = self.c(ty);
+        let mut s = String::new();
+        match h {
+            Helper::Inc => {
+                let _ = writeln!(s, "static void {name}({cty} x) {{");
+                if let Type::Tuple(ts) = ty {
+                    for (i, t) in ts.iter().enumerate() {
+                        let _ = writeln!(s, "  {}", self.inc(t, &format!("x.f{i}")));
+                    }
+                } else {
+                    let _ = writeln!(s, "  fx_inc(x);");
+                }
+            }
+            Helper::Dec => {
+                let _ = writeln!(s, "static void {name}({cty} x) {{");
+                match ty {
+                    Type::Tuple(ts) => {
+                        for (i, t) in ts.iter().enumerate() {
+                            let _ = writeln!(s, "  {}", self.dec(t, &format!("x.f{i}")));
+                        }
+                    }
+                    Type::Array(e) => {
+                        let ce = self.c(e);
+                        let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
+                        if has_rc(e) {
+                            let d = self.dec(e, "d[i]");
+                            let _ = writeln!(
+                                s,
+                                "  {ce} *d = FX_DATA(x, {ce});\n  for (int64_t i = 0; i < ((fx_arr*)x)->len; i++) {{ {d} }}"
+                            );
+                        }
+                        let _ = writeln!(s, "  fx_release(x);");
+                    }
+                    Type::Enum(e) => {
+                        let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
+                        let _ = writeln!(s, "  switch (x->tag) {{");
+                        let def = self.m.enum_def(*e).clone();
+                        for (tag, v) in def.variants.iter().enumerate() {
+                            let vs = self.variant_struct(*e, tag as u32);
+                            let _ = write!(s, "  case {tag}: {{ {vs} *v = ({vs}*)x; (void)v;");
+                            for (j, f) in v.fields.iter().enumerate() {
+                                let _ = write!(s, " {}", self.dec(f, &format!("v->f{j}")));
+                            }
+                            let _ = writeln!(s, " break; }}");
+                        }
+                        let _ = writeln!(s, "  }}\n  fx_release(x);");
+                    }
+                    _ => {}
+                }
+            }
+            Helper::Eq => {
+                let _ = writeln!(s, "static int {name}({cty} a, {cty} b) {{");
+                let _ = writeln!(s, "  {}", self.eq_body(ty));
+            }
+            Helper::Add | Helper::TanPlus => {
+                let _ = writeln!(
+                    s,
+                    "static {cty} {name}({cty} a, {cty} b, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+                );
+                let _ = writeln!(s, "{}", self.plus_body(h, ty));
+            }
+            Helper::Zero => {
+                let _ = writeln!(s, "static {cty} {name}(void) {{");
+                let Type::Tuple(ts) = ty else {
+                    unreachable!("only tuples have a zero helper")
+                };
+                let fields: Vec<String> = ts.iter().map(|t| self.zero(t)).collect();
+                let _ = writeln!(s, "  {cty} z = {{{}}}; return z;", fields.join(", "));
+            }
+            Helper::Decode => {
+                let _ = writeln!(s, "static {cty} {name}(fx_reader *r) {{");
+                let _ = writeln!(s, "{}", self.decode_body(ty));
+            }
+            Helper::Encode => {
+                let _ = writeln!(s, "static void {name}(fx_writer *w, {cty} x) {{");
+                let _ = writeln!(s, "{}", self.encode_body(ty));
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    fn eq_body(&mut self, ty: &Type) -> String {
+        match ty {
+            Type::Real | Type::Int | Type::Bool | Type::Unit => "return a == b;".into(),
+            Type::Tuple(ts) => {
+                let parts: Vec<String> = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| self.eq_expr(t, &format!("a.f{i}"), &format!("b.f{i}")))
+                    .collect();
+                format!("return {};", parts.join(" && "))
+            }
+            Type::Array(e) => {
+                let ce = self.c(e);
+                let el = self.eq_expr(
+                    e,
+                    &format!("FX_DATA(a, {ce})[i]"),
+                    &format!("FX_DATA(b, {ce})[i]"),
+                );
+                format!(
+                    "if (FX_LEN(a) != FX_LEN(b)) return 0;\n  for (int64_t i = 0; i < FX_LEN(a); i++) if (!({el})) return 0;\n  return 1;"
+                )
+            }
+            Type::Enum(e) => {
+                let def = self.m.enum_def(*e).clone();
+                let mut s = String::from("if (a->tag != b->tag) return 0;\n  switch (a->tag) {\n");
+                for (tag, v) in def.variants.iter().enumerate() {
+                    let vs = self.variant_struct(*e, tag as u32);
+                    let parts: Vec<String> = v
+                        .fields
+                        .iter()
+                        .enumerate()
+                        .map(|(j, f)| {
+                            self.eq_expr(
+                                f,
+                                &format!("(({vs}*)a)->f{j}"),
+                                &format!("(({vs}*)b)->f{j}"),
+                            )
+                        })
+                        .collect();
+                    let cond = if parts.is_empty() {
+                        "1".into()
+                    } else {
+                        parts.join(" && ")
+                    };
+                    let _ = writeln!(s, "  case {tag}: return {cond};");
+                }
+                s.push_str("  }\n  return 1;");
+                s
+            }
+            Type::Fn(..) => "return a == b;".into(),
+        }
+    }
+
+    /// `a == b` at `ty` as a C expression.
+    pub fn eq_expr(&mut self, ty: &Type, a: &str, b: &str) -> String {
+        match ty {
+            Type::Real | Type::Int | Type::Bool | Type::Unit => format!("({a} == {b})"),
+            _ => format!("{}({a}, {b})", self.helper(Helper::Eq, ty)),
+        }
+    }
+
+    /// `a + b` (`Add`) or `%tplus(a, b)` (`TanPlus`) at `ty` as a C expression.
+    pub fn plus_expr(&mut self, h: Helper, ty: &Type, a: &str, b: &str, span: &str) -> String {
+        match (h, ty) {
+            (_, Type::Real) => format!("({a} + {b})"),
+            (Helper::Add, Type::Int) => format!("fx_iadd({a}, {b}, {span})"),
+            (_, Type::Int | Type::Bool | Type::Unit) => "0".into(),
+            _ => format!("{}({a}, {b}, {span})", self.helper(h, ty)),
+        }
+    }
+
+    fn plus_body(&mut self, h: Helper, ty: &Type) -> String {
+        let cty = self.c(ty);
+        let sp = "s0, s1, s2";
+        match ty {
+            Type::Tuple(ts) => {
+                let parts: Vec<String> = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| self.plus_expr(h, t, &format!("a.f{i}"), &format!("b.f{i}"), sp))
+                    .collect();
+                format!("  {cty} r = {{{}}}; return r;", parts.join(", "))
+            }
+            Type::Array(e) => {
+                let ce = self.c(e);
+                let el = self.plus_expr(
+                    h,
+                    e,
+                    &format!("FX_DATA(a, {ce})[i]"),
+                    &format!("FX_DATA(b, {ce})[i]"),
+                    sp,
+                );
+                let (zero_case, mismatch) = if h == Helper::TanPlus {
+                    (
+                        "  if (!a) { fx_inc(b); return b; }\n  if (!b) { fx_inc(a); return a; }\n",
+                        "tangents of arrays of different lengths (%lld and %lld)",
+                    )
+                } else {
+                    ("", "sum: arrays of different lengths (%lld and %lld)")
+                };
+                format!(
+                    "{zero_case}  int64_t n = FX_LEN(a), m = FX_LEN(b);\n  if (n != m) fx_fail({sp}, \"{mismatch}\", (long long)n, (long long)m);\n  fx_arr *r = fx_arr_new(n, sizeof({ce}), \"sum\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {ce})[i] = {el};\n  return r;"
+                )
+            }
+            Type::Enum(e) => {
+                let def = self.m.enum_def(*e).clone();
+                let mut s = String::from(
+                    "  if (!a) { fx_inc(b); return b; }\n  if (!b) { fx_inc(a); return a; }\n  if (a->tag != b->tag) fx_fail(s0, s1, s2, \"tangents of an enum with different constructors\");\n  switch (a->tag) {\n",
+                );
+                for (tag, v) in def.variants.iter().enumerate() {
+                    let vs = self.variant_struct(*e, tag as u32);
+                    if v.fields.is_empty() {
+                        let _ = writeln!(s, "  case {tag}: return a;");
+                        continue;
+                    }
+                    let _ = writeln!(
+                        s,
+                        "  case {tag}: {{ {vs} *r = ({vs}*)fx_alloc(sizeof({vs}), {sp}); r->h.tag = {tag};"
+                    );
+                    for (j, f) in v.fields.iter().enumerate() {
+                        let ex = self.plus_expr(
+                            h,
+                            f,
+                            &format!("(({vs}*)a)->f{j}"),
+                            &format!("(({vs}*)b)->f{j}"),
+                            sp,
+                        );
+                        let _ = writeln!(s, "    r->f{j} = {ex};");
+                    }
+                    let _ = writeln!(s, "    return (fx_enum*)r; }}");
+                }
+                s.push_str("  }\n  return NULL;");
+                s
+            }
+            // The tangent of a function is its captures' (an enum); a function value
+            // is never added.
+            _ => "  (void)a; (void)b; return 0;".into(),
+        }
+    }
+
+    fn decode_body(&mut self, ty: &Type) -> String {
+        let cty = self.c(ty);
+        match ty {
+            Type::Real => "  return fx_read_real(r);".into(),
+            Type::Int => "  return (int64_t)fx_read(r);".into(),
+            Type::Bool => "  return fx_read(r) != 0;".into(),
+            Type::Unit => "  return 0;".into(),
+            Type::Tuple(ts) => {
+                let mut s = format!("  {cty} x;\n");
+                for (i, t) in ts.iter().enumerate() {
+                    let d = self.helper(Helper::Decode, t);
+                    let _ = writeln!(s, "  x.f{i} = {d}(r);");
+                }
+                s + "  return x;"
+            }
+            Type::Array(e) => {
+                let ce = self.c(e);
+                let d = self.helper(Helper::Decode, e);
+                format!(
+                    "  int64_t n = (int64_t)fx_read(r);\n  fx_arr *a = fx_arr_new(n, sizeof({ce}), \"an argument\", 0, 0, 0);\n  for (int64_t i = 0; i < n; i++) FX_DATA(a, {ce})[i] = {d}(r);\n  return a;"
+                )
+            }
+            Type::Enum(e) => {
+                let def = self.m.enum_def(*e).clone();
+                let mut s = String::from("  uint64_t tag = fx_read(r);\n  switch (tag) {\n");
+                for (tag, v) in def.variants.iter().enumerate() {
+                    let vs = self.variant_struct(*e, tag as u32);
+                    if v.fields.is_empty() {
+                        let _ = writeln!(s, "  case {tag}: return (fx_enum*)&{vs}_unit;");
+                        continue;
+                    }
+                    let _ = writeln!(
+                        s,
+                        "  case {tag}: {{ {vs} *v = ({vs}*)fx_alloc(sizeof({vs}), 0, 0, 0); v->h.tag = {tag};"
+                    );
+                    for (j, f) in v.fields.iter().enumerate() {
+                        let d = self.helper(Helper::Decode, f);
+                        let _ = writeln!(s, "    v->f{j} = {d}(r);");
+                    }
+                    let _ = writeln!(s, "    return (fx_enum*)v; }}");
+                }
+                s + "  }\n  fx_fail(0, 0, 0, \"internal error: a bad constructor in the argument stream\");"
+            }
+            Type::Fn(..) => "  fx_fail(0, 0, 0, \"internal error: a function argument\");".into(),
+        }
+    }
+
+    fn encode_body(&mut self, ty: &Type) -> String {
+        match ty {
+            Type::Real => "  fx_write_real(w, x);".into(),
+            Type::Int => "  fx_write(w, (uint64_t)x);".into(),
+            Type::Bool => "  fx_write(w, x ? 1 : 0);".into(),
+            Type::Unit => "  (void)w; (void)x;".into(),
+            Type::Tuple(ts) => {
+                let mut s = String::new();
+                for (i, t) in ts.iter().enumerate() {
+                    let e = self.helper(Helper::Encode, t);
+                    let _ = writeln!(s, "  {e}(w, x.f{i});");
+                }
+                s
+            }
+            Type::Array(e) => {
+                let ce = self.c(e);
+                let enc = self.helper(Helper::Encode, e);
+                format!(
+                    "  fx_write(w, (uint64_t)FX_LEN(x));\n  for (int64_t i = 0; i < FX_LEN(x); i++) {enc}(w, FX_DATA(x, {ce})[i]);"
+                )
+            }
+            Type::Enum(e) => {
+                let def = self.m.enum_def(*e).clone();
+                // A symbolic zero (NULL) never reaches a result: `%tdense` removes it.
+                let mut s = String::from(
+                    "  if (!x) fx_fail(0, 0, 0, \"internal error: a symbolic zero in a result\");\n  fx_write(w, x->tag);\n  switch (x->tag) {\n",
+                );
+                for (tag, v) in def.variants.iter().enumerate() {
+                    let vs = self.variant_struct(*e, tag as u32);
+                    let _ = write!(s, "  case {tag}:");
+                    for (j, f) in v.fields.iter().enumerate() {
+                        let enc = self.helper(Helper::Encode, f);
+                        let _ = write!(s, " {enc}(w, (({vs}*)x)->f{j});");
+                    }
+                    let _ = writeln!(s, " break;");
+                }
+                s + "  }"
+            }
+            Type::Fn(..) => "  fx_fail(0, 0, 0, \"internal error: a function result\");".into(),
+        }
+    }
+
+    fn body2(&mut self, h: Helper2, x: &Type, t: &Type) -> String {
+        let name = self.helper2(h, x, t);
+        let (cx, ct) = (self.c(x), self.c(t));
+        let sp = "s0, s1, s2";
+        let mut s = String::new();
+        match h {
+            Helper2::Dense => {
+                let _ = writeln!(
+                    s,
+                    "static {ct} {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+                );
+                match (x, t) {
+                    (Type::Real, Type::Real) => s.push_str("  (void)x; return t + 0.0;\n"),
+                    (Type::Tuple(xs), Type::Tuple(ts)) => {
+                        let parts: Vec<String> = xs
+                            .iter()
+                            .zip(ts)
+                            .enumerate()
+                            .map(|(i, (xi, ti))| {
+                                self.dense_expr(xi, ti, &format!("x.f{i}"), &format!("t.f{i}"), sp)
+                            })
+                            .collect();
+                        let _ = writeln!(s, "  {ct} r = {{{}}}; return r;", parts.join(", "));
+                    }
+                    (Type::Array(xe), Type::Array(te)) => {
+                        let (cxe, cte) = (self.c(xe), self.c(te));
+                        let z = self.zero(te);
+                        let el = self.dense_expr(
+                            xe,
+                            te,
+                            &format!("FX_DATA(x, {cxe})[i]"),
+                            &format!("(t ? FX_DATA(t, {cte})[i] : {z})"),
+                            sp,
+                        );
+                        let _ = writeln!(
+                            s,
+                            "  int64_t n = FX_LEN(x);\n  if (t && FX_LEN(t) != n) fx_fail({sp}, \"a tangent of length %lld at a point of length %lld\", (long long)FX_LEN(t), (long long)n);\n  fx_arr *r = fx_arr_new(n, sizeof({cte}), \"a tangent\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {cte})[i] = {el};\n  return r;"
+                        );
+                    }
+                    (Type::Enum(xe), Type::Enum(te)) => {
+                        let def = self.m.enum_def(*xe).clone();
+                        let tdef = self.m.enum_def(*te).clone();
+                        s.push_str("  if (t && t->tag != x->tag) fx_fail(s0, s1, s2, \"a tangent with another constructor than its point\");\n  switch (x->tag) {\n");
+                        for (tag, v) in def.variants.iter().enumerate() {
+                            let xs = self.variant_struct(*xe, tag as u32);
+                            let ts = self.variant_struct(*te, tag as u32);
+                            if v.fields.is_empty() {
+                                let _ = writeln!(s, "  case {tag}: return (fx_enum*)&{ts}_unit;");
+                                continue;
+                            }
+                            let _ = writeln!(
+                                s,
+                                "  case {tag}: {{ {ts} *r = ({ts}*)fx_alloc(sizeof({ts}), {sp}); r->h.tag = {tag};"
+                            );
+                            for (j, (fx, ft)) in
+                                v.fields.iter().zip(&tdef.variants[tag].fields).enumerate()
+                            {
+                                let z = self.zero(ft);
+                                let ex = self.dense_expr(
+                                    fx,
+                                    ft,
+                                    &format!("(({xs}*)x)->f{j}"),
+                                    &format!("(t ? (({ts}*)t)->f{j} : {z})"),
+                                    sp,
+                                );
+                                let _ = writeln!(s, "    r->f{j} = {ex};");
+                            }
+                            let _ = writeln!(s, "    return (fx_enum*)r; }}");
+                        }
+                        s.push_str("  }\n  return NULL;\n");
+                    }
+                    // Leaves without a tangent (`()`), and functions (whose tangent,
+                    // their captures', stays symbolic as in the interpreter).
+                    _ => {
+                        let inc = self.inc(t, "t");
+                        let _ = writeln!(s, "  (void)x; {inc} return t;");
+                    }
+                }
+            }
+            Helper2::Check => {
+                let _ = writeln!(
+                    s,
+                    "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+                );
+                s.push_str("  (void)x; (void)t;\n");
+                match (x, t) {
+                    (Type::Tuple(xs), Type::Tuple(ts)) => {
+                        for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
+                            if let Some(c) =
+                                self.check_stmt(xi, ti, &format!("x.f{i}"), &format!("t.f{i}"), sp)
+                            {
+                                let _ = writeln!(s, "  {c}");
+                            }
+                        }
+                    }
+                    (Type::Array(xe), Type::Array(te)) => {
+                        let (cxe, cte) = (self.c(xe), self.c(te));
+                        let _ = writeln!(
+                            s,
+                            "  if (!t) return;\n  if (FX_LEN(t) != FX_LEN(x)) fx_fail({sp}, \"the cotangent does not have the shape of the function's result: an array of length %lld where the result has %lld\", (long long)FX_LEN(t), (long long)FX_LEN(x));"
+                        );
+                        if let Some(c) = self.check_stmt(
+                            xe,
+                            te,
+                            &format!("FX_DATA(x, {cxe})[i]"),
+                            &format!("FX_DATA(t, {cte})[i]"),
+                            sp,
+                        ) {
+                            let _ =
+                                writeln!(s, "  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {c} }}");
+                        }
+                    }
+                    (Type::Enum(xe), Type::Enum(te)) => {
+                        let def = self.m.enum_def(*xe).clone();
+                        let tdef = self.m.enum_def(*te).clone();
+                        s.push_str("  if (!t) return;\n  if (t->tag != x->tag) fx_fail(s0, s1, s2, \"the cotangent does not have the shape of the function's result: another constructor\");\n  switch (x->tag) {\n");
+                        for (tag, v) in def.variants.iter().enumerate() {
+                            let xs = self.variant_struct(*xe, tag as u32);
+                            let ts = self.variant_struct(*te, tag as u32);
+                            let _ = write!(s, "  case {tag}:");
+                            for (j, (fx, ft)) in
+                                v.fields.iter().zip(&tdef.variants[tag].fields).enumerate()
+                            {
+                                if let Some(c) = self.check_stmt(
+                                    fx,
+                                    ft,
+                                    &format!("(({xs}*)x)->f{j}"),
+                                    &format!("(({ts}*)t)->f{j}"),
+                                    sp,
+                                ) {
+                                    let _ = write!(s, " {c}");
+                                }
+                            }
+                            let _ = writeln!(s, " break;");
+                        }
+                        s.push_str("  }\n");
+                    }
+                    _ => {}
+                }
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+
+    /// `%tdense(x, t)` as a C expression (an owned value).
+    pub fn dense_expr(&mut self, x: &Type, t: &Type, xe: &str, te: &str, span: &str) -> String {
+        match (x, t) {
+            (Type::Real, Type::Real) => format!("({te} + 0.0)"),
+            (_, Type::Unit) => "0".into(),
+            _ => format!("{}({xe}, {te}, {span})", self.helper2(Helper2::Dense, x, t)),
+        }
+    }
+
+    /// `%check_tangent(x, t)` as a statement, if anything can differ.
+    pub fn check_stmt(
+        &mut self,
+        x: &Type,
+        t: &Type,
+        xe: &str,
+        te: &str,
+        span: &str,
+    ) -> Option<String> {
+        fn shaped(ty: &Type) -> bool {
+            match ty {
+                Type::Array(_) | Type::Enum(_) => true,
+                Type::Tuple(ts) => ts.iter().any(shaped),
+                _ => false,
+            }
+        }
+        if !shaped(x) || !shaped(t) {
+            return None;
+        }
+        Some(format!(
+            "{}({xe}, {te}, {span});",
+            self.helper2(Helper2::Check, x, t)
+        ))
+    }
+}
+
+fn helper_name(h: Helper) -> &'static str {
+    match h {
+        Helper::Inc => "inc",
+        Helper::Dec => "dec",
+        Helper::Eq => "eq",
+        Helper::Add => "add",
+        Helper::TanPlus => "tplus",
+        Helper::Zero => "zero",
+        Helper::Decode => "decode",
+        Helper::Encode => "encode",
+    }
+}
