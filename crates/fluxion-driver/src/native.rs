@@ -43,7 +43,7 @@ pub(crate) fn run(
     stack_bytes: usize,
     memory_limit: usize,
 ) -> Native {
-    match compile(module, code) {
+    match compile(module, code, &Toolchain::default()) {
         Ok((program, resolved)) => {
             Native::Ran(program.call(&resolved, args, stack_bytes, memory_limit as u64))
         }
@@ -52,11 +52,22 @@ pub(crate) fn run(
 }
 
 /// The compiled program and the module it was compiled from, or the note of why not.
-pub fn compile(module: &Module, code: CodeId) -> Result<(NativeProgram, Module), String> {
+pub fn compile(
+    module: &Module,
+    code: CodeId,
+    toolchain: &Toolchain,
+) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
     fluxion_native::resolve_operators(&mut resolved);
-    let toolchain = Toolchain::default();
-    match NativeProgram::compile(&resolved, code, &toolchain) {
+    if cfg!(debug_assertions)
+        && let Err(errors) = fluxion_core::verify::verify_codes_from(&resolved, 0)
+    {
+        return Err(format!(
+            "note: running in the interpreter: internal error: Core verification failed after resolving operators:\n{}",
+            fluxion_core::verify::describe(&errors)
+        ));
+    }
+    match NativeProgram::compile(&resolved, code, toolchain) {
         Ok(p) => Ok((p, resolved)),
         Err(NativeError::Unsupported(why)) => {
             Err(format!("note: running in the interpreter: {why}"))

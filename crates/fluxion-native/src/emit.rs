@@ -175,7 +175,7 @@ impl<'m> Emitter<'m> {
     /// The environment struct of `c`'s closures and the function that drops one.
     fn env(&mut self, c: CodeId) -> String {
         let code = self.m.code(c);
-        let mut s = format!("typedef struct {{ fx_clo h;");
+        let mut s = String::from("typedef struct { fx_clo h;");
         for (i, v) in code.captures.iter().enumerate() {
             let t = self.types.c(self.m.var_ty(*v));
             let _ = write!(s, " {t} c{i};");
@@ -365,6 +365,7 @@ impl<'m> Emitter<'m> {
                 Ok(true)
             }
             Rhs::CallDirect(c, args) => {
+                let _ = writeln!(s, "{pad}FX_CALL_CHECK({sp});");
                 let mut call = format!("fn_{}(NULL", c.0);
                 for a in args {
                     call.push_str(", ");
@@ -374,6 +375,7 @@ impl<'m> Emitter<'m> {
                 Ok(true)
             }
             Rhs::Call(f, args) => {
+                let _ = writeln!(s, "{pad}FX_CALL_CHECK({sp});");
                 let args: Vec<String> = args.iter().map(atom).collect();
                 let call = self.call(f, &args);
                 let _ = writeln!(s, "{pad}{ct} {name} = {call};");
@@ -407,9 +409,21 @@ impl<'m> Emitter<'m> {
                 match default {
                     Some(d) => self.body(d, &name, s, depth + 1)?,
                     None => {
+                        // The interpreter names the constructor no arm matches.
+                        let def = self.m.enum_def(eid);
+                        let _ = writeln!(s, "{pad}  switch ({scrut}->tag) {{");
+                        for (tag, v) in def.variants.iter().enumerate() {
+                            if arms.iter().all(|a| a.tag as usize != tag) {
+                                let _ = writeln!(
+                                    s,
+                                    "{pad}  case {tag}: fx_fail({sp}, \"non-exhaustive match: no arm matches `%s`\", \"{}\");",
+                                    v.name.escape_default()
+                                );
+                            }
+                        }
                         let _ = writeln!(
                             s,
-                            "{pad}  fx_fail({sp}, \"non-exhaustive match: no arm matches this value\");"
+                            "{pad}  }}\n{pad}  fx_fail({sp}, \"non-exhaustive match: no arm matches this value\");"
                         );
                     }
                 }

@@ -63,6 +63,7 @@ struct FxError {
     source: u32,
     start: u32,
     end: u32,
+    real: f64,
 }
 
 #[repr(C)]
@@ -157,6 +158,7 @@ impl NativeProgram {
             source: 0,
             start: 0,
             end: 0,
+            real: 0.0,
         };
         let (mut out, mut n_out) = (std::ptr::null_mut(), 0usize);
         // SAFETY: the pointers are valid for the call; the entry writes `out`/`n_out`
@@ -174,7 +176,8 @@ impl NativeProgram {
         if status != 0 {
             let len = err.message.iter().position(|b| *b == 0).unwrap_or(512);
             return Err(RuntimeError {
-                message: String::from_utf8_lossy(&err.message[..len]).into_owned(),
+                message: String::from_utf8_lossy(&err.message[..len])
+                    .replace('\u{1}', &fluxion_core::print::format_real(err.real)),
                 span: Span {
                     source: err.source,
                     start: err.start,

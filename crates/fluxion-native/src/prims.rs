@@ -76,7 +76,7 @@ pub(crate) fn emit(
         decl(s, format!("{f}({})", a[0]));
         return Ok(false);
     }
-    let is_int = matches!(aty(0), Type::Int);
+    let is_int = !args.is_empty() && matches!(aty(0), Type::Int);
     match p {
         Add | Sub | Mul | Div | Rem => {
             let expr = if is_int {

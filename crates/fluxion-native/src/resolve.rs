@@ -1,7 +1,319 @@
-//! Ahead-of-time translations for the native backend (filled in below).
+//! Ahead-of-time translations: the interpreter translates a closure's code when a
+//! differential operator meets it at run time; compiled code cannot, so the
+//! translations it needs are collected here, before code generation, and the operator
+//! becomes ordinary Core that calls the translated code.
+//!
+//! An operator is resolved where its function argument is a variable bound to
+//! `Closure(code, captures)` (variables are bound once in a module, so the binding is
+//! known wherever the variable is used), the captures are in scope at the operator,
+//! and CHAD translates the code with first-order captures (`Dr(A)1 = A`: the
+//! translated closure captures the same values, seed 000 §7.5). Then, as the
+//! interpreter's `chad.rs` does at run time:
+//!
+//! - `%chad_vjp(f, x, w)` (`--ad chad`'s `grad`, `vjp`, …) becomes
+//!   `let (y, bp) = chad(f)(x); check(y, w); (y, dense(x, bp(w).0))`;
+//! - `jvp(f, x, dx)` becomes, by forward CHAD (seed 000 §7.4),
+//!   `let (y, push) = chad_fwd(f)(x); (y, dense(y, push(dx, 0)))`.
+//!
+//! Every other operator (delta's tape, Taylor mode, nested operators that CHAD leaves
+//! to forward mode, closures not known here) stays, and the backend reports the
+//! program unsupported: it runs in the interpreter.
 
-use fluxion_core::Module;
+use std::collections::{HashMap, HashSet};
 
-/// Replaces the run-time differential operators whose translations can be made
-/// ahead of time by calls of the translated codes.
-pub fn resolve_operators(_m: &mut Module) {}
+use fluxion_core::{
+    Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
+};
+
+/// Replaces the differential operators whose translations can be made ahead of time
+/// by calls of the translated codes (new codes are optimised like the interpreter's).
+pub fn resolve_operators(m: &mut Module) {
+    let closures = closure_bindings(m);
+    let first_new = m.codes.len();
+    for i in 0..first_new {
+        let id = CodeId(i as u32);
+        if !mentions_operator(&m.code(id).body) {
+            continue;
+        }
+        let code = m.code(id);
+        let mut scope = Scope::default();
+        for v in code.params.iter().chain(&code.captures) {
+            scope.bind(*v);
+        }
+        let mut body = std::mem::replace(
+            &mut m.codes[i].body,
+            Body {
+                bindings: vec![],
+                result: Atom::Lit(Lit::Unit),
+            },
+        );
+        rewrite_body(m, &closures, &mut scope, &mut body);
+        m.codes[i].body = body;
+    }
+    if m.codes.len() > first_new {
+        let mut report = fluxion_opt::Report::default();
+        // Optimising is an improvement only; a failure leaves the codes as made.
+        let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
+    }
+}
+
+fn mentions_operator(body: &Body) -> bool {
+    body.bindings.iter().any(|b| match &b.rhs {
+        Rhs::Prim(Prim::ChadVjp | Prim::Jvp, _) => true,
+        Rhs::If(_, t, e) => mentions_operator(t) || mentions_operator(e),
+        Rhs::Match(_, arms, d) => {
+            arms.iter().any(|a| mentions_operator(&a.body))
+                || d.as_ref().is_some_and(|d| mentions_operator(d))
+        }
+        _ => false,
+    })
+}
+
+/// Every `let v = Closure(code, captures)` of the module.
+fn closure_bindings(m: &Module) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
+    fn walk(body: &Body, out: &mut HashMap<VarId, (CodeId, Vec<Atom>)>) {
+        for b in &body.bindings {
+            match &b.rhs {
+                Rhs::Closure(c, args) => {
+                    out.insert(b.var, (*c, args.clone()));
+                }
+                Rhs::If(_, t, e) => {
+                    walk(t, out);
+                    walk(e, out);
+                }
+                Rhs::Match(_, arms, d) => {
+                    for a in arms {
+                        walk(&a.body, out);
+                    }
+                    if let Some(d) = d {
+                        walk(d, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for c in &m.codes {
+        walk(&c.body, &mut out);
+    }
+    out
+}
+
+/// The variables in scope, with an undo log for leaving a block.
+#[derive(Default)]
+struct Scope {
+    set: HashSet<VarId>,
+    log: Vec<VarId>,
+}
+
+impl Scope {
+    fn bind(&mut self, v: VarId) {
+        if self.set.insert(v) {
+            self.log.push(v);
+        }
+    }
+    fn mark(&self) -> usize {
+        self.log.len()
+    }
+    fn undo(&mut self, mark: usize) {
+        for v in self.log.drain(mark..) {
+            self.set.remove(&v);
+        }
+    }
+}
+
+fn rewrite_body(
+    m: &mut Module,
+    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    scope: &mut Scope,
+    body: &mut Body,
+) {
+    let old = std::mem::take(&mut body.bindings);
+    let mut out = Vec::with_capacity(old.len());
+    for mut b in old {
+        match &mut b.rhs {
+            Rhs::If(_, t, e) => {
+                for branch in [t, e] {
+                    let mark = scope.mark();
+                    rewrite_body(m, closures, scope, branch);
+                    scope.undo(mark);
+                }
+            }
+            Rhs::Match(_, arms, d) => {
+                for arm in arms.iter_mut() {
+                    let mark = scope.mark();
+                    for f in &arm.fields {
+                        scope.bind(*f);
+                    }
+                    rewrite_body(m, closures, scope, &mut arm.body);
+                    scope.undo(mark);
+                }
+                if let Some(d) = d {
+                    let mark = scope.mark();
+                    rewrite_body(m, closures, scope, d);
+                    scope.undo(mark);
+                }
+            }
+            Rhs::Prim(p @ (Prim::ChadVjp | Prim::Jvp), args) => {
+                let (p, args) = (*p, args.clone());
+                if let Some(expansion) = expand(m, closures, scope, p, &args, b.var, b.span) {
+                    for e in expansion {
+                        scope.bind(e.var);
+                        out.push(e);
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        scope.bind(b.var);
+        out.push(b);
+    }
+    body.bindings = out;
+}
+
+/// The bindings that compute `v = p(args)` with the translated code, or `None` where
+/// the operator stays for the interpreter.
+fn expand(
+    m: &mut Module,
+    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    scope: &Scope,
+    p: Prim,
+    args: &[Atom],
+    v: VarId,
+    span: Span,
+) -> Option<Vec<Binding>> {
+    let Atom::Var(f) = args[0] else { return None };
+    let (code, captures) = closures.get(&f)?.clone();
+    let layer = if p == Prim::ChadVjp {
+        TypeMap::Chad
+    } else {
+        TypeMap::ChadFwd
+    };
+    let in_scope = captures.iter().all(|a| match a {
+        Atom::Var(x) => scope.set.contains(x),
+        Atom::Lit(_) => true,
+    });
+    let fixed = m
+        .code(code)
+        .captures
+        .iter()
+        .all(|c| m.is_fixed(&m.var_ty(*c).clone(), layer));
+    if !in_scope || !fixed || fluxion_ad::chad_unsupported(m, code, layer).is_some() {
+        return None;
+    }
+    let params: Vec<Type> = m
+        .code(code)
+        .params
+        .iter()
+        .map(|p| m.var_ty(*p).clone())
+        .collect();
+    let translated = match layer {
+        TypeMap::Chad => fluxion_ad::chad_code(m, code),
+        _ => fluxion_ad::chad_fwd_code(m, code),
+    }
+    .ok()?;
+    let ret = m.code(translated).ret.clone();
+    let Type::Tuple(parts) = &ret else {
+        return None;
+    };
+    let (y_ty, lin_ty) = (parts[0].clone(), parts[1].clone());
+    let Type::Fn(lin_params, lin_ret) = lin_ty.clone() else {
+        return None;
+    };
+    // The value must be first-order for its type to be the original's.
+    if !m.is_fixed(&y_ty, layer) {
+        return None;
+    }
+    let mut e = Emit {
+        m,
+        out: Vec::new(),
+        span,
+    };
+    let (x, w) = (args[1], args[2]);
+    let fn_ty = Type::func(params.clone(), ret.clone());
+    let g = e.bind("chad_f", fn_ty, Rhs::Closure(translated, captures));
+    let xs = e.split(x, params.len());
+    let r = e.bind("chad_r", ret.clone(), Rhs::Call(g, xs));
+    let y = e.bind("y", y_ty.clone(), Rhs::Proj(r, 0));
+    let lin = e.bind("lin", lin_ty, Rhs::Proj(r, 1));
+    let result_ty = e.m.var_ty(v).clone();
+    let Type::Tuple(result_parts) = &result_ty else {
+        return None;
+    };
+    let t_ty = result_parts[1].clone();
+    let t = if p == Prim::ChadVjp {
+        e.bind(
+            "check",
+            Type::Unit,
+            Rhs::Prim(Prim::CheckTangent, vec![y, w]),
+        );
+        let cts = e.bind("cts", (*lin_ret).clone(), Rhs::Call(lin, vec![w]));
+        let x_ct = match params.len() {
+            0 => Atom::Lit(Lit::Unit),
+            1 => e.bind("x_ct", t_ty.clone(), Rhs::Proj(cts, 0)),
+            n => {
+                let Type::Tuple(ts) = &t_ty else { return None };
+                let ts = ts.clone();
+                let parts: Vec<Atom> = (0..n)
+                    .map(|i| e.bind("x_ct", ts[i].clone(), Rhs::Proj(cts, i)))
+                    .collect();
+                e.bind("x_ct", t_ty.clone(), Rhs::Tuple(parts))
+            }
+        };
+        e.bind("x_bar", t_ty, Rhs::Prim(Prim::TanDense, vec![x, x_ct]))
+    } else {
+        e.bind(
+            "check",
+            Type::Unit,
+            Rhs::Prim(Prim::CheckTangent, vec![x, w]),
+        );
+        let mut inputs = e.split(w, params.len());
+        let fn_ct = lin_params.last()?.clone();
+        inputs.push(e.bind("zero", fn_ct, Rhs::Prim(Prim::TanZero, vec![])));
+        let dy = e.bind("dy", (*lin_ret).clone(), Rhs::Call(lin, inputs));
+        e.bind("dy", t_ty, Rhs::Prim(Prim::TanDense, vec![y, dy]))
+    };
+    e.out.push(Binding {
+        var: v,
+        rhs: Rhs::Tuple(vec![y, t]),
+        span,
+    });
+    Some(e.out)
+}
+
+/// Emits bindings with fresh variables.
+struct Emit<'a> {
+    m: &'a mut Module,
+    out: Vec<Binding>,
+    span: Span,
+}
+
+impl Emit<'_> {
+    fn bind(&mut self, name: &str, ty: Type, rhs: Rhs) -> Atom {
+        let var = self.m.fresh_var(name, ty);
+        self.out.push(Binding {
+            var,
+            rhs,
+            span: self.span,
+        });
+        Atom::Var(var)
+    }
+
+    /// The `n` arguments a point of `n` parameters stands for (a tuple when n > 1).
+    fn split(&mut self, x: Atom, n: usize) -> Vec<Atom> {
+        match n {
+            0 => vec![],
+            1 => vec![x],
+            _ => {
+                let Type::Tuple(ts) = self.m.atom_ty(&x) else {
+                    return vec![x];
+                };
+                (0..n)
+                    .map(|i| self.bind("x", ts[i].clone(), Rhs::Proj(x, i)))
+                    .collect()
+            }
+        }
+    }
+}

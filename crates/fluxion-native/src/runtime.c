@@ -26,6 +26,9 @@ typedef uint8_t fx_unit;
 typedef struct {
   char message[512];
   uint32_t source, start, end;
+  /* A real the message shows: the caller prints it where the message has \x01, in
+   * the interpreter's format (shortest round trip). */
+  double real;
 } fx_error;
 
 /* Limits the caller sets: the lowest stack address a call may reach, and the bytes
@@ -60,13 +63,16 @@ static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt,
   longjmp(fx_jmp, 1);
 }
 
-/* Called on entry to every generated function: deep recursion is an error, not a
- * segfault. */
-#define FX_STACK_CHECK(src, start, end)                                              \
-  do {                                                                               \
-    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_stack_limit, 0)) \
-      fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");          \
+/* Deep recursion is an error, not a segfault: checked before every call (with the
+ * call's span, as the interpreter reports it) and, with 64 KiB more room, on entry to
+ * every function (which catches recursion through a higher-order built-in's loop). */
+#define FX_STACK_CHECK_AT(room, src, start, end)                                              \
+  do {                                                                                        \
+    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_stack_limit - (room), 0)) \
+      fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");                  \
   } while (0)
+#define FX_STACK_CHECK(src, start, end) FX_STACK_CHECK_AT(65536, src, start, end)
+#define FX_CALL_CHECK(src, start, end) FX_STACK_CHECK_AT(0, src, start, end)
 
 /* Every heap object starts with this header. */
 typedef struct {
@@ -170,11 +176,13 @@ FX_INT_OP(fx_isub, __builtin_sub_overflow, "-")
 FX_INT_OP(fx_imul, __builtin_mul_overflow, "*")
 
 static inline int64_t fx_idiv(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) {
-  if (b == 0 || (a == INT64_MIN && b == -1)) fx_fail(src, start, end, "Int overflow in `/`");
+  if (b == 0) fx_fail(src, start, end, "integer division by zero");
+  if (a == INT64_MIN && b == -1) fx_fail(src, start, end, "Int overflow in `/`");
   return a / b;
 }
 static inline int64_t fx_irem(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) {
-  if (b == 0 || (a == INT64_MIN && b == -1)) fx_fail(src, start, end, "Int overflow in `%%`");
+  if (b == 0) fx_fail(src, start, end, "integer division by zero");
+  if (a == INT64_MIN && b == -1) fx_fail(src, start, end, "Int overflow in `%%`");
   return a % b;
 }
 static inline int64_t fx_ineg(int64_t a, uint32_t src, uint32_t start, uint32_t end) {
@@ -188,7 +196,10 @@ static inline int64_t fx_iabs(int64_t a, uint32_t src, uint32_t start, uint32_t 
 
 static inline int64_t fx_to_int(double x, uint32_t src, uint32_t start, uint32_t end) {
   if (!(isfinite(x) && x > -9.223372036854777e18 && x < 9.223372036854775e18))
-    fx_fail(src, start, end, "to_int: %.17g is out of Int range", x);
+  {
+    fx_err->real = x;
+    fx_fail(src, start, end, "to_int: \x01 is out of Int range");
+  }
   return (int64_t)trunc(x);
 }
 

@@ -16,6 +16,11 @@ pub struct Toolchain {
     pub native_arch: bool,
     /// Where compiled libraries are kept.
     pub cache_dir: PathBuf,
+    /// The optimisation level (`-O3` by default; tests compile many small programs at
+    /// `-O1`, which gives the same results: no flag here changes floating point).
+    pub opt_level: u8,
+    /// More flags (the sanitizer tests add `-fsanitize=…`).
+    pub extra_flags: Vec<String>,
 }
 
 impl Default for Toolchain {
@@ -27,6 +32,8 @@ impl Default for Toolchain {
                 .unwrap_or_else(|| "cc".into()),
             native_arch: std::env::var_os("FLUXION_NATIVE_PORTABLE").is_none(),
             cache_dir: default_cache_dir(),
+            opt_level: 3,
+            extra_flags: Vec::new(),
         }
     }
 }
@@ -60,7 +67,6 @@ impl Toolchain {
     pub fn flags(&self) -> Vec<String> {
         let mut f: Vec<String> = [
             "-std=gnu11",
-            "-O3",
             "-ffp-contract=off",
             "-fno-math-errno",
             "-fPIC",
@@ -70,9 +76,11 @@ impl Toolchain {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        f.push(format!("-O{}", self.opt_level));
         if self.native_arch {
             f.push("-march=native".into());
         }
+        f.extend(self.extra_flags.iter().cloned());
         f
     }
 

@@ -64,7 +64,21 @@ pub struct Generated {
 
 /// The program for `seed` within `config`'s budget.
 pub fn generate(seed: u64, config: Config) -> Generated {
+    generate_with(seed, config, true)
+}
+
+/// Like [`generate`], without differential operators inside `f` (the native backend
+/// compiles only first-order uses of them: nested ones run in the interpreter).
+#[allow(dead_code)]
+pub fn generate_without_operators(seed: u64, config: Config) -> Generated {
+    generate_with(seed, config, false)
+}
+
+fn generate_with(seed: u64, config: Config, operators: bool) -> Generated {
     let mut g = Gen::new(seed, config);
+    if !operators {
+        g.ad_count = MAX_AD;
+    }
     let mut env = vec![Var {
         name: "x".into(),
         ty: Ty::Arr(Box::new(Ty::Real), X_LEN),

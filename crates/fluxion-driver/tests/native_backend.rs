@@ -1,0 +1,382 @@
+//! `--backend native` (fluxion-native): every program gives what the interpreter
+//! gives — the same value (reals to 1e-12 relative; in practice bit-identical: the C is
+//! compiled without floating-point contraction) or the same runtime error at the same
+//! source location — compiled code frees everything it allocates, sanitizers find
+//! nothing, and the cache is used.
+
+// The generator is shared with `generated.rs`, which uses all of it.
+#[allow(dead_code)]
+mod generator;
+
+use std::path::{Path, PathBuf};
+
+use fluxion_driver::gradcheck::parse_reals;
+use fluxion_driver::native_backend::Toolchain;
+use fluxion_driver::{
+    AdMode, Backend, FwdMode, RunOptions, compile, compile_with_expr, with_big_stack,
+};
+
+const MODES: [AdMode; 3] = [AdMode::Chad, AdMode::Fwd, AdMode::Delta];
+
+fn options(mode: AdMode, backend: Backend) -> RunOptions {
+    RunOptions {
+        mode,
+        fwd: FwdMode::Chad,
+        backend,
+        ..RunOptions::default()
+    }
+}
+
+/// A toolchain for tests: its own cache (so tests never read another build's
+/// libraries), `-O1` (faster to compile; results are the same).
+fn test_toolchain(name: &str) -> Toolchain {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("native-cache-{name}"));
+    Toolchain {
+        cache_dir: dir,
+        opt_level: 1,
+        ..Toolchain::default()
+    }
+}
+
+/// The rendered value or error of `entry` in `src`, and the notes of the run.
+fn run(src: &str, mode: AdMode, backend: Backend) -> (Result<String, String>, Vec<String>) {
+    let src = src.to_string();
+    with_big_stack(move || {
+        let program = match compile("prog.flx", &src) {
+            Ok(p) => p,
+            Err(f) => return (Err(f.render()), vec![]),
+        };
+        match program.run_with_options("main", None, options(mode, backend)) {
+            Ok(out) => (Ok(out.to_literal()), out.notes.clone()),
+            Err(f) => (Err(f.render()), f.notes.clone()),
+        }
+    })
+}
+
+fn close(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits()
+        || (a.is_nan() && b.is_nan())
+        || (a - b).abs() <= 1e-12 * a.abs().max(b.abs()) + 1e-300
+}
+
+/// Values agree when they print the same but for the last bits of reals.
+fn same_value(a: &str, b: &str) -> bool {
+    a == b
+        || (fluxion_driver::gradcheck::skeleton(a) == fluxion_driver::gradcheck::skeleton(b)
+            && parse_reals(a)
+                .iter()
+                .zip(parse_reals(b).iter())
+                .all(|(x, y)| close(*x, *y)))
+}
+
+fn assert_no_bug(notes: &[String], what: &str) {
+    for n in notes {
+        assert!(
+            !n.contains("a bug") && !n.contains("internal error"),
+            "{what}: {n}"
+        );
+    }
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("examples/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "flx"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_example_gives_the_interpreters_result_in_every_mode() {
+    let mut native_runs = 0;
+    let mut total = 0;
+    for path in examples() {
+        let src = std::fs::read_to_string(&path).expect("readable");
+        for mode in MODES {
+            let (interp, _) = run(&src, mode, Backend::Interp);
+            let (native, notes) = run(&src, mode, Backend::Native);
+            let what = format!("{} --ad {}", path.display(), mode.name());
+            assert_no_bug(&notes, &what);
+            total += 1;
+            native_runs += usize::from(notes.is_empty());
+            match (&interp, &native) {
+                (Ok(a), Ok(b)) => assert!(same_value(a, b), "{what}: {a} vs {b}"),
+                _ => assert_eq!(interp, native, "{what}"),
+            }
+        }
+    }
+    // Every primal example, and the reverse-mode ones under chad and fwd, compile;
+    // delta's tape, Taylor mode and closures the compiler cannot see need the
+    // interpreter (a note says so).
+    assert!(
+        native_runs * 10 >= total * 6,
+        "only {native_runs} of {total} runs were native"
+    );
+}
+
+/// Each runtime fault of the interpreter is the same error, at the same place, natively.
+#[test]
+fn runtime_errors_are_the_interpreters() {
+    let programs = [
+        "fn main() -> Real { let a = [1.0, 2.0]; a[length(a) + 3] }",
+        "fn main() -> Int { let z = length([1.0]) - 1; 7 / z }",
+        "fn main() -> Int { let z = length([1.0]) - 1; 7 % z }",
+        "fn main() -> [Real] { map2(|a, b| a + b, [1.0], [1.0, 2.0]) }",
+        "fn main() -> Int { length(build(100000000000000, |i| to_real(i))) }",
+        "fn main() -> Int { length(replicate(0 - length([1]), 1.0)) }",
+        "fn main() -> Int { 9223372036854775807 + length([1]) }",
+        "fn main() -> Int { to_int(1e300 * to_real(length([1]))) }",
+        "fn main() -> Real { maximum(slice([1.0], 1, 0)) }",
+        "fn main() -> [Real] { slice([1.0, 2.0], 1, 5) }",
+        "fn main() -> [(Real, Real)] { zip([1.0], [1.0, 2.0]) }",
+        // Not a loop in disguise (GCC turns `sin(f(n - 1)) + 1.0` into one).
+        "fn f(n: Int) -> Real { if n == 0 { 0.0 } else { let a = f(n - 1); a * a * 0.5 + sin(to_real(n)) } }\n\
+         fn main() -> Real { f(100000000) }",
+        "enum E { A, B(Real) }\nfn main() -> Real { let e = if length([1]) > 0 { A } else { B(1.0) }; \
+         match e { B(x) => x } }",
+    ];
+    for src in programs {
+        let (interp, _) = run(src, AdMode::Chad, Backend::Interp);
+        let (native, notes) = run(src, AdMode::Chad, Backend::Native);
+        assert!(notes.is_empty(), "{src}: {notes:?}");
+        assert!(interp.is_err(), "{src}: the interpreter gave {interp:?}");
+        assert_eq!(interp, native, "{src}");
+    }
+}
+
+/// Compiles `entry` of `src` + `expr` (prepared for `mode`) with `tc`; the program and
+/// the module it was compiled from, or the fallback note.
+fn compile_expr(
+    src: &str,
+    expr: &str,
+    mode: AdMode,
+    tc: &Toolchain,
+) -> Result<
+    (
+        fluxion_driver::native_backend::NativeProgram,
+        fluxion_driver::core::Module,
+    ),
+    String,
+> {
+    let mut program = compile_with_expr("prog.flx", src, Some(expr)).map_err(|f| f.render())?;
+    program
+        .prepare(options(mode, Backend::Native))
+        .map_err(|d| d.message)?;
+    let code = program.module.functions[fluxion_driver::core_entry_name()];
+    fluxion_driver::compile_native(&program.module, code, tc)
+}
+
+/// The value natively, printed, and the heap objects left afterwards.
+fn native_value(
+    src: &str,
+    expr: &str,
+    mode: AdMode,
+    tc: &Toolchain,
+) -> Result<(String, i64), String> {
+    let (src, expr, tc) = (src.to_string(), expr.to_string(), tc.clone());
+    with_big_stack(move || {
+        let (prog, module) = compile_expr(&src, &expr, mode, &tc)?;
+        let code = module.functions[fluxion_driver::core_entry_name()];
+        let ty = module.code(code).ret.clone();
+        let value = prog
+            .call(&module, &[], 64 << 20, 1 << 32)
+            .map_err(|e| e.message)?;
+        let mut s = String::new();
+        let _ = fluxion_driver::interp::write_value(&mut s, &value, &module, Some(&ty));
+        Ok((s, prog.live_objects()))
+    })
+}
+
+#[test]
+fn compiled_code_frees_everything_it_allocates() {
+    let tc = test_toolchain("leaks");
+    let mut checked = 0;
+    for path in examples() {
+        let src = std::fs::read_to_string(&path).expect("readable");
+        for mode in [AdMode::Chad, AdMode::Fwd] {
+            if let Ok((_, live)) = native_value(&src, "main()", mode, &tc) {
+                assert_eq!(
+                    live,
+                    0,
+                    "{} --ad {}: objects left",
+                    path.display(),
+                    mode.name()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} runs checked");
+}
+
+#[test]
+fn a_second_compile_of_the_same_program_comes_from_the_cache() {
+    let tc = test_toolchain("cache");
+    let _ = std::fs::remove_dir_all(&tc.cache_dir);
+    let src = "fn f(x: Real) -> Real { x * x + 1.0 }";
+    let first = compile_expr(src, "f(3.0)", AdMode::Chad, &tc).expect("compiles");
+    assert!(!first.0.cached);
+    let second = compile_expr(src, "f(3.0)", AdMode::Chad, &tc).expect("compiles");
+    assert!(second.0.cached, "the second compile ran the C compiler");
+    assert_eq!(first.0.path, second.0.path);
+    let other = compile_expr(src, "f(4.0)", AdMode::Chad, &tc).expect("compiles");
+    assert_ne!(
+        other.0.path, first.0.path,
+        "another program, another library"
+    );
+}
+
+/// Builds each example that compiles as a stand-alone executable with AddressSanitizer
+/// and UndefinedBehaviorSanitizer (leak checking included) and runs it.
+#[test]
+fn sanitizers_find_nothing_in_the_examples() {
+    let tc = test_toolchain("sanitize");
+    let cc = tc.cc.clone();
+    let probe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("asan-probe");
+    let ok = std::process::Command::new(&cc)
+        .args(["-fsanitize=address,undefined", "-x", "c", "-", "-o"])
+        .arg(&probe)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"int main(void){return 0;}")?;
+            c.wait()
+        })
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("the C compiler cannot build with sanitizers here: skipped");
+        return;
+    }
+    let mut checked = 0;
+    for path in examples() {
+        let src = std::fs::read_to_string(&path).expect("readable");
+        for mode in [AdMode::Chad, AdMode::Fwd] {
+            let Ok(mut program) = compile("prog.flx", &src) else {
+                continue;
+            };
+            if program.prepare(options(mode, Backend::Native)).is_err() {
+                continue;
+            }
+            let code = program.module.functions["main"];
+            let mut module = program.module.clone();
+            fluxion_driver::native_backend::resolve_operators(&mut module);
+            let Ok(c) = fluxion_driver::native_backend::c_source(&module, code) else {
+                continue;
+            };
+            let stem = format!(
+                "{}-{}",
+                path.file_stem().unwrap().to_string_lossy(),
+                mode.name()
+            );
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sanitize");
+            std::fs::create_dir_all(&dir).expect("dir");
+            let c_file = dir.join(format!("{stem}.c"));
+            let exe = dir.join(&stem);
+            std::fs::write(&c_file, c + SANITIZE_MAIN).expect("write");
+            let built = std::process::Command::new(&cc)
+                .args([
+                    "-std=gnu11",
+                    "-O1",
+                    "-g",
+                    "-w",
+                    "-fsanitize=address,undefined",
+                ])
+                .args(["-fno-sanitize-recover=all", "-o"])
+                .arg(&exe)
+                .arg(&c_file)
+                .arg("-lm")
+                .output()
+                .expect("cc runs");
+            assert!(
+                built.status.success(),
+                "{stem}: {}",
+                String::from_utf8_lossy(&built.stderr)
+            );
+            let out = std::process::Command::new(&exe).output().expect("runs");
+            assert!(
+                out.status.success(),
+                "{stem}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} programs checked");
+}
+
+/// Calls the entry (no arguments) and fails on an error or a leaked object.
+const SANITIZE_MAIN: &str = r#"
+int main(void) {
+  uint64_t *out = NULL; size_t n = 0; fx_error err; fx_config cfg = {0, UINT64_MAX};
+  if (fx_entry(NULL, 0, &out, &n, &err, &cfg)) { printf("error: %s\n", err.message); return 1; }
+  fx_free_words(out);
+  if (fx_live() != 0) { printf("%lld objects leaked\n", (long long)fx_live()); return 1; }
+  return 0;
+}
+"#;
+
+/// The program generator's programs, natively and in the interpreter: value, gradient
+/// (reverse CHAD) and JVP (forward CHAD) agree.
+#[test]
+fn generated_programs_agree_with_the_interpreter() {
+    let tc = test_toolchain("generated");
+    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let mut native = 0;
+    for seed in 0..cases {
+        let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
+        let x = format!(
+            "[{}]",
+            g.x.iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let expr = format!("(f({x}), grad(f, {x}), jvp(f, {x}, {x}))");
+        let interp = fluxion_driver::gradcheck::eval_literal(
+            &g.source,
+            &expr,
+            options(AdMode::Chad, Backend::Interp),
+        );
+        match native_value(&g.source, &expr, AdMode::Chad, &tc) {
+            Ok((value, live)) => {
+                native += 1;
+                let expected = interp.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                assert!(
+                    same_value(&expected, &value),
+                    "seed {seed}: interpreter {expected}, native {value}\n{}",
+                    g.source
+                );
+                assert_eq!(live, 0, "seed {seed}: objects left\n{}", g.source);
+            }
+            Err(e) => {
+                eprintln!("seed {seed}: {}", e.lines().next().unwrap_or(""));
+                assert!(
+                    !e.contains("a bug") && !e.contains("internal error"),
+                    "seed {seed}: {e}\n{}",
+                    g.source
+                );
+                if let Ok(i) = &interp {
+                    assert!(
+                        e.starts_with("note:"),
+                        "seed {seed}: native failed ({e}) where the interpreter gave {i}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        native * 10 >= cases * 8,
+        "only {native} of {cases} compiled"
+    );
+}
