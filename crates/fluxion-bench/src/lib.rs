@@ -6,5 +6,6 @@
 pub mod clock;
 pub mod gmm;
 pub mod harness;
+pub mod native;
 pub mod peak;
 pub mod programs;

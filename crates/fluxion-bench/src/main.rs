@@ -144,8 +144,9 @@ const REPS: usize = 5;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tables: [(&str, fn()); 6] = [
+    let tables: [(&str, fn()); 7] = [
         ("native", native_table),
+        ("backend", backend_table),
         ("jvp", jvp_table),
         ("opt", opt_table),
         ("taylor", taylor_table),
@@ -172,7 +173,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: fluxion-bench [native|jvp|taylor|hessian|compile | delta [--ad MODE] [--max-n N] \
+        "usage: fluxion-bench [native|backend|jvp|taylor|hessian|compile | delta [--ad MODE] [--max-n N] \
          | gmm [--ad MODE] | source functions|lets|straight|fold|indexing|closures N]"
     );
     std::process::exit(2);
@@ -295,6 +296,83 @@ fn native_table() {
             case.name,
             interp.as_secs_f64() / rust.as_secs_f64()
         );
+    }
+}
+
+/// `--backend native` against hand-written Rust (and the interpreter beside it) on the
+/// baseline programs, and the GMM objective and its gradient (`--ad chad`, compiled
+/// ahead of time) at GradBench sizes against the plain Rust objective.
+fn backend_table() {
+    use fluxion_bench::native::{NativeEntry, measure_rust};
+    let min = Duration::from_millis(50);
+    println!("\n## Native backend / hand-written Rust (release), median of {REPS} batches\n");
+    println!("| program | native / Rust | interpreter / Rust | C compile |");
+    println!("|---|---|---|---|");
+    let cases: [(&str, &str, fn()); 3] = [
+        ("map/sum over 10^6 reals", MAP_SUM, || {
+            black_box(rust_map_sum());
+        }),
+        ("fold with a closure over 10^6", FOLD_CLOSURE, || {
+            black_box(rust_fold_closure());
+        }),
+        ("recursive fib(25)", FIB, || {
+            black_box(rust_fib(black_box(25)));
+        }),
+    ];
+    for (name, src, rust) in cases {
+        let rust_t = measure_rust(REPS, min, rust);
+        let interp = time_fluxion(src, "main", REPS);
+        let result = fluxion_driver::with_big_stack(move || {
+            let e = NativeEntry::new(src, "main", AdMode::Chad)?;
+            Ok::<_, String>((e.measure(&[], REPS, min)?, e.c_compile))
+        });
+        match result {
+            Ok((native, cc)) => println!(
+                "| {name} | {:.2}x | {:.0}x | {} |",
+                native.as_secs_f64() / rust_t.as_secs_f64(),
+                interp.as_secs_f64() / rust_t.as_secs_f64(),
+                fmt_time(cc)
+            ),
+            Err(e) => println!("| {name} | failed: {e} | | |"),
+        }
+    }
+    println!(
+        "\n### GMM (k = 25, n = 1000): native primal / plain Rust objective, gradient (`--ad chad`, native) / native primal\n"
+    );
+    println!("| d | primal / Rust | gradient / primal | C compile (primal, gradient) |");
+    println!("|---|---|---|---|");
+    for d in [10, 20] {
+        let g = Gmm::generate(d, 25, 1000, GMM_SEED);
+        let rust_t = measure_rust(REPS, min, || {
+            black_box(g.objective());
+        });
+        let expected = g.objective();
+        let g2 = g.clone();
+        let result = fluxion_driver::with_big_stack(move || {
+            let args = g2.args();
+            let primal = NativeEntry::new(programs::GMM, "primal", AdMode::Chad)?;
+            let gradient = NativeEntry::new(programs::GMM, "gradient", AdMode::Chad)?;
+            let value = match primal.call(&args)? {
+                fluxion_driver::interp::Value::Real(v) => v,
+                other => return Err(format!("primal returned {other:?}")),
+            };
+            if (value - expected).abs() > 1e-10 * expected.abs().max(1.0) {
+                return Err(format!("native objective {value} vs Rust {expected}"));
+            }
+            let p = primal.measure(&args, REPS, min)?;
+            let gr = gradient.measure(&args, REPS, min)?;
+            Ok((p, gr, primal.c_compile, gradient.c_compile))
+        });
+        match result {
+            Ok((p, gr, cp, cg)) => println!(
+                "| {d} | {:.2}x | {:.2} | {}, {} |",
+                p.as_secs_f64() / rust_t.as_secs_f64(),
+                gr.as_secs_f64() / p.as_secs_f64(),
+                fmt_time(cp),
+                fmt_time(cg)
+            ),
+            Err(e) => println!("| {d} | failed: {e} | | |"),
+        }
     }
 }
 

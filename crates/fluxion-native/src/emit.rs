@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Rhs, Span, Type, VarId};
+use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Span, Type, VarId};
 
 use crate::types::{Helper, Types, has_array, has_rc};
 
@@ -39,9 +39,10 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
     let mut e = Emitter {
         m,
         types: Types::new(m),
-        closures: HashSet::new(),
+        closures: closure_codes(m, &codes),
         known: HashMap::new(),
         owned: Vec::new(),
+        on_stack: HashSet::new(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -91,6 +92,92 @@ fn contains_fn(t: &Type, m: &Module) -> bool {
     go(t, m, &mut HashSet::new())
 }
 
+/// The codes some closure of `codes` is made of.
+fn closure_codes(m: &Module, codes: &[CodeId]) -> HashSet<CodeId> {
+    fn walk(body: &Body, out: &mut HashSet<CodeId>) {
+        for b in &body.bindings {
+            match &b.rhs {
+                Rhs::Closure(c, _) => {
+                    out.insert(*c);
+                }
+                Rhs::If(_, t, e) => {
+                    walk(t, out);
+                    walk(e, out);
+                }
+                Rhs::Match(_, arms, d) => {
+                    arms.iter().for_each(|a| walk(&a.body, out));
+                    if let Some(d) = d {
+                        walk(d, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    for c in codes {
+        walk(&m.code(*c).body, &mut out);
+    }
+    out
+}
+
+/// The closures of `body` that never escape it: used only as the function a call or a
+/// higher-order built-in applies (never stored, returned, captured or passed on). Their
+/// environments live on the C stack, where the C compiler can take them apart once it
+/// inlines the (known) code.
+fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
+    fn walk(body: &Body, made: &mut HashSet<VarId>, escaped: &mut HashSet<VarId>) {
+        let escape = |a: &Atom, escaped: &mut HashSet<VarId>| {
+            if let Atom::Var(v) = a {
+                escaped.insert(*v);
+            }
+        };
+        for b in &body.bindings {
+            match &b.rhs {
+                Rhs::Closure(_, args) => {
+                    made.insert(b.var);
+                    args.iter().for_each(|a| escape(a, escaped));
+                }
+                Rhs::Call(_, args) => args.iter().for_each(|a| escape(a, escaped)),
+                Rhs::Prim(p, args) => {
+                    let applied = match p {
+                        Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan => Some(0),
+                        Prim::Build | Prim::Sumbuild | Prim::Iterate => Some(1),
+                        _ => None,
+                    };
+                    for (i, a) in args.iter().enumerate() {
+                        if applied != Some(i) {
+                            escape(a, escaped);
+                        }
+                    }
+                }
+                Rhs::If(c, t, e) => {
+                    escape(c, escaped);
+                    walk(t, made, escaped);
+                    walk(e, made, escaped);
+                }
+                Rhs::Match(a, arms, d) => {
+                    escape(a, escaped);
+                    arms.iter().for_each(|arm| walk(&arm.body, made, escaped));
+                    if let Some(d) = d {
+                        walk(d, made, escaped);
+                    }
+                }
+                Rhs::Atom(a) | Rhs::Proj(a, _) => escape(a, escaped),
+                Rhs::CallDirect(_, args)
+                | Rhs::Tuple(args)
+                | Rhs::Array(args)
+                | Rhs::Ctor(_, _, args) => args.iter().for_each(|a| escape(a, escaped)),
+            }
+        }
+        escape(&body.result, escaped);
+    }
+    let (mut made, mut escaped) = (HashSet::new(), HashSet::new());
+    walk(body, &mut made, &mut escaped);
+    made.retain(|v| !escaped.contains(v));
+    made
+}
+
 /// The codes `entry` reaches by calls and closures, in id order.
 fn reachable(m: &Module, entry: CodeId) -> Vec<CodeId> {
     let mut seen = HashSet::from([entry]);
@@ -116,6 +203,8 @@ pub(crate) struct Emitter<'m> {
     known: HashMap<VarId, CodeId>,
     /// Per open block, the variables it owns.
     owned: Vec<Vec<VarId>>,
+    /// Closures of the current function whose environment is on the C stack.
+    on_stack: HashSet<VarId>,
 }
 
 fn var(v: VarId) -> String {
@@ -198,9 +287,14 @@ impl<'m> Emitter<'m> {
         self.known.clear();
         self.owned.clear();
         let code = self.m.code(c);
+        self.on_stack = non_escaping_closures(&code.body);
         let mut s = self.signature(c);
         s.push_str(" {\n");
-        let _ = writeln!(s, "  FX_STACK_CHECK({});", span_args(code.span));
+        // Calls check the stack where they are made; a closure's code can also be
+        // entered from a built-in's loop, so it checks on entry too.
+        if self.closures.contains(&c) {
+            let _ = writeln!(s, "  FX_STACK_CHECK({});", span_args(code.span));
+        }
         if code.kind == CodeKind::Lambda || !code.captures.is_empty() {
             for (i, v) in code.captures.iter().enumerate() {
                 let t = self.types.c(self.m.var_ty(*v));
@@ -238,7 +332,7 @@ impl<'m> Emitter<'m> {
         for (i, p) in params.iter().enumerate() {
             let _ = writeln!(s, "  {}", self.types.dec(p, &format!("a{i}")));
         }
-        s.push_str("  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
+        s.push_str("  fx_pool_clear();\n  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
         s
     }
 
@@ -350,8 +444,20 @@ impl<'m> Emitter<'m> {
                 self.inc_atoms(args, s, &pad);
                 Ok(true)
             }
+            Rhs::Closure(c, args) if self.on_stack.contains(&v) => {
+                self.known.insert(v, *c);
+                let _ = writeln!(
+                    s,
+                    "{pad}env_{0} {name}_env; {name}_env.h.h.rc = -1; {name}_env.h.code = (void*)fn_{0}; {name}_env.h.drop = drop_{0};",
+                    c.0
+                );
+                for (i, a) in args.iter().enumerate() {
+                    let _ = writeln!(s, "{pad}{name}_env.c{i} = {};", atom(a));
+                }
+                let _ = writeln!(s, "{pad}{ct} {name} = (fx_clo*)&{name}_env;");
+                Ok(false)
+            }
             Rhs::Closure(c, args) => {
-                self.closures.insert(*c);
                 self.known.insert(v, *c);
                 let _ = writeln!(
                     s,

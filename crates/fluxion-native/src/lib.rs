@@ -81,6 +81,9 @@ type EntryFn = unsafe extern "C" fn(
     *const FxConfig,
 ) -> i32;
 
+/// Native calls run one at a time: the C runtime keeps its state in globals.
+static CALL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A compiled entry point, loaded.
 pub struct NativeProgram {
     lib: libloading::Library,
@@ -161,6 +164,8 @@ impl NativeProgram {
             real: 0.0,
         };
         let (mut out, mut n_out) = (std::ptr::null_mut(), 0usize);
+        // The runtime's state is global in each library (see `runtime.c`).
+        let _one_at_a_time = CALL_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the pointers are valid for the call; the entry writes `out`/`n_out`
         // (a buffer it allocated) on success and `err` on failure.
         let status = unsafe {
@@ -193,9 +198,10 @@ impl NativeProgram {
         abi::decode(&result, &mut pos, &self.ret, m).ok_or_else(|| internal("a malformed result"))
     }
 
-    /// Heap objects the library holds on this thread (0 after every successful call:
-    /// the leak check of the tests).
+    /// Heap objects the library holds (0 after every successful call: the leak check
+    /// of the tests).
     pub fn live_objects(&self) -> i64 {
+        let _one_at_a_time = CALL_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: `fx_live` is defined by every generated unit.
         match unsafe { self.lib.get::<unsafe extern "C" fn() -> i64>(b"fx_live") } {
             Ok(f) => unsafe { f() },

@@ -494,9 +494,9 @@ pub(crate) fn emit(
             return Ok(false);
         }
         LinOneHot | LinEmbed => {
-            let et = elem(ty);
-            let ce = e.types().c(&et);
-            let z = e.types().zero(&et);
+            // Lazy: O(1) here, dense when read (see `runtime.c`).
+            let lazy = e.types().helper(Helper::Lazy, ty);
+            let id = lazy.trim_start_matches("lazy_").to_string();
             let w = &a[2];
             let wty = aty(2);
             let is_null = if has_rc(&wty) && !matches!(wty, Type::Tuple(_)) {
@@ -505,28 +505,20 @@ pub(crate) fn emit(
                 "0".into()
             };
             line(s, format!("{ct} {name};"));
-            let fill = format!(
-                "{name} = fx_arr_new({0}, sizeof({ce}), \"a cotangent\", {sp}); for (int64_t i = 0; i < {0}; i++) FX_DATA({name}, {ce})[i] = {z};",
-                a[0]
-            );
-            let place = if p == LinOneHot {
-                let inc = e.types().inc(&et, w);
+            let make = if p == LinOneHot {
                 format!(
-                    "if ((uint64_t){1} >= (uint64_t){0}) fx_fail({sp}, \"internal error: one-hot index %lld of length %lld\", (long long){1}, (long long){0}); FX_DATA({name}, {ce})[{1}] = {w}; {inc}",
+                    "if ((uint64_t){1} >= (uint64_t){0}) fx_fail({sp}, \"internal error: one-hot index %lld of length %lld\", (long long){1}, (long long){0}); {name} = onehot_{id}({0}, {1}, {w});",
                     a[0], a[1]
                 )
             } else {
-                let inc = e
-                    .types()
-                    .inc(&et, &format!("FX_DATA({name}, {ce})[{}+i]", a[1]));
                 format!(
-                    "if ({1} < 0 || FX_LEN({w}) > {0} - {1}) fx_fail({sp}, \"internal error: an embedded cotangent out of range\"); for (int64_t i = 0; i < FX_LEN({w}); i++) {{ FX_DATA({name}, {ce})[{1}+i] = FX_DATA({w}, {ce})[i]; {inc} }}",
+                    "if ({1} < 0 || FX_LEN({w}) > {0} - {1}) fx_fail({sp}, \"internal error: an embedded cotangent out of range\"); {name} = lembed_{id}({0}, {1}, {w});",
                     a[0], a[1]
                 )
             };
             line(
                 s,
-                format!("if ({is_null}) {name} = NULL; else {{ {fill} {place} }}"),
+                format!("if ({is_null}) {name} = NULL; else {{ {make} }}"),
             );
         }
         LinSlice => {

@@ -38,13 +38,14 @@ typedef struct {
   uint64_t memory_limit;
 } fx_config;
 
-/* Per thread, so that calls on different threads do not meet. */
-static _Thread_local jmp_buf fx_jmp;
-static _Thread_local fx_error *fx_err;
-static _Thread_local uintptr_t fx_stack_limit;
-static _Thread_local uint64_t fx_memory_limit, fx_memory_used;
+/* One call at a time per process (fluxion-native holds a lock around fx_entry):
+ * thread-local state in a loaded library costs a function call per access. */
+static jmp_buf fx_jmp;
+static fx_error *fx_err;
+static uintptr_t fx_stack_limit, fx_entry_limit;
+static uint64_t fx_memory_limit, fx_memory_used;
 /* Live heap objects: back to zero after a call that returned normally. */
-static _Thread_local int64_t fx_live_objects;
+static int64_t fx_live_objects;
 int64_t fx_live(void) { return fx_live_objects; }
 
 #define FX_MAX_ARRAY_LEN ((int64_t)1 << 28)
@@ -66,13 +67,13 @@ static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt,
 /* Deep recursion is an error, not a segfault: checked before every call (with the
  * call's span, as the interpreter reports it) and, with 64 KiB more room, on entry to
  * every function (which catches recursion through a higher-order built-in's loop). */
-#define FX_STACK_CHECK_AT(room, src, start, end)                                              \
-  do {                                                                                        \
-    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_stack_limit - (room), 0)) \
-      fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");                  \
+#define FX_STACK_CHECK_AT(limit, src, start, end)                                 \
+  do {                                                                            \
+    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < (limit), 0))     \
+      fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");      \
   } while (0)
-#define FX_STACK_CHECK(src, start, end) FX_STACK_CHECK_AT(65536, src, start, end)
-#define FX_CALL_CHECK(src, start, end) FX_STACK_CHECK_AT(0, src, start, end)
+#define FX_STACK_CHECK(src, start, end) FX_STACK_CHECK_AT(fx_entry_limit, src, start, end)
+#define FX_CALL_CHECK(src, start, end) FX_STACK_CHECK_AT(fx_stack_limit, src, start, end)
 
 /* Every heap object starts with this header. */
 typedef struct {
@@ -80,12 +81,23 @@ typedef struct {
   uint64_t bytes;
 } fx_hdr;
 
+/* Small objects (closures, enum values, lazy cotangents: CHAD makes many per element)
+ * come from per-size free lists instead of malloc: 16-byte classes up to 256 bytes. */
+#define FX_POOL_CLASSES 16
+static void *fx_pool[FX_POOL_CLASSES];
+
 static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
   if (fx_memory_used + bytes > fx_memory_limit)
-    fx_fail(src, start, end, "memory budget of %llu bytes exceeded",
-            (unsigned long long)fx_memory_limit);
-  fx_hdr *h = (fx_hdr *)malloc(bytes);
-  if (!h) fx_fail(src, start, end, "out of memory: an allocation of %llu bytes failed", (unsigned long long)bytes);
+    fx_fail(src, start, end, "memory budget of %llu bytes exceeded", (unsigned long long)fx_memory_limit);
+  uint64_t cls = (bytes + 15) / 16 - 1;
+  fx_hdr *h;
+  if (cls < FX_POOL_CLASSES && fx_pool[cls]) {
+    h = (fx_hdr *)fx_pool[cls];
+    fx_pool[cls] = *(void **)((char *)h + sizeof(fx_hdr));
+  } else {
+    h = (fx_hdr *)malloc(cls < FX_POOL_CLASSES ? (cls + 1) * 16 : bytes);
+    if (!h) fx_fail(src, start, end, "out of memory: an allocation of %llu bytes failed", (unsigned long long)bytes);
+  }
   h->rc = 1;
   h->bytes = bytes;
   fx_memory_used += bytes;
@@ -95,9 +107,28 @@ static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end
 
 static void fx_release(void *p) {
   fx_hdr *h = (fx_hdr *)p;
-  fx_memory_used -= h->bytes;
+  uint64_t bytes = h->bytes, cls = (bytes + 15) / 16 - 1;
+  fx_memory_used -= bytes;
   fx_live_objects--;
-  free(h);
+  if (cls < FX_POOL_CLASSES) {
+    *(void **)((char *)h + sizeof(fx_hdr)) = fx_pool[cls];
+    fx_pool[cls] = h;
+  } else {
+    free(h);
+  }
+}
+
+/* Returns the free lists to malloc (after each entry call). */
+static void fx_pool_clear(void) {
+  for (int c = 0; c < FX_POOL_CLASSES; c++) {
+    void *p = fx_pool[c];
+    while (p) {
+      void *next = *(void **)((char *)p + sizeof(fx_hdr));
+      free(p);
+      p = next;
+    }
+    fx_pool[c] = NULL;
+  }
 }
 
 static inline void fx_inc(void *p) {
@@ -111,13 +142,40 @@ static inline int fx_dec_last(void *p) {
   return h && h->rc >= 0 && --h->rc == 0;
 }
 
-/* Arrays: header, length, then the elements (8-byte aligned). */
+/* Arrays: header, length, kind, then the elements (8-byte aligned). An array
+ * cotangent may be lazy (kind != 0), as in the interpreter's linear.rs: a one-hot, an
+ * embedding or a sum of two, made in O(1) and made dense on first read (a sum of k
+ * sparse terms costs O(n + k), not O(n k)). Every read goes through fx_dense. */
 typedef struct {
   fx_hdr h;
   int64_t len;
-  int64_t pad;
+  int64_t kind;
 } fx_arr;
-#define FX_DATA(a, T) ((T *)((fx_arr *)(a) + 1))
+enum { FX_DENSE = 0, FX_ONEHOT = 1, FX_SUM = 2, FX_EMBED = 3 };
+typedef struct fx_lazy {
+  fx_arr a;
+  /* The array's dense form (per element type), cached. */
+  fx_arr *(*force)(struct fx_lazy *);
+  fx_arr *cache;
+  /* Drops the node's references (per element type). */
+  void (*drop)(struct fx_lazy *);
+} fx_lazy;
+typedef struct {
+  fx_lazy l;
+  fx_arr *left, *right;
+} fx_lazy_sum;
+typedef struct {
+  fx_lazy l;
+  int64_t start;
+  fx_arr *t;
+} fx_lazy_embed;
+static inline fx_arr *fx_dense(fx_arr *a) {
+  if (__builtin_expect(!a || a->kind == FX_DENSE, 1)) return a;
+  fx_lazy *l = (fx_lazy *)a;
+  if (!l->cache) l->cache = l->force(l);
+  return l->cache;
+}
+#define FX_DATA(a, T) ((T *)(fx_dense((fx_arr *)(a)) + 1))
 #define FX_LEN(a) ((a) ? ((fx_arr *)(a))->len : 0)
 
 /* `n` as the length of an array `what` makes (the interpreter's `length_arg`). */
@@ -132,6 +190,7 @@ static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src
   fx_length(n, what, src, start, end);
   fx_arr *a = (fx_arr *)fx_alloc(sizeof(fx_arr) + (uint64_t)n * elem, src, start, end);
   a->len = n;
+  a->kind = FX_DENSE;
   return a;
 }
 
@@ -315,6 +374,7 @@ void fx_free_words(uint64_t *words) { free(words); }
 #define FX_ENTRY_BEGIN(cfg, err)             \
   fx_err = (err);                            \
   fx_stack_limit = (cfg)->stack_limit;       \
+  fx_entry_limit = fx_stack_limit > 65536 ? fx_stack_limit - 65536 : 0; \
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
   if (setjmp(fx_jmp)) return 1;

@@ -34,6 +34,9 @@ pub enum Helper {
     Decode,
     /// Writes a value to the entry's result stream.
     Encode,
+    /// The lazy array cotangents of an array type: `onehot_N`, `lembed_N`, `lsum_N`
+    /// (O(1) constructors) and what makes them dense (`force_N`, `accum_N`).
+    Lazy,
 }
 
 /// A two-type helper: `(point type, tangent type)`.
@@ -184,6 +187,23 @@ impl<'m> Types<'m> {
                 Helper::Zero => format!("static {cty} {name}(void)"),
                 Helper::Decode => format!("static {cty} {name}(fx_reader *r)"),
                 Helper::Encode => format!("static void {name}(fx_writer *w, {cty} x)"),
+                Helper::Lazy => {
+                    let id = self.id(ty);
+                    let e = match ty {
+                        Type::Array(e) => (**e).clone(),
+                        _ => Type::Unit,
+                    };
+                    let ce = self.c(&e);
+                    format!(
+                        "typedef struct {{ fx_lazy l; int64_t index; {ce} value; }} oh_{id};\n\
+                         static fx_arr *force_{id}(fx_lazy *l);\n\
+                         static void accum_{id}(fx_arr *buf, fx_arr *x, int64_t off);\n\
+                         static void ldrop_{id}(fx_lazy *l);\n\
+                         static fx_arr *onehot_{id}(int64_t n, int64_t i, {ce} w);\n\
+                         static fx_arr *lembed_{id}(int64_t n, int64_t s, fx_arr *t);\n\
+                         static fx_arr *lsum_{id}(fx_arr *a, fx_arr *b)"
+                    )
+                }
             };
             let _ = writeln!(self.protos, "{proto};");
             self.queue.push_back(Request::One(h, ty.clone()));
@@ -283,6 +303,10 @@ impl<'m> Types<'m> {
                     Type::Array(e) => {
                         let ce = self.c(e);
                         let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
+                        let _ = writeln!(
+                            s,
+                            "  if (x->kind != FX_DENSE) {{ fx_lazy *l = (fx_lazy*)x; l->drop(l); if (l->cache) {name}(l->cache); fx_release(x); return; }}"
+                        );
                         if has_rc(e) {
                             let d = self.dec(e, "d[i]");
                             let _ = writeln!(
@@ -336,8 +360,89 @@ impl<'m> Types<'m> {
                 let _ = writeln!(s, "static void {name}(fx_writer *w, {cty} x) {{");
                 let _ = writeln!(s, "{}", self.encode_body(ty));
             }
+            Helper::Lazy => return self.lazy_body(ty),
         }
         s.push_str("}\n");
+        s
+    }
+
+    /// The lazy array cotangents of array type `ty` (see `runtime.c`).
+    fn lazy_body(&mut self, ty: &Type) -> String {
+        let id = self.id(ty);
+        let e = match ty {
+            Type::Array(e) => (**e).clone(),
+            _ => Type::Unit,
+        };
+        let ce = self.c(&e);
+        let zero = self.zero(&e);
+        let dec_arr = self.dec(ty, "x");
+        let _ = dec_arr;
+        let dec_a = self.helper(Helper::Dec, ty);
+        let inc_w = self.inc(&e, "w");
+        let dec_value = self
+            .dec(&e, "((oh_{id}*)l)->value")
+            .replace("{id}", &id.to_string());
+        // Adding into a slot of the (uniquely owned) buffer: for array elements, in
+        // place — the slot made a dense array of its own once, then each term added
+        // where it is nonzero — so repeated one-hot rows cost O(their size), not a
+        // lazy node each.
+        let slot_add = |t: &mut Types<'m>, slot: &str, v: &str| -> String {
+            if let Type::Array(_) = &e {
+                let inner = t.helper(Helper::Lazy, &e);
+                let inner_id = inner.trim_start_matches("lazy_").to_string();
+                let ce = t.c(&e);
+                let ee = match &e {
+                    Type::Array(x) => (**x).clone(),
+                    _ => Type::Unit,
+                };
+                let cee = t.c(&ee);
+                let zero = t.zero(&ee);
+                let dec_old = t.dec(&e, "old");
+                format!(
+                    "{{ {ce} old = {slot}; if (!{v}) {{}} else if (!old) {{ {slot} = {v}; fx_inc({v}); }} else {{ if (!(old->kind == FX_DENSE && old->h.rc == 1)) {{ fx_arr *fresh = fx_arr_new(old->len, sizeof({cee}), \"a cotangent\", 0, 0, 0); for (int64_t j = 0; j < old->len; j++) (({cee}*)(fresh + 1))[j] = {zero}; accum_{inner_id}(fresh, old, 0); {dec_old} old = fresh; }} if ({v}->len != old->len) fx_fail(0, 0, 0, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)old->len, (long long){v}->len); accum_{inner_id}(old, {v}, 0); {slot} = old; }} }}"
+                )
+            } else {
+                let ce = t.c(&e);
+                let add = t.plus_expr(Helper::TanPlus, &e, "old", v, "0, 0, 0");
+                let dec_old = t.dec(&e, "old");
+                format!("{{ {ce} old = {slot}; {slot} = {add}; {dec_old} }}")
+            }
+        };
+        let add_dense = slot_add(self, "d[off + i]", "src[i]");
+        let add_one = slot_add(self, "d[off + o->index]", "o->value");
+        let node = |kind: &str| {
+            format!(
+                "n->l.a.len = len; n->l.a.kind = {kind}; n->l.force = force_{id}; n->l.cache = NULL; n->l.drop = ldrop_{id};"
+            )
+        };
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "static void ldrop_{id}(fx_lazy *l) {{\n  switch (l->a.kind) {{\n  case FX_ONEHOT: {{ {dec_value} break; }}\n  case FX_SUM: {dec_a}(((fx_lazy_sum*)l)->left); {dec_a}(((fx_lazy_sum*)l)->right); break;\n  case FX_EMBED: {dec_a}(((fx_lazy_embed*)l)->t); break;\n  }}\n}}"
+        );
+        let _ = writeln!(
+            s,
+            "static fx_arr *force_{id}(fx_lazy *l) {{\n  fx_arr *buf = fx_arr_new(l->a.len, sizeof({ce}), \"a cotangent\", 0, 0, 0);\n  {ce} *d = ({ce}*)(buf + 1);\n  for (int64_t i = 0; i < l->a.len; i++) d[i] = {zero};\n  accum_{id}(buf, (fx_arr*)l, 0);\n  return buf;\n}}"
+        );
+        let _ = writeln!(
+            s,
+            "static void accum_{id}(fx_arr *buf, fx_arr *x, int64_t off) {{\n  {ce} *d = ({ce}*)(buf + 1);\n  while (x) {{\n    if (x->kind != FX_DENSE && ((fx_lazy*)x)->cache) x = ((fx_lazy*)x)->cache;\n    switch (x->kind) {{\n    case FX_DENSE: {{ {ce} *src = ({ce}*)(x + 1); for (int64_t i = 0; i < x->len; i++) {add_dense} return; }}\n    case FX_ONEHOT: {{ oh_{id} *o = (oh_{id}*)x; {add_one} return; }}\n    case FX_EMBED: {{ fx_lazy_embed *em = (fx_lazy_embed*)x; accum_{id}(buf, em->t, off + em->start); return; }}\n    case FX_SUM: {{ fx_lazy_sum *sm = (fx_lazy_sum*)x; accum_{id}(buf, sm->right, off); x = sm->left; continue; }}\n    }}\n    return;\n  }}\n}}"
+        );
+        let _ = writeln!(
+            s,
+            "static fx_arr *onehot_{id}(int64_t len, int64_t i, {ce} w) {{\n  oh_{id} *n = (oh_{id}*)fx_alloc(sizeof(oh_{id}), 0, 0, 0);\n  {}\n  n->index = i; n->value = w; {inc_w}\n  return (fx_arr*)n;\n}}",
+            node("FX_ONEHOT")
+        );
+        let _ = writeln!(
+            s,
+            "static fx_arr *lembed_{id}(int64_t len, int64_t start, fx_arr *t) {{\n  fx_lazy_embed *n = (fx_lazy_embed*)fx_alloc(sizeof(fx_lazy_embed), 0, 0, 0);\n  {}\n  n->start = start; n->t = t; fx_inc(t);\n  return (fx_arr*)n;\n}}",
+            node("FX_EMBED")
+        );
+        let _ = writeln!(
+            s,
+            "static fx_arr *lsum_{id}(fx_arr *a, fx_arr *b) {{\n  int64_t len = a->len;\n  fx_lazy_sum *n = (fx_lazy_sum*)fx_alloc(sizeof(fx_lazy_sum), 0, 0, 0);\n  {}\n  n->left = a; n->right = b; fx_inc(a); fx_inc(b);\n  return (fx_arr*)n;\n}}",
+            node("FX_SUM")
+        );
         s
     }
 
@@ -433,6 +538,13 @@ impl<'m> Types<'m> {
                     &format!("FX_DATA(b, {ce})[i]"),
                     sp,
                 );
+                if h == Helper::TanPlus {
+                    let lazy = self.helper(Helper::Lazy, ty);
+                    let id = lazy.trim_start_matches("lazy_");
+                    return format!(
+                        "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n  return lsum_{id}(a, b);"
+                    );
+                }
                 let (zero_case, mismatch) = if h == Helper::TanPlus {
                     (
                         "  if (!a) { fx_inc(b); return b; }\n  if (!b) { fx_inc(a); return a; }\n",
@@ -760,5 +872,6 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::Zero => "zero",
         Helper::Decode => "decode",
         Helper::Encode => "encode",
+        Helper::Lazy => "lazy",
     }
 }
