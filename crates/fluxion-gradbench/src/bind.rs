@@ -11,6 +11,8 @@ use fluxion_driver::interp::Value;
 use fluxion_driver::json;
 use serde_json::{Map, Value as Json};
 
+use crate::programs::Shape;
+
 /// The arguments of `code`'s parameters, taken from `input`.
 pub fn arguments(
     module: &Module,
@@ -82,26 +84,31 @@ fn find<'a>(fields: &'a Map<String, Json>, name: &str) -> Result<(String, &'a Js
     }
 }
 
-/// The result as JSON: a tuple becomes an object when the program names its fields
-/// (`programs::object_fields`).
-pub fn output(
-    value: &Value,
-    ty: &Type,
-    module: &Module,
-    fields: Option<&[String]>,
-) -> Result<Json, String> {
-    let encoded = json::encode(value, ty, module);
-    let Some(names) = fields else {
+/// The result as JSON, shaped as the program says (`programs::output_shape`).
+pub fn output(value: &Value, ty: &Type, module: &Module, shape: &Shape) -> Result<Json, String> {
+    reshape(json::encode(value, ty, module), shape)
+}
+
+fn reshape(encoded: Json, shape: &Shape) -> Result<Json, String> {
+    let Shape::Object(fields) = shape else {
         return Ok(encoded);
     };
     match encoded {
-        Json::Array(items) if items.len() == names.len() && matches!(ty, Type::Tuple(_)) => {
-            Ok(Json::Object(names.iter().cloned().zip(items).collect()))
-        }
+        Json::Array(items) if items.len() == fields.len() => items
+            .into_iter()
+            .zip(fields)
+            .map(|(item, (name, shape))| Ok((name.clone(), reshape(item, shape)?)))
+            .collect::<Result<Map<_, _>, String>>()
+            .map(Json::Object),
         _ => Err(format!(
-            "the program names {} output fields, but the function does not return a tuple of {}",
-            names.len(),
-            names.len()
+            "the program's output shape has {} fields ({}), but the result is not a tuple of {}",
+            fields.len(),
+            fields
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            fields.len()
         )),
     }
 }

@@ -192,8 +192,8 @@ impl Session {
             runs += 1;
         }
         let value = last.expect("at least one run");
-        let fields = programs::object_fields(&loaded.text, function);
-        let output = bind::output(&value, &ty, &loaded.interp.module(), fields.as_deref())?;
+        let shape = programs::output_shape(&loaded.text, function)?;
+        let output = bind::output(&value, &ty, &loaded.interp.module(), &shape)?;
         Ok((output, Json::Array(timings)))
     }
 }
