@@ -122,7 +122,9 @@ fn parse_object(
             Some(',') => continue,
             Some('}') => return Ok(Shape::Object(fields)),
             _ => {
-                return Err("an output shape's fields are separated by `,` and end with `}`".into());
+                return Err(
+                    "an output shape's fields are separated by `,` and end with `}`".into(),
+                );
             }
         }
     }
