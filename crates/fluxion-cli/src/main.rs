@@ -1,6 +1,7 @@
 //! The `fluxion` command (LANGUAGE.md §6): a thin shell over `fluxion-driver`.
 //! Exit status: 0 success, 1 a program error, 2 a usage error.
 
+mod gradbench;
 mod repl;
 
 use std::process::ExitCode;
@@ -93,6 +94,8 @@ enum Command {
         #[arg(long, value_name = "SIZE", value_parser = fluxion_driver::parse_size)]
         memory_limit: Option<usize>,
     },
+    /// Be a GradBench tool: answer the protocol's JSON messages on stdin/stdout.
+    Gradbench(gradbench::GradbenchArgs),
 }
 
 /// What a command produced: text for stdout and stderr, and the exit status.
@@ -266,6 +269,7 @@ fn run_command(command: Command) -> Outcome {
             };
             repl::run(text, memory_limit)
         }
+        Command::Gradbench(args) => gradbench::run(args),
     }
 }
 

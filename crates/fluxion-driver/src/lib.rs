@@ -621,6 +621,20 @@ fn interpret(
     }
 }
 
+/// An interpreter for a module expanded for `options.mode`, set up as [`call`] sets up
+/// its own, for an embedding that keeps one between calls (derivative codes are
+/// translated once and reused; `fluxion gradbench` evaluates this way). Make it and
+/// call it inside [`with_big_stack`].
+pub fn interpreter(module: Module, options: RunOptions) -> Interp {
+    let mut interp = Interp::with_mode(module, options.mode);
+    interp.set_fwd_mode(options.fwd);
+    interp.set_opt_level(options.opt);
+    interp.set_library_source(PRELUDE_SOURCE);
+    interp.set_stack_limit(stack_budget());
+    interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
+    interp
+}
+
 /// The stages `show` can print.
 pub const STAGES: &[&str] = &[
     "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "c",
