@@ -439,8 +439,9 @@ impl Program {
                     module: self.module.clone(),
                     sources: Vec::new(),
                 };
+                // What `run --backend native` compiles: optimised, as `run` runs.
                 program.expand(mode).map_err(|d| d.message)?;
-                program.optimize(opt).map_err(|d| d.message)?;
+                program.optimize(OptLevel::On).map_err(|d| d.message)?;
                 let name = entry.unwrap_or("main");
                 let Some(&code) = program.module.functions.get(name) else {
                     return Err(format!(

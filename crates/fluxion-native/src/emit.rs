@@ -40,7 +40,7 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         m,
         types: Types::new(m),
         closures: closure_codes(m, &codes),
-        known: HashMap::new(),
+        known: known_closures(m, &codes),
         owned: Vec::new(),
         on_stack: HashSet::new(),
     };
@@ -90,6 +90,42 @@ fn contains_fn(t: &Type, m: &Module) -> bool {
         }
     }
     go(t, m, &mut HashSet::new())
+}
+
+/// The code of every variable bound to a closure in `codes` (variables are bound once
+/// in a module, so this holds wherever the variable is used — in a lambda that
+/// captured it too, whose calls of it are then direct).
+fn known_closures(m: &Module, codes: &[CodeId]) -> HashMap<VarId, CodeId> {
+    fn walk(body: &Body, out: &mut HashMap<VarId, CodeId>) {
+        for b in &body.bindings {
+            match &b.rhs {
+                Rhs::Closure(c, _) => {
+                    out.insert(b.var, *c);
+                }
+                Rhs::Atom(Atom::Var(x)) => {
+                    if let Some(&c) = out.get(x) {
+                        out.insert(b.var, c);
+                    }
+                }
+                Rhs::If(_, t, e) => {
+                    walk(t, out);
+                    walk(e, out);
+                }
+                Rhs::Match(_, arms, d) => {
+                    arms.iter().for_each(|a| walk(&a.body, out));
+                    if let Some(d) = d {
+                        walk(d, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for c in codes {
+        walk(&m.code(*c).body, &mut out);
+    }
+    out
 }
 
 /// The codes some closure of `codes` is made of.
@@ -199,7 +235,7 @@ pub(crate) struct Emitter<'m> {
     types: Types<'m>,
     /// Codes some closure is made of (they need an environment struct).
     closures: HashSet<CodeId>,
-    /// Variables of the current function bound to a closure of a known code.
+    /// Variables bound to a closure of a known code (anywhere in the module).
     known: HashMap<VarId, CodeId>,
     /// Per open block, the variables it owns.
     owned: Vec<Vec<VarId>>,
@@ -284,7 +320,6 @@ impl<'m> Emitter<'m> {
     }
 
     fn function(&mut self, c: CodeId) -> Result<String, Unsupported> {
-        self.known.clear();
         self.owned.clear();
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
