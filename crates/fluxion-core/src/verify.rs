@@ -54,6 +54,8 @@ pub fn verify_codes_from(module: &Module, first: usize) -> Result<(), Vec<Verify
         scope: Scope::new(module.vars.len()),
         errors: Vec::new(),
         code_name: String::new(),
+        visited: HashSet::new(),
+        derived: derived.clone(),
     };
     for i in first..module.codes.len() {
         let id = CodeId(i as u32);
@@ -75,6 +77,10 @@ struct Verifier<'a> {
     scope: Scope,
     errors: Vec<VerifyError>,
     code_name: String,
+    /// Codes already checked.
+    visited: HashSet<CodeId>,
+    /// Codes made by a translation on their own (`Module::derived_codes`).
+    derived: HashSet<CodeId>,
 }
 
 /// The variables in scope at the point being checked.
@@ -162,6 +168,17 @@ impl Verifier<'_> {
     /// scope — before entering it.
     fn code(&mut self, id: CodeId, root: bool) {
         let code = self.module.code(id);
+        // A code closed over at several sites (the native backend's ahead-of-time
+        // translations are made once and used wherever the operator is) is checked
+        // once; at every other site only its captures must be in scope.
+        if !self.visited.insert(id) {
+            for &c in &code.captures {
+                if !root && !self.scope.contains(c) {
+                    self.err(format!("captured variable {} is not in scope", c.0));
+                }
+            }
+            return;
+        }
         let saved = std::mem::replace(&mut self.code_name, code.name.clone());
         let mut captured = Vec::new();
         for &c in &code.captures {
@@ -297,7 +314,9 @@ impl Verifier<'_> {
                 if want != tys {
                     self.err(format!("closure of {} captures the wrong types", code.name));
                 }
-                if code.kind == CodeKind::Lambda {
+                // A derived code (a translation made on its own, memoised) binds its
+                // captures itself, positionally: it is checked as a root, not here.
+                if code.kind == CodeKind::Lambda && !self.derived.contains(id) {
                     self.code(*id, false);
                 }
                 Some(self.module.code_ty(*id))

@@ -30,6 +30,7 @@ use fluxion_core::{
 pub fn resolve_operators(m: &mut Module) {
     let closures = closure_bindings(m);
     let first_new = m.codes.len();
+    let mut rewritten = HashSet::new();
     for i in 0..first_new {
         let id = CodeId(i as u32);
         if !mentions_operator(&m.code(id).body) {
@@ -40,15 +41,14 @@ pub fn resolve_operators(m: &mut Module) {
         for v in code.params.iter().chain(&code.captures) {
             scope.bind(*v);
         }
-        let mut body = std::mem::replace(
-            &mut m.codes[i].body,
-            Body {
-                bindings: vec![],
-                result: Atom::Lit(Lit::Unit),
-            },
-        );
-        rewrite_body(m, &closures, &mut scope, &mut body);
-        m.codes[i].body = body;
+        // A copy: translating a code below may read this one (a lambda nested in the
+        // code translated), which must keep its body meanwhile.
+        let mut body = m.codes[i].body.clone();
+        rewrite_body(m, &closures, &rewritten, &mut scope, &mut body);
+        if body != m.codes[i].body {
+            m.codes[i].body = body;
+            rewritten.insert(id);
+        }
     }
     if m.codes.len() > first_new {
         let mut report = fluxion_opt::Report::default();
@@ -126,6 +126,7 @@ impl Scope {
 fn rewrite_body(
     m: &mut Module,
     closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    rewritten: &HashSet<CodeId>,
     scope: &mut Scope,
     body: &mut Body,
 ) {
@@ -136,7 +137,7 @@ fn rewrite_body(
             Rhs::If(_, t, e) => {
                 for branch in [t, e] {
                     let mark = scope.mark();
-                    rewrite_body(m, closures, scope, branch);
+                    rewrite_body(m, closures, rewritten, scope, branch);
                     scope.undo(mark);
                 }
             }
@@ -146,18 +147,20 @@ fn rewrite_body(
                     for f in &arm.fields {
                         scope.bind(*f);
                     }
-                    rewrite_body(m, closures, scope, &mut arm.body);
+                    rewrite_body(m, closures, rewritten, scope, &mut arm.body);
                     scope.undo(mark);
                 }
                 if let Some(d) = d {
                     let mark = scope.mark();
-                    rewrite_body(m, closures, scope, d);
+                    rewrite_body(m, closures, rewritten, scope, d);
                     scope.undo(mark);
                 }
             }
             Rhs::Prim(p @ (Prim::ChadVjp | Prim::Jvp), args) => {
                 let (p, args) = (*p, args.clone());
-                if let Some(expansion) = expand(m, closures, scope, p, &args, b.var, b.span) {
+                if let Some(expansion) =
+                    expand(m, closures, rewritten, scope, p, &args, b.var, b.span)
+                {
                     for e in expansion {
                         scope.bind(e.var);
                         out.push(e);
@@ -175,9 +178,11 @@ fn rewrite_body(
 
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
 /// the operator stays for the interpreter.
+#[allow(clippy::too_many_arguments)]
 fn expand(
     m: &mut Module,
     closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    rewritten: &HashSet<CodeId>,
     scope: &Scope,
     p: Prim,
     args: &[Atom],
@@ -200,7 +205,11 @@ fn expand(
         .captures
         .iter()
         .all(|c| m.is_fixed(&m.var_ty(*c).clone(), layer));
-    if !in_scope || !fixed || fluxion_ad::chad_unsupported(m, code, layer).is_some() {
+    if !in_scope
+        || !fixed
+        || fluxion_ad::chad_unsupported(m, code, layer).is_some()
+        || reaches(m, code, rewritten)
+    {
         return None;
     }
     let params: Vec<Type> = m
@@ -209,11 +218,19 @@ fn expand(
         .iter()
         .map(|p| m.var_ty(*p).clone())
         .collect();
+    let codes_before = m.codes.len();
     let translated = match layer {
         TypeMap::Chad => fluxion_ad::chad_code(m, code),
         _ => fluxion_ad::chad_fwd_code(m, code),
-    }
-    .ok()?;
+    };
+    let Ok(translated) = translated else {
+        // Undo what the failed translation added (its placeholders would not verify).
+        m.codes.truncate(codes_before);
+        m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
+        m.translated_from
+            .retain(|c, _| (c.0 as usize) < codes_before);
+        return None;
+    };
     let ret = m.code(translated).ret.clone();
     let Type::Tuple(parts) = &ret else {
         return None;
@@ -281,6 +298,25 @@ fn expand(
         span,
     });
     Some(e.out)
+}
+
+/// Whether `code` or a code it calls or closes over was rewritten here: its body then
+/// holds calls of translated code (CHAD types, linear blocks), which CHAD does not
+/// translate again.
+fn reaches(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
+    let mut seen = HashSet::from([code]);
+    let mut work = vec![code];
+    while let Some(c) = work.pop() {
+        if rewritten.contains(&c) {
+            return true;
+        }
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {
+            if seen.insert(r) {
+                work.push(r);
+            }
+        });
+    }
+    false
 }
 
 /// Emits bindings with fresh variables.
