@@ -67,26 +67,15 @@ impl NativeEntry {
         samples: usize,
         min_sample: Duration,
     ) -> Result<Duration, String> {
-        let start = Instant::now();
         black_box(self.call(args)?);
-        let first = start.elapsed();
-        let batch = ((min_sample.as_secs_f64() / first.as_secs_f64().max(1e-9)).ceil() as usize)
-            .clamp(1, 100_000);
-        let mut times = Vec::new();
-        for _ in 0..samples.max(1) {
-            let start = Instant::now();
-            for _ in 0..batch {
-                black_box(self.call(args)?);
-            }
-            times.push(start.elapsed() / batch as u32);
-        }
-        times.sort();
-        Ok(times[times.len() / 2])
+        Ok(measure_rust(samples, min_sample, || {
+            black_box(self.call(args).ok());
+        }))
     }
 }
 
-/// The median time of `f` over batches at least `min_sample` long (for the Rust
-/// baselines, timed the same way).
+/// The median time of `f` over batches at least `min_sample` long (native entries and
+/// the Rust baselines are timed the same way).
 pub fn measure_rust(samples: usize, min_sample: Duration, mut f: impl FnMut()) -> Duration {
     let start = Instant::now();
     f();

@@ -422,12 +422,7 @@ impl Program {
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
             "opt" => {
-                let mut program = Program {
-                    module: self.module.clone(),
-                    sources: Vec::new(),
-                };
-                program.expand(mode).map_err(|d| d.message)?;
-                program.optimize(OptLevel::On).map_err(|d| d.message)?;
+                let program = self.optimised_copy(mode)?;
                 let roots = self.roots(&program.module, entry)?;
                 Ok(fluxion_core::print::print_reachable(
                     &program.module,
@@ -435,13 +430,8 @@ impl Program {
                 ))
             }
             "c" => {
-                let mut program = Program {
-                    module: self.module.clone(),
-                    sources: Vec::new(),
-                };
                 // What `run --backend native` compiles: optimised, as `run` runs.
-                program.expand(mode).map_err(|d| d.message)?;
-                program.optimize(OptLevel::On).map_err(|d| d.message)?;
+                let mut program = self.optimised_copy(mode)?;
                 let name = entry.unwrap_or("main");
                 let Some(&code) = program.module.functions.get(name) else {
                     return Err(format!(
@@ -517,6 +507,17 @@ impl Program {
                 STAGES.join(", ")
             )),
         }
+    }
+
+    /// A copy of the program expanded for `mode` and optimised (what `run` runs).
+    fn optimised_copy(&self, mode: AdMode) -> Result<Program, String> {
+        let mut program = Program {
+            module: self.module.clone(),
+            sources: Vec::new(),
+        };
+        program.expand(mode).map_err(|d| d.message)?;
+        program.optimize(OptLevel::On).map_err(|d| d.message)?;
+        Ok(program)
     }
 
     /// What `show` prints: `entry` of `module` (the program at some stage), or every

@@ -36,11 +36,12 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         }
     }
     let codes = reachable(m, entry);
+    let (known, closures) = closures_of(m, &codes);
     let mut e = Emitter {
         m,
         types: Types::new(m),
-        closures: closure_codes(m, &codes),
-        known: known_closures(m, &codes),
+        closures,
+        known,
         owned: Vec::new(),
         on_stack: HashSet::new(),
     };
@@ -92,69 +93,42 @@ fn contains_fn(t: &Type, m: &Module) -> bool {
     go(t, m, &mut HashSet::new())
 }
 
-/// The code of every variable bound to a closure in `codes` (variables are bound once
-/// in a module, so this holds wherever the variable is used — in a lambda that
-/// captured it too, whose calls of it are then direct).
-fn known_closures(m: &Module, codes: &[CodeId]) -> HashMap<VarId, CodeId> {
-    fn walk(body: &Body, out: &mut HashMap<VarId, CodeId>) {
+/// Over the bindings of `codes`: the code of every variable bound to a closure
+/// (variables are bound once in a module, so this holds wherever the variable is used
+/// — in a lambda that captured it too, whose calls of it are then direct), and the
+/// codes some closure is made of.
+fn closures_of(m: &Module, codes: &[CodeId]) -> (HashMap<VarId, CodeId>, HashSet<CodeId>) {
+    fn walk(body: &Body, known: &mut HashMap<VarId, CodeId>, made: &mut HashSet<CodeId>) {
         for b in &body.bindings {
             match &b.rhs {
                 Rhs::Closure(c, _) => {
-                    out.insert(b.var, *c);
+                    known.insert(b.var, *c);
+                    made.insert(*c);
                 }
                 Rhs::Atom(Atom::Var(x)) => {
-                    if let Some(&c) = out.get(x) {
-                        out.insert(b.var, c);
+                    if let Some(&c) = known.get(x) {
+                        known.insert(b.var, c);
                     }
                 }
                 Rhs::If(_, t, e) => {
-                    walk(t, out);
-                    walk(e, out);
+                    walk(t, known, made);
+                    walk(e, known, made);
                 }
                 Rhs::Match(_, arms, d) => {
-                    arms.iter().for_each(|a| walk(&a.body, out));
+                    arms.iter().for_each(|a| walk(&a.body, known, made));
                     if let Some(d) = d {
-                        walk(d, out);
+                        walk(d, known, made);
                     }
                 }
                 _ => {}
             }
         }
     }
-    let mut out = HashMap::new();
+    let (mut known, mut made) = (HashMap::new(), HashSet::new());
     for c in codes {
-        walk(&m.code(*c).body, &mut out);
+        walk(&m.code(*c).body, &mut known, &mut made);
     }
-    out
-}
-
-/// The codes some closure of `codes` is made of.
-fn closure_codes(m: &Module, codes: &[CodeId]) -> HashSet<CodeId> {
-    fn walk(body: &Body, out: &mut HashSet<CodeId>) {
-        for b in &body.bindings {
-            match &b.rhs {
-                Rhs::Closure(c, _) => {
-                    out.insert(*c);
-                }
-                Rhs::If(_, t, e) => {
-                    walk(t, out);
-                    walk(e, out);
-                }
-                Rhs::Match(_, arms, d) => {
-                    arms.iter().for_each(|a| walk(&a.body, out));
-                    if let Some(d) = d {
-                        walk(d, out);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut out = HashSet::new();
-    for c in codes {
-        walk(&m.code(*c).body, &mut out);
-    }
-    out
+    (known, made)
 }
 
 /// The closures of `body` that never escape it: used only as the function a call or a
