@@ -109,7 +109,7 @@ fn is_operator(p: Prim) -> bool {
     p.is_differential()
         || matches!(
             p,
-            DeltaVjp | DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | ChadVjp
+            DeltaVjp | DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | ChadVjp | ChadOf
         )
 }
 

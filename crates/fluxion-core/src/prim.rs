@@ -87,6 +87,12 @@ prims! {
     // `%lonehot`). All take the symbolic zero to zero. The run time
     // keeps one-hot, embedded and added array cotangents unmaterialised until they are
     // read, so a sum of k sparse terms costs O(n + k), not O(n·k).
+    // Internal, made only by the native backend's ahead-of-time resolution:
+    // `%chad_of(f, d)` is the closure `f` with its code replaced by that code's CHAD
+    // translation (d = 0: reverse, `chad_code`; d = 1: forward, `chad_fwd_code`) and the
+    // same captures (first-order, so the same values: `Dr(A)1 = A`). Its binding's type
+    // is the translated function type (trusted, like the delta primitives').
+    ChadOf => "%chad_of",
     ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
     LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
     LinIndex => "%lindex",
@@ -319,7 +325,7 @@ impl Prim {
             // `%delta_vjp` is checked like the differential operators; the others act
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
-            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor => return None,
+            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

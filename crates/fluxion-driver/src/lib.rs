@@ -438,8 +438,8 @@ impl Program {
                         "no function named `{name}` (choose one with --entry)"
                     ));
                 };
-                fluxion_native::resolve_operators(&mut program.module);
-                fluxion_native::c_source(&program.module, code).map_err(|u| {
+                let translations = fluxion_native::resolve_operators(&mut program.module);
+                fluxion_native::c_source(&program.module, code, &translations).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })
             }

@@ -58,7 +58,7 @@ pub fn compile(
     toolchain: &Toolchain,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    fluxion_native::resolve_operators(&mut resolved);
+    let translations = fluxion_native::resolve_operators(&mut resolved);
     if cfg!(debug_assertions)
         && let Err(errors) = fluxion_core::verify::verify_codes_from(&resolved, 0)
     {
@@ -67,7 +67,7 @@ pub fn compile(
             fluxion_core::verify::describe(&errors)
         ));
     }
-    match NativeProgram::compile(&resolved, code, toolchain) {
+    match NativeProgram::compile(&resolved, code, &translations, toolchain) {
         Ok(p) => Ok((p, resolved)),
         Err(NativeError::Unsupported(why)) => {
             Err(format!("note: running in the interpreter: {why}"))

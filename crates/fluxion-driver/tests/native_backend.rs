@@ -117,6 +117,45 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
     );
 }
 
+/// A closure the compiler cannot see (returned by a call, taken from an array, passed
+/// in) is differentiated natively too: `%chad_of` picks its code's translation, made
+/// ahead of time for every code of its type, by the closure's code at run time.
+#[test]
+fn closures_unknown_at_compile_time_are_differentiated_natively() {
+    let programs = [
+        "fn scale(k: Real) -> fn(Real) -> Real { |x| k * x * x }
+         fn shift(k: Real) -> fn(Real) -> Real { |x| sin(x + k) * x }
+         fn cube(x: Real) -> Real { x * x * x }
+         fn main() -> ([Real], [Real]) {
+             let fs = [scale(2.0), shift(1.0), scale(-1.0), cube];
+             (map(|f| grad(f, 1.5), fs), map(|f| diff(f, 0.5), fs))
+         }",
+        "fn loss(data: [(Real, Real)]) -> fn((Real, Real)) -> Real {
+             |p: (Real, Real)| sum(map(|(x, y)| { let r = p.0 + p.1 * x - y; r * r }, data))
+         }
+         fn main() -> (Real, Real) { grad(loss([(0.0, 1.0), (1.0, 3.0), (2.0, 7.0)]), (0.5, 1.0)) }",
+    ];
+    for src in programs {
+        for mode in [AdMode::Chad, AdMode::Fwd] {
+            let (interp, _) = run(src, mode, Backend::Interp);
+            let (native, notes) = run(src, mode, Backend::Native);
+            assert!(
+                notes.is_empty(),
+                "--ad {}: fell back: {notes:?}
+{src}",
+                mode.name()
+            );
+            let (a, b) = (interp.expect("runs"), native.expect("runs"));
+            assert!(
+                same_value(&a, &b),
+                "--ad {}: {a} vs {b}
+{src}",
+                mode.name()
+            );
+        }
+    }
+}
+
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
 #[test]
 fn runtime_errors_are_the_interpreters() {
@@ -266,8 +305,9 @@ fn sanitizers_find_nothing_in_the_examples() {
             }
             let code = program.module.functions["main"];
             let mut module = program.module.clone();
-            fluxion_driver::native_backend::resolve_operators(&mut module);
-            let Ok(c) = fluxion_driver::native_backend::c_source(&module, code) else {
+            let translations = fluxion_driver::native_backend::resolve_operators(&mut module);
+            let Ok(c) = fluxion_driver::native_backend::c_source(&module, code, &translations)
+            else {
                 continue;
             };
             let stem = format!(

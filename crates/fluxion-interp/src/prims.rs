@@ -445,6 +445,9 @@ impl Interp {
             | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
             }
+            // Only the native backend's resolved modules hold it; the interpreter runs
+            // the module as expanded, before that resolution.
+            ChadOf => return fail(span, "internal error: `%chad_of` reached the interpreter"),
             LinScale => crate::linear::scale(a(0), a(1)),
             LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 let int = |i: usize| match a(i) {

@@ -19,6 +19,7 @@ use std::fmt::Write;
 
 use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Span, Type, VarId};
 
+use crate::resolve::Translations;
 use crate::types::{Helper, Types, has_array, has_rc};
 
 /// Why a program cannot be compiled to C (it then runs in the interpreter).
@@ -26,7 +27,11 @@ use crate::types::{Helper, Types, has_array, has_rc};
 pub struct Unsupported(pub String);
 
 /// The C translation unit of `entry` and every code it reaches.
-pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
+pub fn emit_module(
+    m: &Module,
+    entry: CodeId,
+    translations: &Translations,
+) -> Result<String, Unsupported> {
     let Type::Fn(params, ret) = m.code_ty(entry) else {
         return Err(Unsupported("the entry is not a function".into()));
     };
@@ -35,13 +40,30 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
             return Err(Unsupported("the entry takes or returns a function".into()));
         }
     }
-    let codes = reachable(m, entry);
-    let (known, closures) = closures_of(m, &codes);
+    // The codes the entry reaches, and the translations `%chad_of` may pick for the
+    // closures among them (and what those reach), to a fixed point.
+    let mut roots = vec![entry];
+    let (codes, known, closures) = loop {
+        let codes = reachable(m, &roots);
+        let (known, mut closures) = closures_of(m, &codes);
+        let picked: Vec<CodeId> = translations
+            .codes
+            .iter()
+            .filter(|((c, _), _)| closures.contains(c))
+            .map(|(_, t)| *t)
+            .collect();
+        if picked.iter().all(|t| codes.contains(t)) {
+            closures.extend(picked);
+            break (codes, known, closures);
+        }
+        roots.extend(picked);
+    };
     let mut e = Emitter {
         m,
         types: Types::new(m),
         closures,
         known,
+        translations,
         owned: Vec::new(),
         on_stack: HashSet::new(),
     };
@@ -189,9 +211,9 @@ fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
 }
 
 /// The codes `entry` reaches by calls and closures, in id order.
-fn reachable(m: &Module, entry: CodeId) -> Vec<CodeId> {
-    let mut seen = HashSet::from([entry]);
-    let mut stack = vec![entry];
+fn reachable(m: &Module, roots: &[CodeId]) -> Vec<CodeId> {
+    let mut seen: HashSet<CodeId> = roots.iter().copied().collect();
+    let mut stack = roots.to_vec();
     while let Some(c) = stack.pop() {
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
             if seen.insert(d) {
@@ -215,6 +237,8 @@ pub(crate) struct Emitter<'m> {
     owned: Vec<Vec<VarId>>,
     /// Closures of the current function whose environment is on the C stack.
     on_stack: HashSet<VarId>,
+    /// What `%chad_of` chooses among.
+    translations: &'m Translations,
 }
 
 fn var(v: VarId) -> String {
@@ -606,5 +630,20 @@ impl<'m> Emitter<'m> {
     }
     pub(crate) fn has_array(&self, t: &Type) -> bool {
         has_array(t)
+    }
+    /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),
+    /// for the codes some closure of this program is made of.
+    pub(crate) fn translations_of(&mut self, fty: &Type, forward: bool) -> Vec<(CodeId, CodeId)> {
+        let mut out: Vec<(CodeId, CodeId)> = self
+            .translations
+            .codes
+            .iter()
+            .filter(|((c, d), _)| {
+                *d == forward && self.closures.contains(c) && self.m.code_ty(*c) == *fty
+            })
+            .map(|((c, _), t)| (*c, *t))
+            .collect();
+        out.sort();
+        out
     }
 }

@@ -30,15 +30,19 @@ use fluxion_core::{CodeId, Module, Span, Type};
 use fluxion_interp::Value;
 
 pub use emit::Unsupported;
-pub use resolve::resolve_operators;
+pub use resolve::{Translations, resolve_operators};
 pub use toolchain::{Toolchain, default_cache_dir};
 
 /// The C runtime every translation unit starts with.
 pub const RUNTIME: &str = include_str!("runtime.c");
 
-/// The C translation unit of `entry` (after [`resolve_operators`]).
-pub fn c_source(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
-    emit::emit_module(m, entry)
+/// The C translation unit of `entry` (after [`resolve_operators`], whose table it takes).
+pub fn c_source(
+    m: &Module,
+    entry: CodeId,
+    translations: &Translations,
+) -> Result<String, Unsupported> {
+    emit::emit_module(m, entry, translations)
 }
 
 /// Why native compilation did not produce a library.
@@ -102,9 +106,10 @@ impl NativeProgram {
     pub fn compile(
         m: &Module,
         entry: CodeId,
+        translations: &Translations,
         tc: &Toolchain,
     ) -> Result<NativeProgram, NativeError> {
-        let source = c_source(m, entry).map_err(|u| NativeError::Unsupported(u.0))?;
+        let source = c_source(m, entry, translations).map_err(|u| NativeError::Unsupported(u.0))?;
         let Type::Fn(params, ret) = m.code_ty(entry) else {
             return Err(NativeError::Unsupported(
                 "the entry is not a function".into(),

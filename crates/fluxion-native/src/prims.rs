@@ -457,6 +457,36 @@ pub(crate) fn emit(
             let x = e.types().dense_expr(&aty(0), &aty(1), &a[0], &a[1], &sp);
             decl(s, x);
         }
+        ChadOf => {
+            // The closure with its code's translation: same captures, same layout.
+            let choices = e.translations_of(&aty(0), e.lit_int(&args[1]) == 1);
+            line(s, format!("{ct} {name};"));
+            let mut chain = String::new();
+            for (c, t) in choices {
+                let (c, t) = (c.0, t.0);
+                let captures = m.code(fluxion_core::CodeId(c)).captures.clone();
+                let mut copy = format!(
+                    "env_{t} *n = (env_{t}*)fx_alloc(sizeof(env_{t}), {sp}); n->h.code = (void*)fn_{t}; n->h.drop = drop_{t};"
+                );
+                for (i, cv) in captures.iter().enumerate() {
+                    let cty = m.var_ty(*cv).clone();
+                    let field = format!("n->c{i}");
+                    let inc = e.types().inc(&cty, &field);
+                    let _ = write!(copy, " {field} = ((env_{c}*){})->c{i}; {inc}", a[0]);
+                }
+                let _ = write!(
+                    chain,
+                    "if ({0}->code == (void*)fn_{c}) {{ {copy} {name} = (fx_clo*)n; }} else ",
+                    a[0]
+                );
+            }
+            line(
+                s,
+                format!(
+                    "{chain}fx_fail({sp}, \"internal error: a closure without an ahead-of-time translation\");"
+                ),
+            );
+        }
         LinScale => decl(s, format!("fx_lscale({}, {})", a[0], a[1])),
         LinProj => {
             decl(s, format!("{}.f{}", a[0], e.lit_int(&args[1])));

@@ -27,9 +27,13 @@ use fluxion_core::{
 
 /// Replaces the differential operators whose translations can be made ahead of time
 /// by calls of the translated codes (new codes are optimised like the interpreter's).
-pub fn resolve_operators(m: &mut Module) {
+pub fn resolve_operators(m: &mut Module) -> Translations {
     let closures = closure_bindings(m);
     let first_new = m.codes.len();
+    let mut table = Translations {
+        first_new,
+        codes: HashMap::new(),
+    };
     let mut rewritten = HashSet::new();
     for i in 0..first_new {
         let id = CodeId(i as u32);
@@ -44,7 +48,7 @@ pub fn resolve_operators(m: &mut Module) {
         // A copy: translating a code below may read this one (a lambda nested in the
         // code translated), which must keep its body meanwhile.
         let mut body = m.codes[i].body.clone();
-        rewrite_body(m, &closures, &rewritten, &mut scope, &mut body);
+        rewrite_body(m, &mut table, &closures, &rewritten, &mut scope, &mut body);
         if body != m.codes[i].body {
             m.codes[i].body = body;
             rewritten.insert(id);
@@ -55,6 +59,15 @@ pub fn resolve_operators(m: &mut Module) {
         // Optimising is an improvement only; a failure leaves the codes as made.
         let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
     }
+    table
+}
+
+/// The translations `%chad_of` chooses among at run time: (original code, forward?) to
+/// the translated code. Codes from `first_new` on were made by the resolution.
+#[derive(Clone, Debug, Default)]
+pub struct Translations {
+    pub first_new: usize,
+    pub codes: HashMap<(CodeId, bool), CodeId>,
 }
 
 fn mentions_operator(body: &Body) -> bool {
@@ -125,6 +138,7 @@ impl Scope {
 
 fn rewrite_body(
     m: &mut Module,
+    table: &mut Translations,
     closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
     rewritten: &HashSet<CodeId>,
     scope: &mut Scope,
@@ -137,7 +151,7 @@ fn rewrite_body(
             Rhs::If(_, t, e) => {
                 for branch in [t, e] {
                     let mark = scope.mark();
-                    rewrite_body(m, closures, rewritten, scope, branch);
+                    rewrite_body(m, table, closures, rewritten, scope, branch);
                     scope.undo(mark);
                 }
             }
@@ -147,20 +161,20 @@ fn rewrite_body(
                     for f in &arm.fields {
                         scope.bind(*f);
                     }
-                    rewrite_body(m, closures, rewritten, scope, &mut arm.body);
+                    rewrite_body(m, table, closures, rewritten, scope, &mut arm.body);
                     scope.undo(mark);
                 }
                 if let Some(d) = d {
                     let mark = scope.mark();
-                    rewrite_body(m, closures, rewritten, scope, d);
+                    rewrite_body(m, table, closures, rewritten, scope, d);
                     scope.undo(mark);
                 }
             }
             Rhs::Prim(p @ (Prim::ChadVjp | Prim::Jvp), args) => {
                 let (p, args) = (*p, args.clone());
-                if let Some(expansion) =
-                    expand(m, closures, rewritten, scope, p, &args, b.var, b.span)
-                {
+                if let Some(expansion) = expand(
+                    m, table, closures, rewritten, scope, p, &args, b.var, b.span,
+                ) {
                     for e in expansion {
                         scope.bind(e.var);
                         out.push(e);
@@ -181,6 +195,7 @@ fn rewrite_body(
 #[allow(clippy::too_many_arguments)]
 fn expand(
     m: &mut Module,
+    table: &mut Translations,
     closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
     rewritten: &HashSet<CodeId>,
     scope: &Scope,
@@ -190,46 +205,51 @@ fn expand(
     span: Span,
 ) -> Option<Vec<Binding>> {
     let Atom::Var(f) = args[0] else { return None };
-    let (code, captures) = closures.get(&f)?.clone();
     let layer = if p == Prim::ChadVjp {
         TypeMap::Chad
     } else {
         TypeMap::ChadFwd
     };
-    let in_scope = captures.iter().all(|a| match a {
-        Atom::Var(x) => scope.set.contains(x),
-        Atom::Lit(_) => true,
+    let known = closures.get(&f).filter(|(_, captures)| {
+        captures.iter().all(|a| match a {
+            Atom::Var(x) => scope.set.contains(x),
+            Atom::Lit(_) => true,
+        })
     });
-    let fixed = m
-        .code(code)
-        .captures
-        .iter()
-        .all(|c| m.is_fixed(&m.var_ty(*c).clone(), layer));
-    if !in_scope
-        || !fixed
-        || fluxion_ad::chad_unsupported(m, code, layer).is_some()
-        || reaches(m, code, rewritten)
-    {
-        return None;
-    }
-    let params: Vec<Type> = m
-        .code(code)
-        .params
-        .iter()
-        .map(|p| m.var_ty(*p).clone())
-        .collect();
-    let codes_before = m.codes.len();
-    let translated = match layer {
-        TypeMap::Chad => fluxion_ad::chad_code(m, code),
-        _ => fluxion_ad::chad_fwd_code(m, code),
-    };
-    let Ok(translated) = translated else {
-        // Undo what the failed translation added (its placeholders would not verify).
-        m.codes.truncate(codes_before);
-        m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
-        m.translated_from
-            .retain(|c, _| (c.0 as usize) < codes_before);
-        return None;
+    // The translated closure: of the known code with the same captures, or, where the
+    // closure is not known here, chosen at run time among every code of its type
+    // (`%chad_of`), each translated ahead of time.
+    let (make, translated, params) = match known {
+        Some((code, captures)) => {
+            let (code, captures) = (*code, captures.clone());
+            let params = translatable(m, code, layer, rewritten)?;
+            let translated = translate(m, code, layer)?;
+            (Rhs::Closure(translated, captures), translated, params)
+        }
+        None => {
+            let fty = m.var_ty(f).clone();
+            let candidates: Vec<CodeId> = (0..table.first_new)
+                .map(|i| CodeId(i as u32))
+                .filter(|c| m.code_ty(*c) == fty && !m.translated_from.contains_key(c))
+                .collect();
+            let mut params = None;
+            for &c in &candidates {
+                params = Some(translatable(m, c, layer, rewritten)?);
+            }
+            let params = params?;
+            let mut translated = None;
+            for c in candidates {
+                let t = translate(m, c, layer)?;
+                table.codes.insert((c, layer == TypeMap::ChadFwd), t);
+                translated = Some(t);
+            }
+            let direction = i64::from(layer == TypeMap::ChadFwd);
+            (
+                Rhs::Prim(Prim::ChadOf, vec![args[0], Atom::Lit(Lit::Int(direction))]),
+                translated?,
+                params,
+            )
+        }
     };
     let ret = m.code(translated).ret.clone();
     let Type::Tuple(parts) = &ret else {
@@ -250,7 +270,7 @@ fn expand(
     };
     let (x, w) = (args[1], args[2]);
     let fn_ty = Type::func(params.clone(), ret.clone());
-    let g = e.bind("chad_f", fn_ty, Rhs::Closure(translated, captures));
+    let g = e.bind("chad_f", fn_ty, make);
     let xs = e.split(x, params.len());
     let r = e.bind("chad_r", ret.clone(), Rhs::Call(g, xs));
     let y = e.bind("y", y_ty.clone(), Rhs::Proj(r, 0));
@@ -298,6 +318,54 @@ fn expand(
         span,
     });
     Some(e.out)
+}
+
+/// The parameter types of `code` if CHAD (`layer`) can translate it ahead of time:
+/// first-order captures, no operator inside, nothing rewritten here reached.
+fn translatable(
+    m: &Module,
+    code: CodeId,
+    layer: TypeMap,
+    rewritten: &HashSet<CodeId>,
+) -> Option<Vec<Type>> {
+    let fixed = m
+        .code(code)
+        .captures
+        .iter()
+        .all(|c| m.is_fixed(m.var_ty(*c), layer));
+    if !fixed
+        || fluxion_ad::chad_unsupported(m, code, layer).is_some()
+        || reaches(m, code, rewritten)
+    {
+        return None;
+    }
+    Some(
+        m.code(code)
+            .params
+            .iter()
+            .map(|p| m.var_ty(*p).clone())
+            .collect(),
+    )
+}
+
+/// `code`'s CHAD translation in `layer` (memoised by fluxion-ad); a failed one is undone
+/// (its placeholders would not verify).
+fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
+    let codes_before = m.codes.len();
+    let translated = match layer {
+        TypeMap::Chad => fluxion_ad::chad_code(m, code),
+        _ => fluxion_ad::chad_fwd_code(m, code),
+    };
+    match translated {
+        Ok(t) => Some(t),
+        Err(_) => {
+            m.codes.truncate(codes_before);
+            m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
+            m.translated_from
+                .retain(|c, _| (c.0 as usize) < codes_before);
+            None
+        }
+    }
 }
 
 /// Whether `code` or a code it calls or closes over was rewritten here: its body then
