@@ -372,8 +372,12 @@ fn generated_programs_agree_with_the_interpreter() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(40);
+    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let mut native = 0;
-    for seed in 0..cases {
+    for seed in start..start + cases {
         let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
         let x = format!(
             "[{}]",
@@ -391,7 +395,7 @@ fn generated_programs_agree_with_the_interpreter() {
         match native_value(&g.source, &expr, AdMode::Chad, &tc) {
             Ok((value, live)) => {
                 native += 1;
-                let expected = interp.unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                let expected = interp.unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
                 assert!(
                     same_value(&expected, &value),
                     "seed {seed}: interpreter {expected}, native {value}\n{}",
