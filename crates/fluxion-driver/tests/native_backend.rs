@@ -176,6 +176,8 @@ fn runtime_errors_are_the_interpreters() {
          fn main() -> Real { f(100000000) }",
         "enum E { A, B(Real) }\nfn main() -> Real { let e = if length([1]) > 0 { A } else { B(1.0) }; \
          match e { B(x) => x } }",
+        // A runaway tail call: the C compiler must not make it a loop (it would hang).
+        "fn spin(n: Int) -> Int { spin(n) }\nfn main() -> Int { spin(0) }",
     ];
     for src in programs {
         let (interp, _) = run(src, AdMode::Chad, Backend::Interp);
@@ -183,6 +185,40 @@ fn runtime_errors_are_the_interpreters() {
         assert!(notes.is_empty(), "{src}: {notes:?}");
         assert!(interp.is_err(), "{src}: the interpreter gave {interp:?}");
         assert_eq!(interp, native, "{src}");
+    }
+    // Mutual runaway recursion stops too (at whichever call reaches the limit: the
+    // depths differ between the backends, so the place may be either call).
+    let src =
+        "fn a(n: Int) -> Int { b(n) }\nfn b(n: Int) -> Int { a(n) }\nfn main() -> Int { a(0) }";
+    let (native, _) = run(src, AdMode::Chad, Backend::Native);
+    let err = native.expect_err("a runaway recursion is an error");
+    assert!(err.contains("stack depth exceeded"), "{err}");
+}
+
+/// Results and literals of any size: a two-million-constructor list comes back (the
+/// result is read without recursion), a 5,000-element literal compiles in moments (it
+/// is static data, not a statement per element).
+#[test]
+fn deep_results_and_large_literals() {
+    let list = "enum L { N, C(Int, L) }\nfn main() -> L { iterate(2000000, |l| C(1, l), N) }";
+    let literal = format!(
+        "fn main() -> (Real, Int) {{ let a = [{}]; (sum(a), length(a)) }}",
+        (0..5000)
+            .map(|i| format!("{i}.5"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for src in [list.to_string(), literal] {
+        let (interp, _) = run(&src, AdMode::Chad, Backend::Interp);
+        let (native, notes) = run(&src, AdMode::Chad, Backend::Native);
+        assert!(notes.is_empty(), "{notes:?}");
+        let (a, b) = (interp.expect("runs"), native.expect("runs"));
+        assert!(
+            a == b,
+            "the values differ (lengths {} and {})",
+            a.len(),
+            b.len()
+        );
     }
 }
 

@@ -42,44 +42,109 @@ pub fn encode(v: &Value, ty: &Type, m: &Module, out: &mut Vec<u64>) -> Option<()
     Some(())
 }
 
-/// Reads a value of type `ty` from `words` at `*pos`.
-pub fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<Value> {
-    let mut next = || {
-        let w = words.get(*pos).copied();
-        *pos += 1;
-        w
-    };
-    Some(match ty {
-        Type::Real => Value::Real(f64::from_bits(next()?)),
-        Type::Int => Value::Int(next()? as i64),
-        Type::Bool => Value::Bool(next()? != 0),
-        Type::Unit => Value::Unit,
-        Type::Tuple(ts) => Value::tuple(
-            ts.iter()
-                .map(|t| decode(words, pos, t, m))
-                .collect::<Option<Vec<_>>>()?,
-        ),
-        Type::Array(e) => {
-            let n = usize::try_from(next()?).ok()?;
-            if n > words.len() + 1 && !matches!(**e, Type::Unit) {
-                return None;
+/// A value being read whose parts are not all read yet.
+enum Partial {
+    Tuple(Vec<Type>, Vec<Value>),
+    Array(Type, usize, Vec<Value>),
+    Enum(u32, Vec<Type>, Vec<Value>),
+}
+
+impl Partial {
+    /// The type of the next part, or `None` when every part is read.
+    fn next_type(&self) -> Option<Type> {
+        match self {
+            Partial::Tuple(ts, vs) => ts.get(vs.len()).cloned(),
+            Partial::Array(e, n, vs) => (vs.len() < *n).then(|| e.clone()),
+            Partial::Enum(_, ts, vs) => ts.get(vs.len()).cloned(),
+        }
+    }
+
+    fn push(&mut self, v: Value) {
+        match self {
+            Partial::Tuple(_, vs) | Partial::Array(_, _, vs) | Partial::Enum(_, _, vs) => {
+                vs.push(v)
             }
-            Value::array(
-                (0..n)
-                    .map(|_| decode(words, pos, e, m))
-                    .collect::<Option<Vec<_>>>()?,
-            )
         }
-        Type::Enum(e) => {
-            let tag = u32::try_from(next()?).ok()?;
-            let def = m.enum_def(*e);
-            let fields = def.variants.get(tag as usize)?.fields.clone();
-            let vals: Vec<Value> = fields
-                .iter()
-                .map(|t| decode(words, pos, t, m))
-                .collect::<Option<Vec<_>>>()?;
-            Value::Enum(tag, Rc::from(vals))
+    }
+
+    fn finish(self) -> Value {
+        match self {
+            Partial::Tuple(_, vs) => Value::tuple(vs),
+            Partial::Array(_, _, vs) => Value::array(vs),
+            Partial::Enum(tag, _, vs) => Value::Enum(tag, Rc::from(vs)),
         }
-        Type::Fn(..) => return None,
-    })
+    }
+}
+
+/// Reads a value of type `ty` from `words` at `*pos`. Iterative (an explicit stack of
+/// values being read), so a list of millions of constructors is no deeper than one.
+pub fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<Value> {
+    let mut stack: Vec<Partial> = Vec::new();
+    let mut next: Type = ty.clone();
+    loop {
+        let mut read = || {
+            let w = words.get(*pos).copied();
+            *pos += 1;
+            w
+        };
+        let done: Value = match &next {
+            Type::Real => Value::Real(f64::from_bits(read()?)),
+            Type::Int => Value::Int(read()? as i64),
+            Type::Bool => Value::Bool(read()? != 0),
+            Type::Unit => Value::Unit,
+            Type::Fn(..) => return None,
+            Type::Tuple(ts) => {
+                stack.push(Partial::Tuple(ts.clone(), Vec::with_capacity(ts.len())));
+                next = stack.last()?.next_type()?;
+                continue;
+            }
+            Type::Array(e) => {
+                let n = usize::try_from(read()?).ok()?;
+                if n > words.len() + 1 && !matches!(**e, Type::Unit) {
+                    return None;
+                }
+                stack.push(Partial::Array(
+                    (**e).clone(),
+                    n,
+                    Vec::with_capacity(n.min(1 << 20)),
+                ));
+                match stack.last()?.next_type() {
+                    Some(t) => {
+                        next = t;
+                        continue;
+                    }
+                    None => stack.pop()?.finish(),
+                }
+            }
+            Type::Enum(e) => {
+                let tag = u32::try_from(read()?).ok()?;
+                let fields = m.enum_def(*e).variants.get(tag as usize)?.fields.clone();
+                stack.push(Partial::Enum(tag, fields, Vec::new()));
+                match stack.last()?.next_type() {
+                    Some(t) => {
+                        next = t;
+                        continue;
+                    }
+                    None => stack.pop()?.finish(),
+                }
+            }
+        };
+        // Hand the value up until a partial value still needs a part.
+        let mut value = done;
+        loop {
+            match stack.last_mut() {
+                None => return Some(value),
+                Some(top) => {
+                    top.push(value);
+                    match top.next_type() {
+                        Some(t) => {
+                            next = t;
+                            break;
+                        }
+                        None => value = stack.pop()?.finish(),
+                    }
+                }
+            }
+        }
+    }
 }

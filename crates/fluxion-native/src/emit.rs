@@ -455,6 +455,17 @@ impl<'m> Emitter<'m> {
                     "{pad}{ct} {name} = fx_arr_new({}, sizeof({ce}), \"an array\", {sp});",
                     args.len()
                 );
+                if args.len() > 8 && args.iter().all(|a| matches!(a, Atom::Lit(_))) {
+                    // A literal array is static data copied in: one statement per
+                    // element would take the C compiler minutes for 10^4 elements.
+                    let items: Vec<String> = args.iter().map(atom).collect();
+                    let _ = writeln!(
+                        s,
+                        "{pad}{{ static const {ce} lit[] = {{{}}}; memcpy(FX_DATA({name}, {ce}), lit, sizeof lit); }}",
+                        items.join(", ")
+                    );
+                    return Ok(true);
+                }
                 for (i, a) in args.iter().enumerate() {
                     let _ = writeln!(s, "{pad}FX_DATA({name}, {ce})[{i}] = {};", atom(a));
                 }

@@ -63,12 +63,16 @@ pub struct Built {
 
 impl Toolchain {
     /// The compiler's flags. `-ffp-contract=off`: no fused multiply-adds, so that
-    /// results are bit-identical with the interpreter's.
+    /// results are bit-identical with the interpreter's; `-fno-optimize-sibling-calls`:
+    /// every call keeps its frame, so deep recursion ends in the stack check.
     pub fn flags(&self) -> Vec<String> {
         let mut f: Vec<String> = [
             "-std=gnu11",
             "-ffp-contract=off",
             "-fno-math-errno",
+            // No tail calls turned into jumps: a runaway recursion must reach the stack
+            // check and stop with the interpreter's error, not loop forever.
+            "-fno-optimize-sibling-calls",
             "-fPIC",
             "-shared",
             "-w",
