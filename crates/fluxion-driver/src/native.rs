@@ -76,6 +76,12 @@ pub fn compile(
             "note: running in the interpreter: no C compiler (`{}`): {why}",
             toolchain.cc
         )),
+        // The cache cannot be written (a read-only or full disk): the environment's
+        // problem, not a bug.
+        Err(NativeError::Toolchain(why)) if why.starts_with("cannot ") => Err(format!(
+            "note: running in the interpreter: {}",
+            why.lines().next().unwrap_or("")
+        )),
         Err(NativeError::Toolchain(why)) => Err(format!(
             "note: running in the interpreter: the native backend failed (a bug): {}",
             why.lines().next().unwrap_or("")
