@@ -606,12 +606,7 @@ fn interpret(
 ) -> Result<Output, Diagnostic> {
     let span = module.code(code).span;
     let ty = module.code(code).ret.clone();
-    let mut interp = Interp::with_mode(module, options.mode);
-    interp.set_fwd_mode(options.fwd);
-    interp.set_opt_level(options.opt);
-    interp.set_library_source(PRELUDE_SOURCE);
-    interp.set_stack_limit(stack_budget());
-    interp.set_memory_limit(options.memory_limit.unwrap_or_else(default_memory_limit));
+    let interp = interpreter(module, options);
     match interp.call_code(code, &[], args, span) {
         Ok(value) => Ok(Output {
             value,
