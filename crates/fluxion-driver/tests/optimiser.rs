@@ -140,31 +140,6 @@ fn snapshots_show_the_rules_firing() {
     }
 }
 
-/// Fusion: `sum(map(f, xs))` of reals becomes a `sumbuild` over `xs` (no mapped array);
-/// a map used twice, or of `Int`s (whose sum can overflow), stays.
-#[test]
-fn sum_of_map_is_fused_where_it_cannot_change_a_result() {
-    insta::assert_snapshot!(
-        "opt_fuse_sum_map",
-        shown(
-            "fn f(xs: [Real], ns: [Int]) -> Real {
-                let a = sum(map(|x| x * x + 1.0, xs));
-                let ys = map(sin, xs);
-                let b = sum(ys) + ys[0];
-                let c = to_real(sum(map(|n| n * 2, ns)));
-                a + b + c
-             }",
-            "opt",
-            AdMode::Delta
-        )
-    );
-    let src =
-        "fn main() -> Real { sum(map(|x| x * x + 1.0, build(1000, |i| to_real(i) * 0.001))) }";
-    let on = run(src, options(AdMode::Delta, FwdMode::Dual, OptLevel::On));
-    let off = run(src, options(AdMode::Delta, FwdMode::Dual, OptLevel::Off));
-    assert_eq!(on, off, "fusion changed the bits of a sum");
-}
-
 /// Four times the program takes about four times the time: the bound (12×, median of
 /// three) leaves room for noise while catching a quadratic pass (16×).
 #[test]

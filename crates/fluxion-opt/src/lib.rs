@@ -16,11 +16,9 @@
 //! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail |
-//! | `fuse` | `fuse.rs` | `sum(map(f, xs))` of reals → `sumbuild(length(xs), \|i\| f(xs[i]))` (last: it makes variables captured, which the other passes must then keep) |
 
 mod cse;
 mod dce;
-mod fuse;
 mod pure;
 mod simplify;
 mod subst;
@@ -101,10 +99,6 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "dce",
         run: dce::eliminate_dead_bindings,
-    },
-    Pass {
-        name: "fuse",
-        run: fuse::fuse_body,
     },
 ];
 
