@@ -40,22 +40,36 @@ pub fn for_each_code_ref_in<'a>(
     }
 }
 
+/// Calls `f` on every binding of `body` and of the branches nested in it, in order (a
+/// binding before those of its branches); not on the bindings of the lambdas made in
+/// it: they are codes of their own.
+pub fn for_each_binding(body: &Body, f: &mut dyn FnMut(&Binding)) {
+    for b in &body.bindings {
+        f(b);
+        match &b.rhs {
+            Rhs::If(_, t, e) => {
+                for_each_binding(t, f);
+                for_each_binding(e, f);
+            }
+            Rhs::Match(_, arms, d) => {
+                for arm in arms {
+                    for_each_binding(&arm.body, f);
+                }
+                if let Some(d) = d {
+                    for_each_binding(d, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The number of bindings in `body`, those of nested branches included (not of the
 /// lambdas made in it: they are codes of their own).
 pub fn count_bindings(body: &Body) -> usize {
-    body.bindings
-        .iter()
-        .map(|b| {
-            1 + match &b.rhs {
-                Rhs::If(_, t, e) => count_bindings(t) + count_bindings(e),
-                Rhs::Match(_, arms, d) => {
-                    arms.iter().map(|a| count_bindings(&a.body)).sum::<usize>()
-                        + d.as_deref().map_or(0, count_bindings)
-                }
-                _ => 0,
-            }
-        })
-        .sum()
+    let mut n = 0;
+    for_each_binding(body, &mut |_| n += 1);
+    n
 }
 
 /// The variables `body` uses without binding them, in order of first use (a lambda

@@ -20,7 +20,7 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Span, Type, VarId};
 
 use crate::resolve::Translations;
-use crate::types::{Helper, Types, has_array, has_rc};
+use crate::types::{Helper, Types, has_rc};
 
 /// Why a program cannot be compiled to C (it then runs in the interpreter).
 #[derive(Debug, Clone, PartialEq)]
@@ -120,35 +120,20 @@ fn contains_fn(t: &Type, m: &Module) -> bool {
 /// — in a lambda that captured it too, whose calls of it are then direct), and the
 /// codes some closure is made of.
 fn closures_of(m: &Module, codes: &[CodeId]) -> (HashMap<VarId, CodeId>, HashSet<CodeId>) {
-    fn walk(body: &Body, known: &mut HashMap<VarId, CodeId>, made: &mut HashSet<CodeId>) {
-        for b in &body.bindings {
-            match &b.rhs {
-                Rhs::Closure(c, _) => {
-                    known.insert(b.var, *c);
-                    made.insert(*c);
-                }
-                Rhs::Atom(Atom::Var(x)) => {
-                    if let Some(&c) = known.get(x) {
-                        known.insert(b.var, c);
-                    }
-                }
-                Rhs::If(_, t, e) => {
-                    walk(t, known, made);
-                    walk(e, known, made);
-                }
-                Rhs::Match(_, arms, d) => {
-                    arms.iter().for_each(|a| walk(&a.body, known, made));
-                    if let Some(d) = d {
-                        walk(d, known, made);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
     let (mut known, mut made) = (HashMap::new(), HashSet::new());
     for c in codes {
-        walk(&m.code(*c).body, &mut known, &mut made);
+        fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| match &b.rhs {
+            Rhs::Closure(c, _) => {
+                known.insert(b.var, *c);
+                made.insert(*c);
+            }
+            Rhs::Atom(Atom::Var(x)) => {
+                if let Some(&c) = known.get(x) {
+                    known.insert(b.var, c);
+                }
+            }
+            _ => {}
+        });
     }
     (known, made)
 }
@@ -638,9 +623,6 @@ impl<'m> Emitter<'m> {
     }
     pub(crate) fn lit_int(&self, a: &Atom) -> i64 {
         lit_int(a)
-    }
-    pub(crate) fn has_array(&self, t: &Type) -> bool {
-        has_array(t)
     }
     /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),
     /// for the codes some closure of this program is made of.

@@ -71,44 +71,22 @@ pub struct Translations {
 }
 
 fn mentions_operator(body: &Body) -> bool {
-    body.bindings.iter().any(|b| match &b.rhs {
-        Rhs::Prim(Prim::ChadVjp | Prim::Jvp, _) => true,
-        Rhs::If(_, t, e) => mentions_operator(t) || mentions_operator(e),
-        Rhs::Match(_, arms, d) => {
-            arms.iter().any(|a| mentions_operator(&a.body))
-                || d.as_ref().is_some_and(|d| mentions_operator(d))
-        }
-        _ => false,
-    })
+    let mut found = false;
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        found |= matches!(b.rhs, Rhs::Prim(Prim::ChadVjp | Prim::Jvp, _));
+    });
+    found
 }
 
 /// Every `let v = Closure(code, captures)` of the module.
 fn closure_bindings(m: &Module) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
-    fn walk(body: &Body, out: &mut HashMap<VarId, (CodeId, Vec<Atom>)>) {
-        for b in &body.bindings {
-            match &b.rhs {
-                Rhs::Closure(c, args) => {
-                    out.insert(b.var, (*c, args.clone()));
-                }
-                Rhs::If(_, t, e) => {
-                    walk(t, out);
-                    walk(e, out);
-                }
-                Rhs::Match(_, arms, d) => {
-                    for a in arms {
-                        walk(&a.body, out);
-                    }
-                    if let Some(d) = d {
-                        walk(d, out);
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
     let mut out = HashMap::new();
     for c in &m.codes {
-        walk(&c.body, &mut out);
+        fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
+            if let Rhs::Closure(code, args) = &b.rhs {
+                out.insert(b.var, (*code, args.clone()));
+            }
+        });
     }
     out
 }
