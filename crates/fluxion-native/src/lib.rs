@@ -88,9 +88,16 @@ type EntryFn = unsafe extern "C" fn(
 /// Native calls run one at a time: the C runtime keeps its state in globals.
 static CALL_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+type FreeFn = unsafe extern "C" fn(*mut u64);
+type LiveFn = unsafe extern "C" fn() -> i64;
+
 /// A compiled entry point, loaded.
 pub struct NativeProgram {
-    lib: libloading::Library,
+    /// Keeps the library loaded: the function pointers below point into it.
+    _lib: libloading::Library,
+    entry: EntryFn,
+    free: FreeFn,
+    live: LiveFn,
     params: Vec<Type>,
     ret: Type,
     /// Where the library is (in the cache).
@@ -121,8 +128,24 @@ impl NativeProgram {
         let lib = unsafe { libloading::Library::new(&built.path) }.map_err(|e| {
             NativeError::Toolchain(format!("cannot load {}: {e}", built.path.display()))
         })?;
+        let missing = |name: &str| NativeError::Toolchain(format!("the library has no `{name}`"));
+        // SAFETY: every generated unit defines these with these signatures; the
+        // pointers stay valid while `_lib` keeps the library loaded.
+        let (entry, free, live) = unsafe {
+            (
+                *lib.get::<EntryFn>(b"fx_entry")
+                    .map_err(|_| missing("fx_entry"))?,
+                *lib.get::<FreeFn>(b"fx_free_words")
+                    .map_err(|_| missing("fx_free_words"))?,
+                *lib.get::<LiveFn>(b"fx_live")
+                    .map_err(|_| missing("fx_live"))?,
+            )
+        };
         Ok(NativeProgram {
-            lib,
+            _lib: lib,
+            entry,
+            free,
+            live,
             params,
             ret: *ret,
             path: built.path,
@@ -149,12 +172,6 @@ impl NativeProgram {
             abi::encode(a, t, m, &mut words)
                 .ok_or_else(|| internal("an argument of another type"))?;
         }
-        // SAFETY: `fx_entry` and `fx_free_words` are defined by every generated unit
-        // with these signatures.
-        let entry: libloading::Symbol<EntryFn> = unsafe { self.lib.get(b"fx_entry") }
-            .map_err(|_| internal("the library has no entry"))?;
-        let free: libloading::Symbol<unsafe extern "C" fn(*mut u64)> =
-            unsafe { self.lib.get(b"fx_free_words") }.map_err(|_| internal("no fx_free_words"))?;
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
         let config = FxConfig {
@@ -174,7 +191,7 @@ impl NativeProgram {
         // SAFETY: the pointers are valid for the call; the entry writes `out`/`n_out`
         // (a buffer it allocated) on success and `err` on failure.
         let status = unsafe {
-            entry(
+            (self.entry)(
                 words.as_ptr(),
                 words.len(),
                 &mut out,
@@ -196,21 +213,19 @@ impl NativeProgram {
             });
         }
         // SAFETY: on success `out` holds `n_out` words.
-        let result = unsafe { std::slice::from_raw_parts(out, n_out) }.to_vec();
-        // SAFETY: `out` came from the library's allocator.
-        unsafe { free(out) };
+        let words = unsafe { std::slice::from_raw_parts(out, n_out) };
         let mut pos = 0;
-        abi::decode(&result, &mut pos, &self.ret, m).ok_or_else(|| internal("a malformed result"))
+        let value = abi::decode(words, &mut pos, &self.ret, m);
+        // SAFETY: `out` came from the library's allocator; `words` is not used after.
+        unsafe { (self.free)(out) };
+        value.ok_or_else(|| internal("a malformed result"))
     }
 
     /// Heap objects the library holds (0 after every successful call: the leak check
     /// of the tests).
     pub fn live_objects(&self) -> i64 {
         let _one_at_a_time = CALL_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: `fx_live` is defined by every generated unit.
-        match unsafe { self.lib.get::<unsafe extern "C" fn() -> i64>(b"fx_live") } {
-            Ok(f) => unsafe { f() },
-            Err(_) => -1,
-        }
+        // SAFETY: `live` points into the loaded library.
+        unsafe { (self.live)() }
     }
 }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
 use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
-use crate::types::{Helper, has_rc};
+use crate::types::{Helper, has_array, has_rc};
 
 fn elem(t: &Type) -> Type {
     match t {
@@ -289,7 +289,7 @@ pub(crate) fn emit(
             };
             line(s, format!("{ct} {name};"));
             let add = e.types().plus_expr(Helper::Add, &term_ty, "acc", "t", &sp);
-            if !e.has_array(&term_ty) {
+            if !has_array(&term_ty) {
                 let zero = sum_zero(e, &term_ty, &sp);
                 line(
                     s,
@@ -348,12 +348,8 @@ pub(crate) fn emit(
         Reverse | Concat | Slice => {
             let et = elem(ty);
             let ce = e.types().c(&et);
-            let (src_len, start, len) = match p {
-                Reverse => (
-                    format!("FX_LEN({})", a[0]),
-                    "0".to_string(),
-                    format!("FX_LEN({})", a[0]),
-                ),
+            let (start, len) = match p {
+                Reverse => ("0".to_string(), format!("FX_LEN({})", a[0])),
                 Slice => {
                     line(
                         s,
@@ -362,7 +358,7 @@ pub(crate) fn emit(
                             a[0], a[1], a[2]
                         ),
                     );
-                    (format!("FX_LEN({})", a[0]), a[1].clone(), a[2].clone())
+                    (a[1].clone(), a[2].clone())
                 }
                 _ => {
                     line(
@@ -372,14 +368,9 @@ pub(crate) fn emit(
                             a[0], a[1]
                         ),
                     );
-                    (
-                        String::new(),
-                        "0".into(),
-                        format!("FX_LEN({}) + FX_LEN({})", a[0], a[1]),
-                    )
+                    ("0".into(), format!("FX_LEN({}) + FX_LEN({})", a[0], a[1]))
                 }
             };
-            let _ = src_len;
             decl(
                 s,
                 format!("fx_arr_new({len}, sizeof({ce}), \"{}\", {sp})", p.name()),

@@ -62,6 +62,8 @@ pub struct Types<'m> {
     requested2: HashSet<(Helper2, Type, Type)>,
     queue: VecDeque<Request>,
     defined_enums: HashSet<EnumId>,
+    /// Tuple types whose struct is in `defs` (by [`Types::id`]).
+    defined_tuples: HashSet<usize>,
 }
 
 enum Request {
@@ -100,6 +102,7 @@ impl<'m> Types<'m> {
             requested2: HashSet::new(),
             queue: VecDeque::new(),
             defined_enums: HashSet::new(),
+            defined_tuples: HashSet::new(),
         }
     }
 
@@ -119,11 +122,10 @@ impl<'m> Types<'m> {
             Type::Tuple(ts) => {
                 let id = self.id(ty);
                 let name = format!("tup_{id}");
-                let marker = format!("}} {name};");
-                if !self.defs.contains(&marker) {
+                if !self.defined_tuples.contains(&id) {
                     let fields: Vec<String> = ts.iter().map(|t| self.c(t)).collect();
                     // A field's type may have defined this one (through an enum).
-                    if self.defs.contains(&marker) {
+                    if !self.defined_tuples.insert(id) {
                         return name;
                     }
                     let mut def = String::from("typedef struct {");
@@ -375,8 +377,6 @@ impl<'m> Types<'m> {
         };
         let ce = self.c(&e);
         let zero = self.zero(&e);
-        let dec_arr = self.dec(ty, "x");
-        let _ = dec_arr;
         let dec_a = self.helper(Helper::Dec, ty);
         let inc_w = self.inc(&e, "w");
         let dec_value = self
@@ -529,6 +529,14 @@ impl<'m> Types<'m> {
                     .collect();
                 format!("  {cty} r = {{{}}}; return r;", parts.join(", "))
             }
+            // Tangents: a lazy sum, O(1) (`runtime.c`), with NULL as the zero.
+            Type::Array(_) if h == Helper::TanPlus => {
+                let lazy = self.helper(Helper::Lazy, ty);
+                let id = lazy.trim_start_matches("lazy_");
+                format!(
+                    "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n  return lsum_{id}(a, b);"
+                )
+            }
             Type::Array(e) => {
                 let ce = self.c(e);
                 let el = self.plus_expr(
@@ -538,23 +546,8 @@ impl<'m> Types<'m> {
                     &format!("FX_DATA(b, {ce})[i]"),
                     sp,
                 );
-                if h == Helper::TanPlus {
-                    let lazy = self.helper(Helper::Lazy, ty);
-                    let id = lazy.trim_start_matches("lazy_");
-                    return format!(
-                        "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n  return lsum_{id}(a, b);"
-                    );
-                }
-                let (zero_case, mismatch) = if h == Helper::TanPlus {
-                    (
-                        "  if (!a) { fx_inc(b); return b; }\n  if (!b) { fx_inc(a); return a; }\n",
-                        "tangents of arrays of different lengths (%lld and %lld)",
-                    )
-                } else {
-                    ("", "sum: arrays of different lengths (%lld and %lld)")
-                };
                 format!(
-                    "{zero_case}  int64_t n = FX_LEN(a), m = FX_LEN(b);\n  if (n != m) fx_fail({sp}, \"{mismatch}\", (long long)n, (long long)m);\n  fx_arr *r = fx_arr_new(n, sizeof({ce}), \"sum\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {ce})[i] = {el};\n  return r;"
+                    "  int64_t n = FX_LEN(a), m = FX_LEN(b);\n  if (n != m) fx_fail({sp}, \"sum: arrays of different lengths (%lld and %lld)\", (long long)n, (long long)m);\n  fx_arr *r = fx_arr_new(n, sizeof({ce}), \"sum\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {ce})[i] = {el};\n  return r;"
                 )
             }
             Type::Enum(e) => {
