@@ -5,16 +5,8 @@ use crate::Outcome;
 /// The flags of `fluxion gradbench`.
 #[derive(clap::Args)]
 pub struct GradbenchArgs {
-    /// Reverse-mode algorithm for grad, vjp, jacobian and hessian (default: delta,
-    /// the fastest measured).
-    #[arg(long, value_parser = ["fwd", "chad", "delta"])]
-    ad: Option<String>,
-    /// Forward-mode algorithm for jvp and diff (default: dual).
-    #[arg(long, value_parser = ["dual", "chad"])]
-    fwd: Option<String>,
-    /// The optimiser: 1 (on, the default) or 0 (off).
-    #[arg(long, value_parser = ["0", "1"])]
-    opt: Option<String>,
+    #[command(flatten)]
+    modes: crate::modes::ModeArgs,
     /// Where programs run: native (the default: each function compiled to machine
     /// code at its first evaluation; what cannot be compiled runs in the interpreter)
     /// or interp.
@@ -31,27 +23,16 @@ pub struct GradbenchArgs {
 
 /// Serves the protocol on stdin/stdout until stdin ends.
 pub fn run(args: GradbenchArgs) -> Outcome {
+    let (ad, fwd, opt) = args.modes.modes();
     let config = fluxion_gradbench::Config {
-        ad: args
-            .ad
-            .as_deref()
-            .and_then(fluxion_driver::AdMode::parse)
-            .unwrap_or_default(),
-        fwd: args
-            .fwd
-            .as_deref()
-            .and_then(fluxion_driver::FwdMode::parse)
-            .unwrap_or_default(),
-        opt: args
-            .opt
-            .as_deref()
-            .and_then(fluxion_driver::OptLevel::parse)
-            .unwrap_or_default(),
+        ad,
+        fwd,
+        opt,
         backend: args
             .backend
             .as_deref()
-            .and_then(fluxion_gradbench::Backend::parse)
-            .unwrap_or_default(),
+            .and_then(fluxion_driver::Backend::parse)
+            .unwrap_or(fluxion_driver::Backend::Native),
         memory_limit: args.memory_limit,
         dir: args.dir.map(Into::into),
     };

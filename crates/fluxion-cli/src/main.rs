@@ -2,6 +2,7 @@
 //! Exit status: 0 success, 1 a program error, 2 a usage error.
 
 mod gradbench;
+mod modes;
 mod repl;
 
 use std::process::ExitCode;
@@ -34,18 +35,8 @@ enum Command {
         /// Arguments as a JSON array, or @FILE to read them from a file.
         #[arg(long)]
         args: Option<String>,
-        /// Reverse-mode algorithm for grad, vjp, jacobian and hessian (default: delta,
-        /// the fastest measured).
-        #[arg(long, value_parser = ["fwd", "chad", "delta"])]
-        ad: Option<String>,
-        /// Forward-mode algorithm for jvp and diff: dual (dual numbers, the default) or
-        /// chad (forward CHAD).
-        #[arg(long, value_parser = ["dual", "chad"])]
-        fwd: Option<String>,
-        /// The optimiser: 1 (on, the default) or 0 (off). Values are the same either
-        /// way (derivatives to rounding).
-        #[arg(long, value_parser = ["0", "1"])]
-        opt: Option<String>,
+        #[command(flatten)]
+        modes: modes::ModeArgs,
         /// Print each optimiser pass's time and the code size after it, on stderr.
         #[arg(long)]
         time_passes: bool,
@@ -142,9 +133,7 @@ fn run_command(command: Command) -> Outcome {
             file,
             entry,
             args,
-            ad,
-            fwd,
-            opt,
+            modes,
             time_passes,
             json,
             backend,
@@ -165,18 +154,7 @@ fn run_command(command: Command) -> Outcome {
                 Ok(p) => p,
                 Err(f) => return Outcome::program_error(f.render()),
             };
-            let mode = ad
-                .as_deref()
-                .and_then(fluxion_driver::AdMode::parse)
-                .unwrap_or_default();
-            let opt = opt
-                .as_deref()
-                .and_then(fluxion_driver::OptLevel::parse)
-                .unwrap_or_default();
-            let fwd = fwd
-                .as_deref()
-                .and_then(fluxion_driver::FwdMode::parse)
-                .unwrap_or_default();
+            let (mode, fwd, opt) = modes.modes();
             let backend = backend
                 .as_deref()
                 .and_then(fluxion_driver::Backend::parse)

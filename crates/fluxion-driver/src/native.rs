@@ -24,6 +24,14 @@ impl Backend {
             _ => None,
         }
     }
+
+    /// The spelling `parse` reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Interp => "interp",
+            Backend::Native => "native",
+        }
+    }
 }
 
 /// What a native run came to.

@@ -12,52 +12,41 @@ mod session;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use fluxion_driver::{AdMode, FwdMode, OptLevel};
+use fluxion_driver::{AdMode, Backend, FwdMode, OptLevel};
 
 pub use session::Session;
 
-/// Where evaluation runs: the interpreter, or machine code from the native backend
-/// (each function compiled at its first evaluation; a function the backend cannot
-/// compile — one whose operator needs the interpreter, such as `--ad delta`'s tape —
-/// runs in the interpreter). Native is the default: primal functions run as machine
-/// code, and the reverse mode the interpreter runs fastest (delta) keeps its speed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Backend {
-    Interp,
-    #[default]
-    Native,
-}
-
-impl Backend {
-    pub fn parse(name: &str) -> Option<Backend> {
-        match name {
-            "interp" => Some(Backend::Interp),
-            "native" => Some(Backend::Native),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Interp => "interp",
-            Backend::Native => "native",
-        }
-    }
-}
-
 /// How the tool runs the programs (the subcommand's flags).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Config {
     /// The algorithm behind `grad`, `vjp`, `jacobian`, `hessian`.
     pub ad: AdMode,
     /// The algorithm behind `jvp` and `diff`.
     pub fwd: FwdMode,
     pub opt: OptLevel,
+    /// Where evaluation runs: machine code from the native backend by default (each
+    /// function compiled at its first evaluation; one the backend cannot compile — one
+    /// whose operator needs the interpreter, such as `--ad delta`'s tape — runs in the
+    /// interpreter), so primal functions run as machine code and the reverse mode the
+    /// interpreter runs fastest (delta) keeps its speed; or the interpreter.
     pub backend: Backend,
     /// The memory budget of the session's evaluations (`None`: the default).
     pub memory_limit: Option<usize>,
     /// Read `DIR/<module>/<module>.flx` instead of the programs built in.
     pub dir: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            ad: AdMode::default(),
+            fwd: FwdMode::default(),
+            opt: OptLevel::default(),
+            backend: Backend::Native,
+            memory_limit: None,
+            dir: None,
+        }
+    }
 }
 
 /// Answers every message on `input` until it ends. Call inside

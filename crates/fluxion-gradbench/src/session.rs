@@ -10,7 +10,9 @@ use fluxion_driver::interp::{Interp, Value};
 use fluxion_driver::{Diagnostic, OptLevel, PRELUDE_SOURCE, Phase, RunOptions, SourceFile};
 use serde_json::{Value as Json, json};
 
-use crate::{Backend, Config, bind, programs};
+use fluxion_driver::Backend;
+
+use crate::{Config, bind, programs};
 
 /// A function compiled by the native backend, with the module it was compiled from.
 type Native = (
