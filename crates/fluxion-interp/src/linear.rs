@@ -149,11 +149,12 @@ fn sizes(a: i64, b: i64) -> Result<(usize, usize), String> {
 
 /// `%lslice(t, s, l)`: elements `s..s+l` of an array cotangent.
 pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
+    // Zero, or forced to zero (see `index`).
+    let t = force(t)?;
     if matches!(t, Value::Zero) {
         return Ok(Value::Zero);
     }
     let (start, len) = sizes(start, len)?;
-    let t = force(t)?;
     match t.array_len() {
         Some(n) if start + len <= n => Ok(Value::array_from(t.array_iter().skip(start).take(len))),
         _ => Err("internal error: %lslice out of range".into()),
@@ -162,11 +163,19 @@ pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
 
 /// `%lindex(t, i)`: element `i` of an array tangent (forward CHAD reads `a[i]`'s
 /// tangent with it): O(1) on a dense array or the symbolic zero.
+///
+/// `t` may be zero in two ways: the symbolic zero itself, or a lazy sum that [`force`]
+/// turns into it (every leaf zero, say `[0, 0] + [0, 0]`, where forward CHAD adds
+/// the tangents of two uses of an array whose elements' tangents are all zero at run
+/// time). Forced, that zero has no length left to index, but `%lindex(·, i)` is
+/// linear, so it gives zero: a linear term maps `0̲` to `0̲` (seed 000 §4, Fig. 6:
+/// `t[0̲/v] = 0̲`; forward CHAD's tangents are such terms, §7.4). `%lslice`, and
+/// `%lembed` when forced, read it the same way.
 pub fn index(t: &Value, i: i64) -> Result<Value, String> {
+    let t = force(t)?;
     if matches!(t, Value::Zero) {
         return Ok(Value::Zero);
     }
-    let t = force(t)?;
     usize::try_from(i)
         .ok()
         .and_then(|i| t.array_get(i))
@@ -222,6 +231,8 @@ impl Buffer {
 
 /// An array cotangent with its lazy nodes added into one buffer (anything else is
 /// returned as it is). Iterative: a chain of a million sums is no deeper than one.
+/// Where no leaf adds anything nonzero the result is the symbolic zero, whatever the
+/// leaves' length: callers that read elements must treat it as zero.
 pub fn force(t: &Value) -> Result<Value, String> {
     if !matches!(t, Value::Lazy(_)) {
         return Ok(t.clone());
@@ -259,6 +270,8 @@ pub fn force(t: &Value) -> Result<Value, String> {
                     let value = force(value)?;
                     let (_, buf) = buffer.as_mut().expect("started");
                     match value.array_len() {
+                        // Forced to zero (see `index`): adds nothing.
+                        None if matches!(value, Value::Zero) => {}
                         Some(k) if s + k <= *len => {
                             for (j, e) in value.array_iter().enumerate() {
                                 buf.add(s + j, &e)?;
@@ -294,4 +307,37 @@ pub fn force(t: &Value) -> Result<Value, String> {
         Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
         Some((_, Buffer::Values(vs))) => Value::array(vs),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[0, 0] + [0, 0]`: a lazy sum of two arrays whose every element is the
+    /// symbolic zero (a `map` whose elements' tangents are all zero, used twice).
+    fn zero_leaves() -> Value {
+        let zeros = Value::array(vec![Value::Zero, Value::Zero]);
+        lazy_sum(&zeros, &zeros)
+    }
+
+    /// The linear readers give zero on an array tangent that forces to zero, as on
+    /// the symbolic zero (they used to fail: "%lindex 0 out of range").
+    #[test]
+    fn an_array_tangent_forced_to_zero_reads_as_zero() {
+        let t = zero_leaves();
+        assert!(matches!(force(&t), Ok(Value::Zero)));
+        assert!(matches!(index(&t, 1), Ok(Value::Zero)));
+        assert!(matches!(slice(&t, 0, 1), Ok(Value::Zero)));
+        assert!(matches!(sum(&t), Ok(Value::Zero)));
+        // Embedded in a longer one, it adds nothing.
+        let e = embed(3, 1, &t).unwrap();
+        let one = one_hot(3, 0, &Value::Real(2.0)).unwrap();
+        let forced = force(&lazy_sum(&e, &one)).unwrap();
+        assert_eq!(forced.array_len(), Some(3));
+        assert!(matches!(forced.array_get(0), Some(Value::Real(x)) if x == 2.0));
+        assert!(matches!(forced.array_get(2), Some(Value::Real(x)) if x == 0.0));
+        // Out of range is still an error where the tangent is not zero.
+        let dense = Value::RealArray(vec![1.0, 2.0].into());
+        assert!(index(&lazy_sum(&dense, &t), 2).is_err());
+    }
 }
