@@ -88,6 +88,37 @@ fn nested_operators_fall_back_to_dual_numbers() {
     assert!(err.contains("dual numbers"), "{err}");
 }
 
+/// An array tangent that is zero at run time but not statically: the fold's tangent
+/// (its chain starts from the constant's zero), mapped into an array of zero tangents,
+/// added to itself by `sum([q, q])` (lazily) and read by `%lindex` and `%lslice`, and
+/// the same through `iterate`'s second step (the minimised
+/// `regressions/fwd_chad_iterate_over_fold_of_closures.flx`). The lazy sum forces to
+/// the symbolic zero, which has no length; reading it failed with "%lindex 0 out of
+/// range". q = [4, 4], s = [8, 8], the iterate doubles twice: f = 8·x0 + 8·x1 + 16·x2
+/// (derived by hand), so its JVP along u is 8·u0 + 8·u1 + 16·u2.
+#[test]
+fn reads_of_an_array_tangent_that_is_zero_at_run_time() {
+    let src = "fn f(x: [Real]) -> Real {
+        let q = map(|n: Real| n * n, fold(|a: [Real], b: Real| a, [2.0, 2.0], x));
+        let s = sum([q, q]);
+        let t = iterate(2, |p: [Real]| map(|n: Real| n, sum([p, p])), q);
+        s[0] * x[0] + sum(slice(s, 1, 1)) * x[1] + t[1] * x[2]
+    }";
+    let x = [0.5, 1.0, 2.0];
+    for u in [[1.0, 0.0, 0.0], [0.25, -1.5, 0.75]] {
+        let expr = format!("jvp(f, {x:?}, {u:?})");
+        let chad = eval_reals(src, &expr, MODE).unwrap_or_else(|e| panic!("{e}"));
+        let dual = eval_reals(src, &expr, DUAL).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(chad, dual, "along {u:?}");
+        assert_eq!(
+            chad[1],
+            8.0 * u[0] + 8.0 * u[1] + 16.0 * u[2],
+            "along {u:?}"
+        );
+    }
+    check_gradient(src, "f", &x, MODE).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// A direction of the wrong shape is a clean error, as with dual numbers.
 #[test]
 fn a_direction_of_the_wrong_shape_is_an_error() {

@@ -515,22 +515,13 @@ fn generation_is_deterministic_and_bounded() {
 /// Regression files that still fail: (file, the oracle it fails, a piece of the
 /// failure message, why). The test asserts they still fail that way, so that a change
 /// is noticed (then update or remove the entry).
-const KNOWN_FAILURES: &[(&str, &str, &str, &str)] = &[
-    (
-        "fwd_chad_iterate_over_fold_of_closures.flx",
-        "gradient RunOptions { mode: Fwd, fwd: Chad, opt: On, memory_limit: None, backend: Interp }",
-        "internal error: %lindex 0 out of range",
-        "forward CHAD hands iterate's second step an empty dense array tangent instead of \
-         a zero (a bug of chad_fwd, open: see the issue 11/12 note of 2026-11-23)",
-    ),
-    (
-        "pullback_cotangent_constructor_mismatch.flx",
-        "run",
-        "does not have the shape of the function's result: another constructor",
-        "the program is wrong (a cotangent with another constructor than the result's); the \
+const KNOWN_FAILURES: &[(&str, &str, &str, &str)] = &[(
+    "pullback_cotangent_constructor_mismatch.flx",
+    "run",
+    "does not have the shape of the function's result: another constructor",
+    "the program is wrong (a cotangent with another constructor than the result's); the \
      error must say so (it used to be an index error inside the pullback)",
-    ),
-];
+)];
 
 fn regression_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
