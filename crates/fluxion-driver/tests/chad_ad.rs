@@ -106,6 +106,37 @@ fn closures_in_every_position() {
     }
 }
 
+/// A cotangent that is zero at run time but not statically: two `map`s whose bodies
+/// take a constant branch at every element make arrays of zero cotangents, added
+/// lazily, which force to the symbolic zero (no length). The transposes of `concat`
+/// (`%lslice`) and of `slice` (`%lembed`, forced when the gradient is made dense) read
+/// that zero; they failed with "%lslice out of range" and "an embedded cotangent out
+/// of range" (the run-time side of the forward CHAD fix, which `%lindex` needed). With
+/// every element positive, f = (k + 2k)·x0 for the k elements mapped: 15·x0 and 6·x0.
+#[test]
+fn cotangents_that_are_zero_at_run_time_through_concat_and_slice() {
+    let programs = [("concat(x, slice(x, 0, 2))", 15.0), ("slice(x, 0, 2)", 6.0)];
+    let x = [0.5, 1.0, 2.0];
+    for (array, k) in programs {
+        let src = format!(
+            "fn f(x: [Real]) -> Real {{
+                 let c = {array};
+                 let u = map(|n: Real| if n > 0.0 {{ 1.0 }} else {{ n }}, c);
+                 let v = map(|n: Real| if n > 0.0 {{ 2.0 }} else {{ n }}, c);
+                 (sum(u) + sum(v)) * x[0]
+             }}"
+        );
+        check_gradient(&src, "f", &x, AdMode::Chad)
+            .unwrap_or_else(|e| panic!("[rev] {array}:\n{e}"));
+        agree_with(
+            &src,
+            &format!("grad(f, {})", literal(&x)),
+            &[k, 0.0, 0.0],
+            0.0,
+        );
+    }
+}
+
 /// Corollary 7.2 (seed 000 §7.6): the derivative code grows linearly with the program.
 /// A unit using every kind of construct (arithmetic, a tuple, a closure called twice,
 /// an `if`, a `map`, indexing) repeated n and 2n times: twice the program, at most a
