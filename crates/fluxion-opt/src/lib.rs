@@ -19,9 +19,12 @@
 
 mod cse;
 mod dce;
+mod inline;
+mod instantiate;
 mod pure;
 mod simplify;
 mod subst;
+mod uses;
 
 use std::time::{Duration, Instant};
 
@@ -36,6 +39,8 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
         &mut Context {
             m,
             captured: &HashSet::new(),
+            recursive: &HashSet::new(),
+            current: None,
         },
         body,
     );
@@ -73,10 +78,14 @@ pub struct Pass {
 pub struct Context<'a> {
     pub m: &'a mut Module,
     pub captured: &'a HashSet<VarId>,
+    /// Codes on a cycle of calls and closures (never inlined).
+    pub recursive: &'a HashSet<CodeId>,
+    /// The code being rewritten, if it is one of the module's.
+    pub current: Option<CodeId>,
 }
 
-/// The variables some lambda of `m` captures (computed once per run of the pipeline:
-/// passes only remove closures, so it stays a superset).
+/// The variables some lambda of `m` captures (computed before each pass: `inline` adds
+/// lambdas, the others only remove closures).
 fn captured_vars(m: &Module) -> HashSet<VarId> {
     m.codes
         .iter()
@@ -85,13 +94,24 @@ fn captured_vars(m: &Module) -> HashSet<VarId> {
         .collect()
 }
 
-/// The pipeline, in order. `simplify` exposes copies and dead bindings, `cse` merges
-/// what `simplify` made equal, `dce` removes what both left unused.
+/// The pipeline, in order. `simplify` exposes copies and known closures, `inline`
+/// puts known callees' bodies in place, `simplify` again removes the copies and
+/// projections that leaves, `cse` merges what `simplify` made equal, `dce` removes what
+/// all of them left unused.
 pub const PASSES: &[Pass] = &[
     Pass {
         name: "simplify",
         run: simplify::simplify_body,
     },
+    Pass {
+        name: "inline",
+        run: inline::inline_calls,
+    },
+    Pass {
+        name: "simplify",
+        run: simplify::simplify_body,
+    },
+
     Pass {
         name: "cse",
         run: cse::eliminate_common_subexpressions,
@@ -143,12 +163,17 @@ pub fn optimize_codes_from(
     first: usize,
     report: &mut Report,
 ) -> Result<(), String> {
-    let codes: Vec<CodeId> = (first as u32..m.codes.len() as u32).map(CodeId).collect();
-    report.before += size_of(m, &codes);
-    let captured = captured_vars(m);
+    let all = |m: &Module| -> Vec<CodeId> {
+        (first as u32..m.codes.len() as u32).map(CodeId).collect()
+    };
+    report.before += size_of(m, &all(m));
+    let recursive = inline::recursive_codes(m);
     for pass in PASSES {
         let start = Instant::now();
-        for &c in &codes {
+        let captured = captured_vars(m);
+        // Codes a pass adds (copies of lambdas an inlined body makes) are optimised by
+        // the passes after it.
+        for c in all(m) {
             let mut body = std::mem::replace(
                 &mut m.codes[c.0 as usize].body,
                 Body {
@@ -159,11 +184,13 @@ pub fn optimize_codes_from(
             let mut cx = Context {
                 m: &mut *m,
                 captured: &captured,
+                recursive: &recursive,
+                current: Some(c),
             };
             (pass.run)(&mut cx, &mut body);
             m.codes[c.0 as usize].body = body;
         }
-        report.add(pass.name, start.elapsed(), size_of(m, &codes));
+        report.add(pass.name, start.elapsed(), size_of(m, &all(m)));
         if cfg!(debug_assertions) {
             fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
                 format!(

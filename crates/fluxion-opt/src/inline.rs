@@ -1,0 +1,186 @@
+//! Inlining (seed 002 §5's "inlining, beta reduction" before CSE; the rule the
+//! Knossos simplifier applies to `let f = lam; f(a)`): a call whose callee is known here
+//! — `CallDirect` of a top-level function, or `Call` of a variable bound to a `Closure`
+//! — is replaced by the callee's body under fresh names, its captures and parameters
+//! bound to the closure's captured atoms and the arguments by copies (`simplify`
+//! propagates them). This is beta reduction when the closure is a lambda made in the
+//! same code, and what turns CHAD's and forward mode's per-call closures into plain
+//! code that the other passes see through.
+//!
+//! What is inlined: codes that are not recursive (no cycle through calls or closures
+//! reaches them from themselves), either small (at most [`SMALL`] bindings) or a lambda
+//! whose closure is used by this call alone (it dies, so nothing is duplicated). Each
+//! code may grow by its own size plus [`BUDGET`] bindings, so chains of small callees
+//! cannot blow up. The inlined bindings keep their spans: an error inside reports the
+//! callee's location, as the call would.
+
+use std::collections::HashMap;
+
+use fluxion_core::{Atom, Binding, Body, CodeId, Rhs, Span, VarId};
+
+use crate::Context;
+use crate::instantiate::instantiate;
+
+/// Callees of at most this many bindings are inlined wherever they are called.
+pub(crate) const SMALL: usize = 12;
+/// Bindings each code may gain by inlining beyond its own size.
+pub(crate) const BUDGET: usize = 400;
+
+/// Inlines the known calls of `body` (and of the branches nested in it).
+pub(crate) fn inline_calls(cx: &mut Context, body: &mut Body) {
+    let uses = crate::uses::count_uses(body);
+    let size = fluxion_core::visit::count_bindings(body);
+    let mut inliner = Inliner {
+        cx,
+        closures: HashMap::new(),
+        uses,
+        budget: size + BUDGET,
+    };
+    inliner.body(body);
+}
+
+struct Inliner<'a, 'c> {
+    cx: &'a mut Context<'c>,
+    /// Variables bound to a closure here: its code and captured atoms.
+    closures: HashMap<VarId, (CodeId, Vec<Atom>)>,
+    /// How often each variable is used in this code (captures of lambdas included).
+    uses: HashMap<VarId, usize>,
+    /// Bindings this code may still gain.
+    budget: usize,
+}
+
+impl Inliner<'_, '_> {
+    fn body(&mut self, body: &mut Body) {
+        let mut out = Vec::with_capacity(body.bindings.len());
+        // Bindings still to look at, in order (an inlined body's come first).
+        let mut todo: Vec<Binding> = std::mem::take(&mut body.bindings);
+        todo.reverse();
+        while let Some(mut b) = todo.pop() {
+            if let Some((code, captures, args)) = self.callee(&b.rhs, b.span) {
+                let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
+                let (bindings, result) =
+                    instantiate(self.cx.m, code, &captures, &args, b.span);
+                self.budget = self.budget.saturating_sub(size);
+                todo.push(Binding {
+                    var: b.var,
+                    rhs: Rhs::Atom(result),
+                    span: b.span,
+                });
+                todo.extend(bindings.into_iter().rev());
+                continue;
+            }
+            match &mut b.rhs {
+                Rhs::Closure(c, args) => {
+                    self.closures.insert(b.var, (*c, args.clone()));
+                }
+                Rhs::Atom(Atom::Var(v)) => {
+                    if let Some(known) = self.closures.get(v).cloned() {
+                        self.closures.insert(b.var, known);
+                    }
+                }
+                Rhs::If(_, t, e) => {
+                    self.body(t);
+                    self.body(e);
+                }
+                Rhs::Match(_, arms, default) => {
+                    for arm in arms.iter_mut() {
+                        self.body(&mut arm.body);
+                    }
+                    if let Some(d) = default {
+                        self.body(d);
+                    }
+                }
+                _ => {}
+            }
+            out.push(b);
+        }
+        body.bindings = out;
+    }
+
+    /// The code, captured atoms and arguments of a call to inline here, if `rhs` is one.
+    fn callee(&self, rhs: &Rhs, span: Span) -> Option<(CodeId, Vec<Atom>, Vec<Atom>)> {
+        let (code, captures, args, once) = match rhs {
+            Rhs::CallDirect(c, args) => (*c, Vec::new(), args.clone(), false),
+            Rhs::Call(Atom::Var(f), args) => {
+                let (c, captures) = self.closures.get(f)?;
+                let once = self.uses.get(f) == Some(&1);
+                (*c, captures.clone(), args.clone(), once)
+            }
+            _ => return None,
+        };
+        if self.cx.recursive.contains(&code) || Some(code) == self.cx.current {
+            return None;
+        }
+        // A fault inside a function of another source (the prelude) is reported at the
+        // call that reached it: inlined, it would point into that source.
+        if self.cx.m.code(code).span.source != span.source {
+            return None;
+        }
+        let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
+        ((size <= SMALL || once) && size <= self.budget).then_some((code, captures, args))
+    }
+}
+
+/// The codes on a cycle of references (calls and closures): those that can reach
+/// themselves, which inlining would unfold forever. Kosaraju's two depth-first
+/// searches, iterative (a module may have many codes).
+pub(crate) fn recursive_codes(m: &fluxion_core::Module) -> std::collections::HashSet<CodeId> {
+    let n = m.codes.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, code) in m.codes.iter().enumerate() {
+        fluxion_core::visit::for_each_code_ref(&code.body, &mut |c| {
+            succ[i].push(c.0 as usize);
+            pred[c.0 as usize].push(i);
+        });
+    }
+    // First search: the order in which nodes finish.
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for root in 0..n {
+        if seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        let mut stack = vec![(root, 0)];
+        while let Some((v, next)) = stack.last_mut() {
+            if let Some(&w) = succ[*v].get(*next) {
+                *next += 1;
+                if !seen[w] {
+                    seen[w] = true;
+                    stack.push((w, 0));
+                }
+            } else {
+                order.push(*v);
+                stack.pop();
+            }
+        }
+    }
+    // Second search on the reversed graph, in reverse finishing order: one component
+    // per tree.
+    let mut component = vec![usize::MAX; n];
+    let mut sizes = Vec::new();
+    for &root in order.iter().rev() {
+        if component[root] != usize::MAX {
+            continue;
+        }
+        let id = sizes.len();
+        let mut size = 0;
+        component[root] = id;
+        let mut stack = vec![root];
+        while let Some(v) = stack.pop() {
+            size += 1;
+            for &w in &pred[v] {
+                if component[w] == usize::MAX {
+                    component[w] = id;
+                    stack.push(w);
+                }
+            }
+        }
+        sizes.push(size);
+    }
+    (0..n)
+        .filter(|&v| sizes[component[v]] > 1 || succ[v].contains(&v))
+        .map(|v| CodeId(v as u32))
+        .collect()
+}
