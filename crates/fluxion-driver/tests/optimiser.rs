@@ -45,7 +45,46 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
     "fn adder(k: Real) -> fn(Real) -> Real { |y| k * y + sin(k) }
      fn f(x: [Real]) -> Real { let a = adder(x[0]); sum(map(a, x)) + a(a(x[1])) + sumbuild(length(x), |i| x[i] * to_real(i)) }
      fn main() -> ([Real], [Real]) { let x = [0.7, -0.2, 1.1]; (grad(f, x), vjp(|v: [Real]| map(|z| z * f(v), v), x).1([1.0, 2.0, 3.0])) }",
+    // Inlining and every fusion rule, in the primal and in each mode's derived code.
+    "fn sq(x: Real) -> Real { x * x }
+     fn twice(g: fn(Real) -> Real, x: Real) -> Real { g(g(x)) }
+     fn f(x: [Real]) -> Real {
+        let a = sum(map(|y| sq(y) + 1.0, map(|z| sin(z), x)));
+        let b = fold(|acc, y| acc * 0.5 + y, 0.0, map(|y| y * x[0], x));
+        let c = sum(map2(|u, v| u * v, map(|y| exp(y), x), x));
+        let d = build(length(x), |i| x[i] * 2.0);
+        let e = sum(map(|y| y * y, d));
+        twice(|t| t * a + b, c) + e + to_real(length(map(|y| y, x)))
+     }
+     fn main() -> ([Real], Real) { let x = [0.7, -0.2, 1.1]; (grad(f, x), jvp(f, x, [1.0, 0.5, -2.0]).1) }",
 ];
+
+/// Fusion interleaves two loops' calls: where both could fail, the first failure must
+/// be the same (the error's message and location) with and without the optimiser.
+const FAILING_PROGRAMS: &[&str] = &[
+    // The producer fails (index out of range) before the consumer would.
+    "fn main() -> Real { let x = [1.0, 2.0]; sum(map(|i| x[i] * 2.0, [0, 1, 5])) }",
+    // Both fail: the producer at its third element, the consumer at its first.
+    "fn main() -> [Int] { let x = [1, 2]; map(|k| 10 / (k - 10), map(|i| x[i], [0, 1, 5])) }",
+    // A failing binding between producer and consumer.
+    "fn main() -> Int { let x = [1, 2]; let ys = map(|i| x[i], [0, 7]); let z = x[9]; fold(|a, b| a + b + z, 0, ys) }",
+    // map2's length check comes before the producer's failure.
+    "fn main() -> [Int] { let x = [1, 2]; map2(|a, b| a + b, map(|i| x[i], [0, 3]), [1, 2, 3]) }",
+    // A negative build length, fused with a map after it.
+    "fn main() -> [Real] { let n = 2 - 5; map(|y| y + 1.0, build(n, |i| to_real(i))) }",
+    // A prelude function inlined would point into the prelude.
+    "fn main() -> Real { dot([1.0, 2.0], [1.0]) }",
+];
+
+#[test]
+fn fusion_and_inlining_keep_the_first_error() {
+    for src in FAILING_PROGRAMS {
+        let on = run(src, options(AdMode::Delta, FwdMode::Dual, OptLevel::On));
+        let off = run(src, options(AdMode::Delta, FwdMode::Dual, OptLevel::Off));
+        assert!(on.starts_with("error"), "{src}: {on}");
+        assert_eq!(on, off, "{src}");
+    }
+}
 
 #[test]
 fn the_optimiser_never_changes_a_result() {
@@ -100,7 +139,8 @@ fn shown(src: &str, stage: &str, mode: AdMode) -> String {
 }
 
 /// The rules firing: a projection of a tuple built here, `if` of a literal, a match on
-/// a constructor built here, folding, a repeated expression; then derivative code —
+/// a constructor built here, folding, a repeated expression; inlining (a small
+/// function, a lambda used once) and each fusion rule; then derivative code —
 /// forward mode's pairs taken apart where they are made, and CHAD's zeros.
 #[test]
 fn snapshots_show_the_rules_firing() {
@@ -114,6 +154,22 @@ fn snapshots_show_the_rules_firing() {
                 let y = match op { Scale(k) => k * p.0, Shift(s) => s + p.0 };
                 let z = if 2 > 1 { y * (3.0 * 4.0) } else { y };
                 z + x * 2.0
+             }",
+            "opt",
+            AdMode::Delta
+        )
+    );
+    insta::assert_snapshot!(
+        "opt_inline_fuse",
+        shown(
+            "fn sq(x: Real) -> Real { x * x }
+             fn f(xs: [Real], ys: [Real]) -> Real {
+                let scale = |y: Real| y * xs[0];
+                let a = sum(map(|x| sq(x) + 1.0, map(|x| sin(x), xs)));
+                let b = fold(|acc, y| acc + y, 0.0, map(scale, ys));
+                let c = map2(|u, v| u * v, map(|x| exp(x), xs), ys);
+                let d = map(|y| y * 2.0, build(length(c), |i| to_real(i)));
+                a + b + c[0] + d[1] + to_real(length(map(|y| y, ys)))
              }",
             "opt",
             AdMode::Delta

@@ -58,8 +58,7 @@ impl Inliner<'_, '_> {
         while let Some(mut b) = todo.pop() {
             if let Some((code, captures, args)) = self.callee(&b.rhs, b.span) {
                 let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
-                let (bindings, result) =
-                    instantiate(self.cx.m, code, &captures, &args, b.span);
+                let (bindings, result) = instantiate(self.cx.m, code, &captures, &args, b.span);
                 self.budget = self.budget.saturating_sub(size);
                 todo.push(Binding {
                     var: b.var,

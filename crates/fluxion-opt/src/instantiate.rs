@@ -107,11 +107,9 @@ impl Copier<'_> {
                 let code = self.lambda(*c);
                 Rhs::Closure(code, self.atoms(args))
             }
-            Rhs::If(c, t, e) => Rhs::If(
-                self.atom(c),
-                Box::new(self.body(t)),
-                Box::new(self.body(e)),
-            ),
+            Rhs::If(c, t, e) => {
+                Rhs::If(self.atom(c), Box::new(self.body(t)), Box::new(self.body(e)))
+            }
             Rhs::Match(s, arms, default) => {
                 let s = self.atom(s);
                 let arms = arms

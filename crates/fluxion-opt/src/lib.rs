@@ -14,11 +14,14 @@
 //! | pass | file | what |
 //! |---|---|---|
 //! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
+//! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
+//! | `fuse` | `fuse.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail |
 
 mod cse;
 mod dce;
+mod fuse;
 mod inline;
 mod instantiate;
 mod pure;
@@ -111,7 +114,14 @@ pub const PASSES: &[Pass] = &[
         name: "simplify",
         run: simplify::simplify_body,
     },
-
+    Pass {
+        name: "fuse",
+        run: fuse::fuse_loops,
+    },
+    Pass {
+        name: "simplify",
+        run: simplify::simplify_body,
+    },
     Pass {
         name: "cse",
         run: cse::eliminate_common_subexpressions,
@@ -163,9 +173,8 @@ pub fn optimize_codes_from(
     first: usize,
     report: &mut Report,
 ) -> Result<(), String> {
-    let all = |m: &Module| -> Vec<CodeId> {
-        (first as u32..m.codes.len() as u32).map(CodeId).collect()
-    };
+    let all =
+        |m: &Module| -> Vec<CodeId> { (first as u32..m.codes.len() as u32).map(CodeId).collect() };
     report.before += size_of(m, &all(m));
     let recursive = inline::recursive_codes(m);
     for pass in PASSES {

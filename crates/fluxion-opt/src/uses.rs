@@ -14,7 +14,7 @@ pub(crate) fn count_uses(body: &Body) -> HashMap<VarId, usize> {
 }
 
 fn count(body: &Body, uses: &mut HashMap<VarId, usize>) {
-    let mut atom = |a: &Atom, uses: &mut HashMap<VarId, usize>| {
+    let atom = |a: &Atom, uses: &mut HashMap<VarId, usize>| {
         if let Atom::Var(v) = a {
             *uses.entry(*v).or_default() += 1;
         }

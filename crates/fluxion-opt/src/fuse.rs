@@ -1,0 +1,498 @@
+//! Loop fusion (seed 002's `sum(build)` → `sumbuild` and its map/fold relatives): an
+//! array made by `map`, `map2` or `build` and read once, by the next loop over it, is
+//! never made — the two loops become one whose lambda applies both functions
+//! (their bodies copied in when the closures are known here, so no call is added).
+//!
+//! | producer `ys` | consumer | becomes |
+//! |---|---|---|
+//! | `map(f, xs)` | `map(g, ys)` | `map(|x| g(f(x)), xs)` |
+//! | `map2(f, xs, zs)` | `map(g, ys)` | `map2(|x, z| g(f(x, z)), xs, zs)` |
+//! | `build(n, f)` | `map(g, ys)` | `build(n, |i| g(f(i)))` |
+//! | `map(f, xs)` | `map2(g, ys, bs)`, `map2(g, bs, ys)` | `map2(|x, b| g(f(x), b), xs, bs)`, … |
+//! | `map(f, xs)` | `fold(g, a, ys)` | `fold(|acc, x| g(acc, f(x)), a, xs)` |
+//! | `map(f, xs)` | `sum(ys)` (reals, tuples of reals) | `sumbuild(length(xs), |i| f(xs[i]))` |
+//!
+//! and, whatever the uses, `length(ys)` is `length(xs)` (`n` for `build`): the array
+//! exists, so it has its producer's length.
+//!
+//! Meaning, errors included, is kept. The fused loop interleaves the two functions'
+//! calls, so one of them must be *inert* (every binding of its body removable: it
+//! cannot fail and has no effect, such as a delta-tape push); if only the consumer's
+//! is, the producer must come right before the consumer (no binding between them that
+//! can fail or has an effect), since its failures now happen later. Before `map2`,
+//! whose length check comes first, the producer's function must be inert. `sum`
+//! adds in the same order from the same zero as `sumbuild` (bit-identical); `Int`
+//! sums (whose overflow message differs) and sums of arrays are left alone.
+
+use std::collections::HashMap;
+
+use fluxion_core::{Atom, Binding, Body, Code, CodeId, CodeKind, Prim, Rhs, Span, Type, VarId};
+
+use crate::Context;
+use crate::instantiate::instantiate;
+use crate::pure::is_removable;
+use crate::uses::count_uses;
+
+/// Fuses the loops of `body` (and of the branches nested in it).
+pub(crate) fn fuse_loops(cx: &mut Context, body: &mut Body) {
+    let mut fuser = Fuser {
+        cx,
+        producers: HashMap::new(),
+        closures: HashMap::new(),
+        uses: HashMap::new(),
+    };
+    fuser.learn(body);
+    fuser.lengths(body);
+    fuser.uses = count_uses(body);
+    fuser.body(body);
+}
+
+/// An array-making loop.
+#[derive(Clone, Copy)]
+enum Producer {
+    Map { f: Atom, xs: Atom },
+    Map2 { f: Atom, xs: Atom, zs: Atom },
+    Build { n: Atom, f: Atom },
+}
+
+impl Producer {
+    fn of(rhs: &Rhs) -> Option<Producer> {
+        match rhs {
+            Rhs::Prim(Prim::Map, a) => Some(Producer::Map { f: a[0], xs: a[1] }),
+            Rhs::Prim(Prim::Map2, a) => Some(Producer::Map2 {
+                f: a[0],
+                xs: a[1],
+                zs: a[2],
+            }),
+            Rhs::Prim(Prim::Build, a) => Some(Producer::Build { n: a[0], f: a[1] }),
+            _ => None,
+        }
+    }
+
+    fn function(self) -> Atom {
+        match self {
+            Producer::Map { f, .. } | Producer::Map2 { f, .. } | Producer::Build { f, .. } => f,
+        }
+    }
+}
+
+/// A producer not yet fused, in the block being walked.
+struct Pending {
+    /// Its index among the block's bindings so far.
+    index: usize,
+    producer: Producer,
+    /// A binding that can fail or has an effect came after it.
+    interrupted: bool,
+}
+
+struct Fuser<'a, 'c> {
+    cx: &'a mut Context<'c>,
+    /// Every array-making loop of the code, by the variable it binds.
+    producers: HashMap<VarId, Producer>,
+    /// Variables bound to a closure in this code: its code and captured atoms.
+    closures: HashMap<VarId, (CodeId, Vec<Atom>)>,
+    uses: HashMap<VarId, usize>,
+}
+
+impl Fuser<'_, '_> {
+    /// Records the producers and closures of the code.
+    fn learn(&mut self, body: &Body) {
+        fluxion_core::visit::for_each_binding(body, &mut |b| {
+            if let Some(p) = Producer::of(&b.rhs) {
+                self.producers.insert(b.var, p);
+            }
+            if let Rhs::Closure(c, args) = &b.rhs {
+                self.closures.insert(b.var, (*c, args.clone()));
+            }
+        });
+    }
+
+    /// `length(ys)` of a producer is its length: `length(xs)`, or `n` for `build`,
+    /// followed through chains of producers.
+    fn lengths(&mut self, body: &mut Body) {
+        for b in &mut body.bindings {
+            match &mut b.rhs {
+                Rhs::Prim(Prim::Length, args) => {
+                    let mut rhs = None;
+                    let mut array = args[0];
+                    while let Atom::Var(ys) = array {
+                        match self.producers.get(&ys) {
+                            Some(Producer::Map { xs, .. } | Producer::Map2 { xs, .. }) => {
+                                array = *xs;
+                                rhs = Some(Rhs::Prim(Prim::Length, vec![*xs]));
+                            }
+                            Some(Producer::Build { n, .. }) => {
+                                rhs = Some(Rhs::Atom(*n));
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    if let Some(rhs) = rhs {
+                        b.rhs = rhs;
+                    }
+                }
+                Rhs::If(_, t, e) => {
+                    self.lengths(t);
+                    self.lengths(e);
+                }
+                Rhs::Match(_, arms, default) => {
+                    arms.iter_mut().for_each(|arm| self.lengths(&mut arm.body));
+                    if let Some(d) = default {
+                        self.lengths(d);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn body(&mut self, body: &mut Body) {
+        let mut out: Vec<Option<Binding>> = Vec::with_capacity(body.bindings.len());
+        let mut pending: HashMap<VarId, Pending> = HashMap::new();
+        for mut b in std::mem::take(&mut body.bindings) {
+            match &mut b.rhs {
+                Rhs::If(_, t, e) => {
+                    self.body(t);
+                    self.body(e);
+                }
+                Rhs::Match(_, arms, default) => {
+                    arms.iter_mut().for_each(|arm| self.body(&mut arm.body));
+                    if let Some(d) = default {
+                        self.body(d);
+                    }
+                }
+                _ => {}
+            }
+            // A `map` whose result is unused (its `length` read through the producer)
+            // and whose function is inert does nothing.
+            if let Rhs::Prim(Prim::Map, args) = &b.rhs
+                && !self.uses.contains_key(&b.var)
+                && self.inert(&args[0])
+            {
+                continue;
+            }
+            if let Some((ys, fused)) = self.fuse(&b, &pending, &mut out) {
+                let p = pending.remove(&ys).expect("a pending producer");
+                let producer = out[p.index].take().expect("a producer binding");
+                // The fused loop checks the producer's lengths (`build`'s `n`, `map2`'s
+                // arrays) where it did; otherwise it is the consumer's loop.
+                if matches!(fused, Rhs::Prim(Prim::Build | Prim::Map2, _))
+                    && matches!(p.producer, Producer::Build { .. } | Producer::Map2 { .. })
+                {
+                    b.span = producer.span;
+                }
+                self.producers.remove(&ys);
+                b.rhs = fused;
+                if let Some(p) = Producer::of(&b.rhs) {
+                    self.producers.insert(b.var, p);
+                }
+            }
+            let inert = is_removable(self.cx.m, &b.rhs);
+            if !inert {
+                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| self.inert(&p.function()));
+                if !keeps_order {
+                    pending.values_mut().for_each(|p| p.interrupted = true);
+                }
+            }
+            if let Some(producer) = Producer::of(&b.rhs)
+                && self.uses.get(&b.var) == Some(&1)
+            {
+                pending.insert(
+                    b.var,
+                    Pending {
+                        index: out.len(),
+                        producer,
+                        interrupted: false,
+                    },
+                );
+            }
+            out.push(Some(b));
+        }
+        body.bindings = out.into_iter().flatten().collect();
+    }
+
+    /// Whether `f` is a closure known here whose body is inert.
+    fn inert(&self, f: &Atom) -> bool {
+        let Atom::Var(v) = f else { return false };
+        self.closures
+            .get(v)
+            .is_some_and(|(c, _)| inert_body(self.cx.m, &self.cx.m.code(*c).body))
+    }
+
+    /// The fused right-hand side of consumer `b` and the producer it absorbs, if one of
+    /// the rules applies. The fused lambda's closure is bound in `out` before `b`.
+    fn fuse(
+        &mut self,
+        b: &Binding,
+        pending: &HashMap<VarId, Pending>,
+        out: &mut Vec<Option<Binding>>,
+    ) -> Option<(VarId, Rhs)> {
+        let Rhs::Prim(p, args) = &b.rhs else {
+            return None;
+        };
+        let producer_of = |a: &Atom| match a {
+            Atom::Var(v) => pending.get(v).map(|p| (*v, p)),
+            Atom::Lit(_) => None,
+        };
+        // The consumer's array operand, which operand it is, and its function.
+        let (ys, pend, position) = match p {
+            Prim::Map => {
+                let (ys, pend) = producer_of(&args[1])?;
+                (ys, pend, 1)
+            }
+            Prim::Map2 => match (producer_of(&args[1]), producer_of(&args[2])) {
+                (Some((ys, pend)), _) => (ys, pend, 1),
+                (None, Some((ys, pend))) => (ys, pend, 2),
+                (None, None) => return None,
+            },
+            Prim::Fold => {
+                let (ys, pend) = producer_of(&args[2])?;
+                (ys, pend, 2)
+            }
+            Prim::Sum if summed_in_order(self.cx.m.var_ty(b.var)) => {
+                let (ys, pend) = producer_of(&args[0])?;
+                (ys, pend, 0)
+            }
+            _ => return None,
+        };
+        let f = pend.producer.function();
+        let f_inert = self.inert(&f);
+        let g_inert = match p {
+            Prim::Sum => true,
+            _ => self.inert(&args[0]),
+        };
+        let in_order = f_inert || (g_inert && !pend.interrupted);
+        let elem = |ty: &Type| match ty {
+            Type::Array(t) => (**t).clone(),
+            _ => unreachable!("an array"),
+        };
+        let result_ty = self.cx.m.var_ty(b.var).clone();
+        let span = b.span;
+        let (lambda, rhs) = match (p, pend.producer) {
+            (Prim::Map, producer) if in_order => {
+                let g = self.callee(&args[0]);
+                let ret = elem(&result_ty);
+                let (params, fargs) = self.producer_params(producer);
+                let mut l = Lambda::new(span);
+                let y = l.apply(self.cx.m, &self.callee(&f), fargs);
+                let r = l.apply(self.cx.m, &g, vec![y]);
+                let h = l.finish(self.cx.m, "fused", params, r, ret);
+                let rhs = match producer {
+                    Producer::Map { xs, .. } => vec![xs],
+                    Producer::Map2 { xs, zs, .. } => vec![xs, zs],
+                    Producer::Build { n, .. } => vec![n],
+                };
+                let prim = match producer {
+                    Producer::Map { .. } => Prim::Map,
+                    Producer::Map2 { .. } => Prim::Map2,
+                    Producer::Build { .. } => Prim::Build,
+                };
+                (h, (prim, rhs))
+            }
+            (Prim::Map2, Producer::Map { xs, .. }) if f_inert => {
+                let g = self.callee(&args[0]);
+                let other = args[3 - position];
+                let x = self.fresh_elem(&xs);
+                let o = self.fresh_elem(&other);
+                let mut l = Lambda::new(span);
+                let y = l.apply(self.cx.m, &self.callee(&f), vec![Atom::Var(x)]);
+                let (params, gargs, arrays) = if position == 1 {
+                    (vec![x, o], vec![y, Atom::Var(o)], vec![xs, other])
+                } else {
+                    (vec![o, x], vec![Atom::Var(o), y], vec![other, xs])
+                };
+                let r = l.apply(self.cx.m, &g, gargs);
+                let h = l.finish(self.cx.m, "fused", params, r, elem(&result_ty));
+                (h, (Prim::Map2, arrays))
+            }
+            (Prim::Fold, Producer::Map { xs, .. }) if in_order => {
+                let g = self.callee(&args[0]);
+                let acc = self.cx.m.fresh_var("acc", result_ty.clone());
+                let x = self.fresh_elem(&xs);
+                let mut l = Lambda::new(span);
+                let y = l.apply(self.cx.m, &self.callee(&f), vec![Atom::Var(x)]);
+                let r = l.apply(self.cx.m, &g, vec![Atom::Var(acc), y]);
+                let h = l.finish(self.cx.m, "fused", vec![acc, x], r, result_ty);
+                (h, (Prim::Fold, vec![args[1], xs]))
+            }
+            (Prim::Sum, Producer::Map { xs, .. }) if in_order => {
+                let i = self.cx.m.fresh_var("i", Type::Int);
+                let mut l = Lambda::new(span);
+                l.capture(&xs);
+                let x = l.bind(
+                    self.cx.m,
+                    "x",
+                    elem(&self.cx.m.atom_ty(&xs)),
+                    Rhs::Prim(Prim::Index, vec![xs, Atom::Var(i)]),
+                );
+                let r = l.apply(self.cx.m, &self.callee(&f), vec![x]);
+                let h = l.finish(self.cx.m, "fused", vec![i], r, result_ty);
+                let n = self.cx.m.fresh_var("length", Type::Int);
+                out.push(Some(Binding {
+                    var: n,
+                    rhs: Rhs::Prim(Prim::Length, vec![xs]),
+                    span,
+                }));
+                (h, (Prim::Sumbuild, vec![Atom::Var(n)]))
+            }
+            _ => return None,
+        };
+        // `let h = closure; consumer(h, arrays..)` (fold: `fold(h, init, xs)`).
+        let (code, captures) = lambda;
+        let hty = self.cx.m.code_ty(code);
+        let h = self.cx.m.fresh_var("fused", hty);
+        out.push(Some(Binding {
+            var: h,
+            rhs: Rhs::Closure(code, captures.clone()),
+            span,
+        }));
+        self.closures.insert(h, (code, captures));
+        let (prim, rest) = rhs;
+        let operands = match prim {
+            // `build(n, h)`, `sumbuild(n, h)`
+            Prim::Build | Prim::Sumbuild => vec![rest[0], Atom::Var(h)],
+            // `map(h, xs)`, `map2(h, xs, zs)`, `fold(h, init, xs)`
+            _ => std::iter::once(Atom::Var(h)).chain(rest).collect(),
+        };
+        Some((ys, Rhs::Prim(prim, operands)))
+    }
+
+    /// The fused lambda's parameters for a producer and the arguments its function
+    /// takes from them.
+    fn producer_params(&mut self, producer: Producer) -> (Vec<VarId>, Vec<Atom>) {
+        let params: Vec<VarId> = match producer {
+            Producer::Map { xs, .. } => vec![self.fresh_elem(&xs)],
+            Producer::Map2 { xs, zs, .. } => vec![self.fresh_elem(&xs), self.fresh_elem(&zs)],
+            Producer::Build { .. } => vec![self.cx.m.fresh_var("i", Type::Int)],
+        };
+        let args = params.iter().map(|p| Atom::Var(*p)).collect();
+        (params, args)
+    }
+
+    /// A fresh variable of `array`'s element type.
+    fn fresh_elem(&mut self, array: &Atom) -> VarId {
+        let Type::Array(t) = self.cx.m.atom_ty(array) else {
+            unreachable!("an array operand")
+        };
+        self.cx.m.fresh_var("x", *t)
+    }
+
+    fn callee(&self, f: &Atom) -> Callee {
+        match f {
+            Atom::Var(v) => match self.closures.get(v) {
+                Some((c, caps)) => Callee::Known(*c, caps.clone()),
+                None => Callee::Var(*v),
+            },
+            Atom::Lit(_) => unreachable!("a function is a variable"),
+        }
+    }
+}
+
+/// Reals and tuples of reals: what `sum` and `sumbuild` add the same way (from the
+/// same zero, in order), unlike `Int` (whose overflow messages differ) and arrays.
+fn summed_in_order(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().all(summed_in_order),
+        _ => false,
+    }
+}
+
+/// Every binding removable (branches included): the body cannot fail and has no effect.
+fn inert_body(m: &fluxion_core::Module, body: &Body) -> bool {
+    body.bindings.iter().all(|b| match &b.rhs {
+        Rhs::If(_, t, e) => inert_body(m, t) && inert_body(m, e),
+        Rhs::Match(_, arms, default) => {
+            arms.iter().all(|a| inert_body(m, &a.body))
+                && default.as_ref().is_none_or(|d| inert_body(m, d))
+        }
+        rhs => is_removable(m, rhs),
+    })
+}
+
+/// A function the fused lambda applies: a closure known here (its body is copied in)
+/// or a variable (called, and captured).
+enum Callee {
+    Known(CodeId, Vec<Atom>),
+    Var(VarId),
+}
+
+/// The fused lambda being built: its captures (variables of the enclosing scope) and
+/// bindings.
+struct Lambda {
+    captures: Vec<VarId>,
+    bindings: Vec<Binding>,
+    span: Span,
+}
+
+impl Lambda {
+    fn new(span: Span) -> Lambda {
+        Lambda {
+            captures: Vec::new(),
+            bindings: Vec::new(),
+            span,
+        }
+    }
+
+    fn capture(&mut self, a: &Atom) {
+        if let Atom::Var(v) = a
+            && !self.captures.contains(v)
+        {
+            self.captures.push(*v);
+        }
+    }
+
+    fn bind(&mut self, m: &mut fluxion_core::Module, name: &str, ty: Type, rhs: Rhs) -> Atom {
+        let v = m.fresh_var(name, ty);
+        self.bindings.push(Binding {
+            var: v,
+            rhs,
+            span: self.span,
+        });
+        Atom::Var(v)
+    }
+
+    fn apply(&mut self, m: &mut fluxion_core::Module, callee: &Callee, args: Vec<Atom>) -> Atom {
+        match callee {
+            Callee::Known(code, caps) => {
+                caps.iter().for_each(|a| self.capture(a));
+                let (bindings, result) = instantiate(m, *code, caps, &args, self.span);
+                self.bindings.extend(bindings);
+                result
+            }
+            Callee::Var(f) => {
+                self.capture(&Atom::Var(*f));
+                let Type::Fn(_, ret) = m.var_ty(*f).clone() else {
+                    unreachable!("a function")
+                };
+                self.bind(m, "call", *ret, Rhs::Call(Atom::Var(*f), args))
+            }
+        }
+    }
+
+    /// The lambda's code and the atoms its closure captures.
+    fn finish(
+        self,
+        m: &mut fluxion_core::Module,
+        name: &str,
+        params: Vec<VarId>,
+        result: Atom,
+        ret: Type,
+    ) -> (CodeId, Vec<Atom>) {
+        let captures = self.captures.iter().map(|v| Atom::Var(*v)).collect();
+        let code = m.add_code(Code {
+            name: name.into(),
+            kind: CodeKind::Lambda,
+            captures: self.captures,
+            params,
+            ret,
+            body: Body {
+                bindings: self.bindings,
+                result,
+            },
+            span: self.span,
+        });
+        (code, captures)
+    }
+}
