@@ -59,14 +59,15 @@ impl Bench {
         Ok(Bench { interp })
     }
 
-    /// The number of bindings in the module, the codes derived at run time so far
-    /// included.
+    /// The number of bindings of the codes the entries (`primal`, `tangent`,
+    /// `gradient`) reach, the codes derived at run time so far included.
     pub fn code_size(&self) -> usize {
         let m = self.interp.module();
-        let codes: Vec<fluxion_core::CodeId> = (0..m.codes.len() as u32)
-            .map(fluxion_core::CodeId)
+        let entries: Vec<fluxion_core::CodeId> = ["primal", "tangent", "gradient"]
+            .iter()
+            .filter_map(|name| m.functions.get(*name).copied())
             .collect();
-        fluxion_opt::size_of(&m, &codes)
+        fluxion_opt::live_size(&m, &entries)
     }
 
     /// Calls top-level function `entry`; the error is the runtime error's message.

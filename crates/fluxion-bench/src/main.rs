@@ -419,18 +419,19 @@ fn jvp_table() {
     }
 }
 
-/// Per AD mode, with the optimiser off and on: the module's size after the derivative
-/// ran (derived codes included), and JVP / primal and gradient / primal time.
+/// Per AD mode, with the optimiser off and on: the module's live size after the
+/// derivative ran (derived codes included), JVP / primal and gradient / primal time,
+/// and the optimiser's speed-up of the primal and of the gradient.
 fn opt_table() {
     println!("\n## Optimiser: derivative code size and time, `--opt 0` against `--opt 1`\n");
     println!(
-        "Interpreter; thread CPU time, medians. Size: bindings in the module once the \
-         derivative has run (the codes derived at run time included).\n"
+        "Interpreter; thread CPU time, medians. Size: bindings of the module's live codes \
+         once the derivative has run (the codes derived at run time included).\n"
     );
     println!(
-        "| program | `--ad` | size, opt 0 | size, opt 1 | jvp / primal, opt 0 | opt 1 | gradient / primal, opt 0 | opt 1 |"
+        "| program | `--ad` | size, opt 0 | size, opt 1 | jvp / primal, opt 0 | opt 1 | gradient / primal, opt 0 | opt 1 | primal time, opt 1 / opt 0 | gradient time, opt 1 / opt 0 |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let cases = [
         ("map/sum over 10^6 reals", AD_MAP_SUM),
         ("fold with a closure over 10^6", AD_FOLD),
@@ -468,6 +469,7 @@ fn opt_row(
         let args = make_args();
         let mut cells = Vec::new();
         let mut sizes = Vec::new();
+        let mut times = Vec::new();
         for opt in [fluxion_driver::OptLevel::Off, fluxion_driver::OptLevel::On] {
             let bench = Bench::with_opt(&src, mode, opt)?;
             let primal = bench.measure("primal", &args, 5, MIN_SAMPLE)?;
@@ -478,6 +480,7 @@ fn opt_row(
             };
             let gradient = bench.measure("gradient", &args, 5, MIN_SAMPLE)?;
             sizes.push(bench.code_size());
+            times.push((primal.time, gradient.time));
             cells.push((
                 jvp.map(|j| ratio(j.time, primal.time)),
                 ratio(gradient.time, primal.time),
@@ -485,13 +488,15 @@ fn opt_row(
         }
         let jvp = |c: &(Option<f64>, f64)| c.0.map_or("—".to_string(), |r| format!("{r:.2}"));
         Ok(format!(
-            "{} | {} | {} | {} | {:.2} | {:.2} |",
+            "{} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} |",
             sizes[0],
             sizes[1],
             jvp(&cells[0]),
             jvp(&cells[1]),
             cells[0].1,
-            cells[1].1
+            cells[1].1,
+            ratio(times[1].0, times[0].0),
+            ratio(times[1].1, times[0].1),
         ))
     })
 }

@@ -175,7 +175,13 @@ pub fn optimize_codes_from(
 ) -> Result<(), String> {
     let all =
         |m: &Module| -> Vec<CodeId> { (first as u32..m.codes.len() as u32).map(CodeId).collect() };
-    report.before += size_of(m, &all(m));
+    // Sizes count the live codes (those copied from by inlining and fusion stay behind).
+    let live_size = |m: &Module| -> usize {
+        let live = live_codes(m);
+        let codes: Vec<CodeId> = all(m).into_iter().filter(|c| live[c.0 as usize]).collect();
+        size_of(m, &codes)
+    };
+    report.before += live_size(m);
     let recursive = inline::recursive_codes(m);
     for pass in PASSES {
         let start = Instant::now();
@@ -199,7 +205,7 @@ pub fn optimize_codes_from(
             (pass.run)(&mut cx, &mut body);
             m.codes[c.0 as usize].body = body;
         }
-        report.add(pass.name, start.elapsed(), size_of(m, &all(m)));
+        report.add(pass.name, start.elapsed(), live_size(m));
         if cfg!(debug_assertions) {
             fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
                 format!(
@@ -217,6 +223,53 @@ pub fn optimize_codes_from(
 /// Runs the pipeline on every code of `m`.
 pub fn optimize_module(m: &mut Module, report: &mut Report) -> Result<(), String> {
     optimize_codes_from(m, 0, report)
+}
+
+/// Whether each code of `m` is live: reachable by calls and closures from a root (a
+/// top-level function or a code a transformation derived on its own). The codes that
+/// inlining and fusion copied from are left in the module, unreachable.
+pub fn live_codes(m: &Module) -> Vec<bool> {
+    let top_level: Vec<CodeId> = m
+        .codes
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == fluxion_core::CodeKind::TopLevel)
+        .map(|(i, _)| CodeId(i as u32))
+        .collect();
+    reachable_codes(m, &top_level)
+}
+
+/// Whether each code of `m` is reachable by calls and closures from `roots` or from a
+/// code a transformation derived on its own.
+pub fn reachable_codes(m: &Module, roots: &[CodeId]) -> Vec<bool> {
+    let mut live = vec![false; m.codes.len()];
+    let mut stack: Vec<CodeId> = roots
+        .iter()
+        .copied()
+        .chain(m.derived_codes.values().copied())
+        .collect();
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut live[c.0 as usize], true) {
+            continue;
+        }
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
+            if !live[d.0 as usize] {
+                stack.push(d);
+            }
+        });
+    }
+    live
+}
+
+/// The number of bindings of the codes reachable from `roots` and from the derived
+/// codes (see [`reachable_codes`]).
+pub fn live_size(m: &Module, roots: &[CodeId]) -> usize {
+    let live = reachable_codes(m, roots);
+    let codes: Vec<CodeId> = (0..m.codes.len() as u32)
+        .map(CodeId)
+        .filter(|c| live[c.0 as usize])
+        .collect();
+    size_of(m, &codes)
 }
 
 /// The number of bindings of `codes`, nested ones included.
