@@ -15,7 +15,7 @@ pub mod verify;
 pub mod visit;
 
 pub use module::Module;
-pub use prim::Prim;
+pub use prim::{MAX_ARRAY_LEN, Prim};
 pub use term::*;
 pub use ty::{
     EnumDef, EnumId, EnumOrigin, FN_COTANGENT, Type, TypeMap, VariantDef, chad_backprop_result,

@@ -7,6 +7,10 @@
 //! that depend on `T(A)` and are typed specially (see [`Prim::is_differential`]).
 
 use std::collections::HashMap;
+
+/// The most elements an array may have (LANGUAGE.md's limit: a longer `build`,
+/// `replicate`, `range` or `concat` is a runtime error, not an allocation attempt).
+pub const MAX_ARRAY_LEN: i64 = 1 << 28;
 use std::sync::OnceLock;
 
 use crate::ty::Type;

@@ -11,7 +11,7 @@ use crate::value::{DualArray, Value};
 
 /// Largest array a program may allocate (elements); larger requests are a clean
 /// runtime error rather than an allocation failure.
-pub const MAX_ARRAY_LEN: i64 = 1 << 28;
+pub use fluxion_core::MAX_ARRAY_LEN;
 
 fn int_overflow<T>(span: Span, op: &str) -> EvalResult<T> {
     fail(span, format!("Int overflow in `{op}`"))

@@ -11,6 +11,8 @@
 //! | `map(f, xs)` | `map2(g, ys, bs)`, `map2(g, bs, ys)` | `map2(|x, b| g(f(x), b), xs, bs)`, … |
 //! | `map(f, xs)` | `fold(g, a, ys)` | `fold(|acc, x| g(acc, f(x)), a, xs)` |
 //! | `map(f, xs)` | `sum(ys)` (reals, tuples of reals) | `sumbuild(length(xs), |i| f(xs[i]))` |
+//! | `build(n, f)` | `sum(ys)` | `if 0 <= n <= limit { sumbuild(n, f) } else { sum(build(n, f)) }` |
+//! | `map2(f, xs, zs)` | `sum(ys)` | `if length(xs) == length(zs) { sumbuild(length(xs), |i| f(xs[i], zs[i])) } else { sum(map2(f, xs, zs)) }` |
 //!
 //! and, whatever the uses, `length(ys)` is `length(xs)` (`n` for `build`): the array
 //! exists, so it has its producer's length.
@@ -20,7 +22,10 @@
 //! cannot fail and has no effect, such as a delta-tape push); if only the consumer's
 //! is, the producer must come right before the consumer (no binding between them that
 //! can fail or has an effect), since its failures now happen later. Before `map2`,
-//! whose length check comes first, the producer's function must be inert. `sum`
+//! whose length check comes first, the producer's function must be inert. Where the
+//! producer checks lengths (`build`'s `n`, `map2`'s arrays) and the consumer is `sum`,
+//! the fused loop runs under the same check and the original loops run where it fails,
+//! so the error is the producer's own. `sum`
 //! adds in the same order from the same zero as `sumbuild` (bit-identical); `Int`
 //! sums (whose overflow message differs) and sums of arrays are left alone.
 
@@ -81,6 +86,8 @@ struct Pending {
     /// Its index among the block's bindings so far.
     index: usize,
     producer: Producer,
+    /// Where it is (its length checks' errors point there).
+    span: Span,
     /// A binding that can fail or has an effect came after it.
     interrupted: bool,
 }
@@ -203,6 +210,7 @@ impl Fuser<'_, '_> {
                     Pending {
                         index: out.len(),
                         producer,
+                        span: b.span,
                         interrupted: false,
                     },
                 );
@@ -336,6 +344,12 @@ impl Fuser<'_, '_> {
                 }));
                 (h, (Prim::Sumbuild, vec![Atom::Var(n)]))
             }
+            (Prim::Sum, Producer::Build { n, f }) if in_order => {
+                return Some((ys, self.guarded_sum_of_build(b, pend.span, n, f, out)));
+            }
+            (Prim::Sum, Producer::Map2 { f, xs, zs }) if in_order => {
+                return Some((ys, self.guarded_sum_of_map2(b, pend.span, f, xs, zs, out)));
+            }
             _ => return None,
         };
         // `let h = closure; consumer(h, arrays..)` (fold: `fold(h, init, xs)`).
@@ -356,6 +370,161 @@ impl Fuser<'_, '_> {
             _ => std::iter::once(Atom::Var(h)).chain(rest).collect(),
         };
         Some((ys, Rhs::Prim(prim, operands)))
+    }
+
+    /// `sum(build(n, f))`: `sumbuild(n, f)` where `build` would succeed (0 ≤ n ≤ the
+    /// array limit), the original two loops otherwise (so its error is the same).
+    fn guarded_sum_of_build(
+        &mut self,
+        b: &Binding,
+        build_span: Span,
+        n: Atom,
+        f: Atom,
+        out: &mut Vec<Option<Binding>>,
+    ) -> Rhs {
+        let nonnegative = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::Prim(Prim::Ge, vec![n, Atom::Lit(fluxion_core::Lit::Int(0))]),
+            b.span,
+        );
+        let limit = Atom::Lit(fluxion_core::Lit::Int(fluxion_core::MAX_ARRAY_LEN));
+        let small = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::Prim(Prim::Le, vec![n, limit]),
+            b.span,
+        );
+        let fused = self.one(b, Rhs::Prim(Prim::Sumbuild, vec![n, f]));
+        let inner = Rhs::If(
+            small,
+            Box::new(fused),
+            Box::new(self.unfused(b, build_span, Rhs::Prim(Prim::Build, vec![n, f]))),
+        );
+        let inner = self.one(b, inner);
+        Rhs::If(
+            nonnegative,
+            Box::new(inner),
+            Box::new(self.unfused(b, build_span, Rhs::Prim(Prim::Build, vec![n, f]))),
+        )
+    }
+
+    /// `sum(map2(f, xs, zs))`: `sumbuild(length(xs), |i| f(xs[i], zs[i]))` where the
+    /// lengths agree, the original two loops otherwise (so its error is the same).
+    fn guarded_sum_of_map2(
+        &mut self,
+        b: &Binding,
+        map2_span: Span,
+        f: Atom,
+        xs: Atom,
+        zs: Atom,
+        out: &mut Vec<Option<Binding>>,
+    ) -> Rhs {
+        let lx = self.push(
+            out,
+            "length",
+            Type::Int,
+            Rhs::Prim(Prim::Length, vec![xs]),
+            b.span,
+        );
+        let lz = self.push(
+            out,
+            "length",
+            Type::Int,
+            Rhs::Prim(Prim::Length, vec![zs]),
+            b.span,
+        );
+        let same = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::Prim(Prim::Eq, vec![lx, lz]),
+            b.span,
+        );
+        let i = self.cx.m.fresh_var("i", Type::Int);
+        let mut l = Lambda::new(b.span);
+        l.capture(&xs);
+        l.capture(&zs);
+        let x = l.bind(
+            self.cx.m,
+            "x",
+            elem_of(&self.cx.m.atom_ty(&xs)),
+            Rhs::Prim(Prim::Index, vec![xs, Atom::Var(i)]),
+        );
+        let z = l.bind(
+            self.cx.m,
+            "z",
+            elem_of(&self.cx.m.atom_ty(&zs)),
+            Rhs::Prim(Prim::Index, vec![zs, Atom::Var(i)]),
+        );
+        let r = l.apply(self.cx.m, &self.callee(&f), vec![x, z]);
+        let ret = self.cx.m.var_ty(b.var).clone();
+        let (code, captures) = l.finish(self.cx.m, "fused", vec![i], r, ret);
+        let hty = self.cx.m.code_ty(code);
+        let h = self.push(
+            out,
+            "fused",
+            hty,
+            Rhs::Closure(code, captures.clone()),
+            b.span,
+        );
+        if let Atom::Var(h) = h {
+            self.closures.insert(h, (code, captures));
+        }
+        let fused = self.one(b, Rhs::Prim(Prim::Sumbuild, vec![lx, h]));
+        Rhs::If(
+            same,
+            Box::new(fused),
+            Box::new(self.unfused(b, map2_span, Rhs::Prim(Prim::Map2, vec![f, xs, zs]))),
+        )
+    }
+
+    /// Binds `rhs` to a fresh variable in `out`.
+    fn push(
+        &mut self,
+        out: &mut Vec<Option<Binding>>,
+        name: &str,
+        ty: Type,
+        rhs: Rhs,
+        span: Span,
+    ) -> Atom {
+        let v = self.cx.m.fresh_var(name, ty);
+        out.push(Some(Binding { var: v, rhs, span }));
+        Atom::Var(v)
+    }
+
+    /// A branch computing `rhs` with `b`'s type and span.
+    fn one(&mut self, b: &Binding, rhs: Rhs) -> Body {
+        let v = self.cx.m.fresh_var(
+            self.cx.m.var(b.var).name.clone(),
+            self.cx.m.var_ty(b.var).clone(),
+        );
+        Body {
+            bindings: vec![Binding {
+                var: v,
+                rhs,
+                span: b.span,
+            }],
+            result: Atom::Var(v),
+        }
+    }
+
+    /// The unfused branch: the producer (at its own span) and `sum` of it.
+    fn unfused(&mut self, b: &Binding, producer_span: Span, producer: Rhs) -> Body {
+        let ty = Type::Array(Box::new(self.cx.m.var_ty(b.var).clone()));
+        let a = self.cx.m.fresh_var("array", ty);
+        let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
+        body.bindings.insert(
+            0,
+            Binding {
+                var: a,
+                rhs: producer,
+                span: producer_span,
+            },
+        );
+        body
     }
 
     /// The fused lambda's parameters for a producer and the arguments its function
@@ -386,6 +555,13 @@ impl Fuser<'_, '_> {
             },
             Atom::Lit(_) => unreachable!("a function is a variable"),
         }
+    }
+}
+
+fn elem_of(ty: &Type) -> Type {
+    match ty {
+        Type::Array(t) => (**t).clone(),
+        _ => unreachable!("an array"),
     }
 }
 
