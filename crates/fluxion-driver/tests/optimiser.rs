@@ -72,6 +72,11 @@ const FAILING_PROGRAMS: &[&str] = &[
     "fn main() -> [Int] { let x = [1, 2]; map2(|a, b| a + b, map(|i| x[i], [0, 3]), [1, 2, 3]) }",
     // A negative build length, fused with a map after it.
     "fn main() -> [Real] { let n = 2 - 5; map(|y| y + 1.0, build(n, |i| to_real(i))) }",
+    // `sum` of `build` and of `map2` run fused under the producer's own check.
+    "fn main() -> Real { let n = 1 - 4; sum(build(n, |i| to_real(i))) }",
+    "fn main() -> Real { sum(build(300000000, |i| to_real(i))) }",
+    "fn main() -> Real { sum(map2(|a, b| a * b, [1.0], [2.0, 3.0])) }",
+    "fn main() -> Real { let x = [1.0]; sum(build(3, |i| x[i])) }",
     // A prelude function inlined would point into the prelude.
     "fn main() -> Real { dot([1.0, 2.0], [1.0]) }",
 ];
@@ -140,7 +145,8 @@ fn shown(src: &str, stage: &str, mode: AdMode) -> String {
 
 /// The rules firing: a projection of a tuple built here, `if` of a literal, a match on
 /// a constructor built here, folding, a repeated expression; inlining (a small
-/// function, a lambda used once) and each fusion rule; then derivative code —
+/// function, a lambda used once), each fusion rule and let-floating; then derivative
+/// code —
 /// forward mode's pairs taken apart where they are made, and CHAD's zeros.
 #[test]
 fn snapshots_show_the_rules_firing() {
@@ -172,6 +178,16 @@ fn snapshots_show_the_rules_firing() {
                 a + b + c[0] + d[1] + to_real(length(map(|y| y, ys)))
              }",
             "opt",
+            AdMode::Delta
+        )
+    );
+    // Let-floating: what a loop's lambda computes from its captures alone (here forward
+    // mode's `sin`/`cos` of `s` and their tangents) is computed once, before the loop.
+    insta::assert_snapshot!(
+        "opt_float",
+        shown(
+            "fn f(xs: [Real], s: Real) -> [Real] { map(|x| x * (s * 2.0) + sin(s), xs) }",
+            "fwd",
             AdMode::Delta
         )
     );

@@ -16,11 +16,13 @@
 //! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
 //! | `fuse` | `fuse.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result |
+//! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail |
 
 mod cse;
 mod dce;
+mod float;
 mod fuse;
 mod inline;
 mod instantiate;
@@ -43,7 +45,9 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             m,
             captured: &HashSet::new(),
             recursive: &HashSet::new(),
+            closure_sites: &std::collections::HashMap::new(),
             current: None,
+            first: usize::MAX,
         },
         body,
     );
@@ -83,8 +87,13 @@ pub struct Context<'a> {
     pub captured: &'a HashSet<VarId>,
     /// Codes on a cycle of calls and closures (never inlined).
     pub recursive: &'a HashSet<CodeId>,
+    /// How many `Closure`s of each code the module makes.
+    pub closure_sites: &'a std::collections::HashMap<CodeId, usize>,
     /// The code being rewritten, if it is one of the module's.
     pub current: Option<CodeId>,
+    /// The first code this run optimises: codes before it (translated, memoised) are
+    /// not changed by a rewrite of another code.
+    pub first: usize,
 }
 
 /// The variables some lambda of `m` captures (computed before each pass: `inline` adds
@@ -99,7 +108,8 @@ fn captured_vars(m: &Module) -> HashSet<VarId> {
 
 /// The pipeline, in order. `simplify` exposes copies and known closures, `inline`
 /// puts known callees' bodies in place, `simplify` again removes the copies and
-/// projections that leaves, `cse` merges what `simplify` made equal, `dce` removes what
+/// projections that leaves, `fuse` merges loops, `float` takes what does not change
+/// out of them, `simplify` tidies their copies, `cse` merges what `simplify` made equal, `dce` removes what
 /// all of them left unused.
 pub const PASSES: &[Pass] = &[
     Pass {
@@ -119,6 +129,10 @@ pub const PASSES: &[Pass] = &[
         run: fuse::fuse_loops,
     },
     Pass {
+        name: "float",
+        run: float::float_invariants,
+    },
+    Pass {
         name: "simplify",
         run: simplify::simplify_body,
     },
@@ -135,7 +149,8 @@ pub const PASSES: &[Pass] = &[
 /// Time and code size after each pass.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// (pass, time spent, bindings in the optimised codes after it).
+    /// (pass, time spent, bindings in the optimised codes after it), one entry per
+    /// place in [`PASSES`] (a pass that runs twice has two).
     pub passes: Vec<(&'static str, Duration, usize)>,
     /// Bindings before the first pass.
     pub before: usize,
@@ -154,8 +169,8 @@ impl Report {
         out
     }
 
-    fn add(&mut self, name: &'static str, time: Duration, size: usize) {
-        match self.passes.iter_mut().find(|(n, _, _)| *n == name) {
+    fn add(&mut self, index: usize, name: &'static str, time: Duration, size: usize) {
+        match self.passes.get_mut(index) {
             Some(entry) => {
                 entry.1 += time;
                 entry.2 = size;
@@ -183,9 +198,10 @@ pub fn optimize_codes_from(
     };
     report.before += live_size(m);
     let recursive = inline::recursive_codes(m);
-    for pass in PASSES {
+    for (index, pass) in PASSES.iter().enumerate() {
         let start = Instant::now();
         let captured = captured_vars(m);
+        let closure_sites = float::closure_sites(m);
         // Codes a pass adds (copies of lambdas an inlined body makes) are optimised by
         // the passes after it.
         for c in all(m) {
@@ -200,12 +216,14 @@ pub fn optimize_codes_from(
                 m: &mut *m,
                 captured: &captured,
                 recursive: &recursive,
+                closure_sites: &closure_sites,
                 current: Some(c),
+                first,
             };
             (pass.run)(&mut cx, &mut body);
             m.codes[c.0 as usize].body = body;
         }
-        report.add(pass.name, start.elapsed(), live_size(m));
+        report.add(index, pass.name, start.elapsed(), live_size(m));
         if cfg!(debug_assertions) {
             fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
                 format!(

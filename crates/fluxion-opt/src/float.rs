@@ -1,0 +1,169 @@
+//! Let-floating out of loops (the digest of seed 002 lists `let` floating among ksc's
+//! simplifications): a binding of a lambda's body that depends only on what the
+//! lambda captures is computed once, where the closure is made, instead of once per
+//! call — when the closure is the function a higher-order built-in calls per element
+//! (`map`, `map2`, `build`, `sumbuild`, `fold`, `scan`, `iterate`).
+//!
+//! Only inert bindings float (`pure::is_removable`: they cannot fail and have no
+//! effect), since the loop may call the lambda zero times; only from the top of the
+//! lambda's body (not from its branches); only from a lambda made at this one site, so
+//! that its capture list can grow. A lambda reads its enclosing scope under the
+//! variables' own ids, so a floated binding keeps its variable: it moves before the
+//! `Closure` and joins the lambda's captures, nothing is renamed.
+
+use std::collections::{HashMap, HashSet};
+
+use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, VarId};
+
+use crate::Context;
+use crate::pure::is_removable;
+
+/// Floats the loop-invariant bindings of the lambdas `body`'s loops call.
+pub(crate) fn float_invariants(cx: &mut Context, body: &mut Body) {
+    let loop_functions = loop_functions(body);
+    float_in(cx, body, &loop_functions);
+}
+
+/// The variables passed as the per-element function of a higher-order built-in.
+fn loop_functions(body: &Body) -> HashSet<VarId> {
+    let mut out = HashSet::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if let Rhs::Prim(p, args) = &b.rhs {
+            let f = match p {
+                Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan => args.first(),
+                Prim::Build | Prim::Sumbuild | Prim::Iterate => args.get(1),
+                _ => None,
+            };
+            if let Some(Atom::Var(f)) = f {
+                out.insert(*f);
+            }
+        }
+    });
+    out
+}
+
+fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) {
+    let mut out = Vec::with_capacity(body.bindings.len());
+    for mut b in std::mem::take(&mut body.bindings) {
+        match &mut b.rhs {
+            Rhs::If(_, t, e) => {
+                float_in(cx, t, loop_functions);
+                float_in(cx, e, loop_functions);
+            }
+            Rhs::Match(_, arms, default) => {
+                arms.iter_mut()
+                    .for_each(|arm| float_in(cx, &mut arm.body, loop_functions));
+                if let Some(d) = default {
+                    float_in(cx, d, loop_functions);
+                }
+            }
+            Rhs::Closure(code, args)
+                if loop_functions.contains(&b.var)
+                    && cx.closure_sites.get(code) == Some(&1)
+                    && code.0 as usize >= cx.first
+                    && Some(*code) != cx.current =>
+            {
+                let floated = float_from(cx, *code, args);
+                out.extend(floated);
+            }
+            _ => {}
+        }
+        out.push(b);
+    }
+    body.bindings = out;
+}
+
+/// Takes the invariant inert bindings out of lambda `code`'s body, adding their
+/// variables to its captures and to the closure's `args`; returns them.
+fn float_from(cx: &mut Context, code: CodeId, args: &mut Vec<Atom>) -> Vec<Binding> {
+    let lambda = &cx.m.codes[code.0 as usize];
+    // Captures read under their own ids: the closure must pass each as itself.
+    if lambda.kind != fluxion_core::CodeKind::Lambda
+        || lambda.captures.len() != args.len()
+        || lambda
+            .captures
+            .iter()
+            .zip(args.iter())
+            .any(|(c, a)| *a != Atom::Var(*c))
+    {
+        return Vec::new();
+    }
+    let mut invariant: HashSet<VarId> = lambda.captures.iter().copied().collect();
+    let mut body = std::mem::replace(
+        &mut cx.m.codes[code.0 as usize].body,
+        Body {
+            bindings: Vec::new(),
+            result: Atom::Lit(fluxion_core::Lit::Unit),
+        },
+    );
+    let mut floated = Vec::new();
+    let mut kept = Vec::with_capacity(body.bindings.len());
+    for b in std::mem::take(&mut body.bindings) {
+        if floats(cx, &b.rhs, &invariant) {
+            invariant.insert(b.var);
+            floated.push(b);
+        } else {
+            kept.push(b);
+        }
+    }
+    body.bindings = kept;
+    let lambda = &mut cx.m.codes[code.0 as usize];
+    lambda.body = body;
+    // Only what the rest of the body still reads becomes a capture.
+    let used: HashSet<VarId> = fluxion_core::visit::free_vars(&lambda.body)
+        .into_iter()
+        .collect();
+    for b in &floated {
+        if used.contains(&b.var) {
+            lambda.captures.push(b.var);
+            args.push(Atom::Var(b.var));
+        }
+    }
+    floated
+}
+
+/// Whether a binding may float: inert, every operand invariant, and not itself a
+/// plain copy or a literal (nothing to save), nor a closure whose captures are passed
+/// as other variables.
+fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>) -> bool {
+    if matches!(rhs, Rhs::Atom(_)) || !is_removable(cx.m, rhs) {
+        return false;
+    }
+    let atoms: Vec<Atom> = match rhs {
+        Rhs::Proj(a, _) => vec![*a],
+        Rhs::Prim(_, args) | Rhs::Tuple(args) | Rhs::Array(args) | Rhs::Ctor(_, _, args) => {
+            args.clone()
+        }
+        Rhs::Closure(c, args) => {
+            let code = cx.m.code(*c);
+            if code
+                .captures
+                .iter()
+                .zip(args)
+                .any(|(v, a)| *a != Atom::Var(*v))
+            {
+                return false;
+            }
+            args.clone()
+        }
+        _ => return false,
+    };
+    atoms.iter().all(|a| match a {
+        Atom::Var(v) => invariant.contains(v),
+        Atom::Lit(_) => true,
+    })
+}
+
+/// How many `Closure`s of each code the module makes (a lambda made at one site only
+/// may change its capture list).
+pub(crate) fn closure_sites(m: &fluxion_core::Module) -> HashMap<CodeId, usize> {
+    let mut sites = HashMap::new();
+    for code in &m.codes {
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+            if let Rhs::Closure(c, _) = &b.rhs {
+                *sites.entry(*c).or_default() += 1;
+            }
+        });
+    }
+    sites
+}
