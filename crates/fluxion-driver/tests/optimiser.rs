@@ -57,6 +57,17 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         twice(|t| t * a + b, c) + e + to_real(length(map(|y| y, x)))
      }
      fn main() -> ([Real], Real) { let x = [0.7, -0.2, 1.1]; (grad(f, x), jvp(f, x, [1.0, 0.5, -2.0]).1) }",
+    // Loops of tuples (what `unzip` takes apart) and loops read by a backpropagator
+    // (what `sink` moves), in CHAD's output and in the primal.
+    "fn f(x: [Real]) -> Real {
+        let ps = map(|y| (y * y, sin(y)), x);
+        let a = sum(map(|p| p.0 * 2.0, ps)) + sum(map(|p| p.1, ps));
+        let qs = build(length(x), |i| (x[i], to_real(i)));
+        let b = sum(map2(|q, y| q.0 * q.1 + y, qs, x));
+        let c = fold(|acc, y| acc * 0.5 + exp(y), 0.0, map(|y| y * a, x));
+        a * b + c + to_real(length(ps))
+     }
+     fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8, 2.0]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25]).1) }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must
@@ -189,6 +200,17 @@ fn snapshots_show_the_rules_firing() {
             "fn f(xs: [Real], s: Real) -> [Real] { map(|x| x * (s * 2.0) + sin(s), xs) }",
             "fwd",
             AdMode::Delta
+        )
+    );
+    // CHAD's map: the (value, backpropagator) array unzipped, the backpropagators'
+    // array sunk into the backward pass and fused with its loop, their bodies inlined:
+    // one loop of plain arithmetic, no closure per element.
+    insta::assert_snapshot!(
+        "opt_chad_map",
+        shown(
+            "fn f(xs: [Real]) -> Real { sum(map(|x| x * x, xs)) }",
+            "chad",
+            AdMode::Chad
         )
     );
     let derivative =

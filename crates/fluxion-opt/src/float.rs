@@ -64,6 +64,7 @@ fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) 
                     && Some(*code) != cx.current =>
             {
                 let floated = float_from(cx, *code, args);
+                cx.changed |= !floated.is_empty();
                 out.extend(floated);
             }
             _ => {}
@@ -156,9 +157,10 @@ fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>) -> bool {
 
 /// How many `Closure`s of each code the module makes (a lambda made at one site only
 /// may change its capture list).
-pub(crate) fn closure_sites(m: &fluxion_core::Module) -> HashMap<CodeId, usize> {
+pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<CodeId, usize> {
     let mut sites = HashMap::new();
-    for code in &m.codes {
+    // Older codes make no closure of the newer codes being optimised.
+    for code in &m.codes[first..] {
         fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
             if let Rhs::Closure(c, _) = &b.rhs {
                 *sites.entry(*c).or_default() += 1;

@@ -31,10 +31,10 @@
 
 use std::collections::HashMap;
 
-use fluxion_core::{Atom, Binding, Body, Code, CodeId, CodeKind, Prim, Rhs, Span, Type, VarId};
+use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, Span, Type, VarId};
 
 use crate::Context;
-use crate::instantiate::instantiate;
+use crate::lambda::{Callee, Lambda};
 use crate::pure::is_removable;
 use crate::uses::count_uses;
 
@@ -44,6 +44,7 @@ pub(crate) fn fuse_loops(cx: &mut Context, body: &mut Body) {
         cx,
         producers: HashMap::new(),
         closures: HashMap::new(),
+        zeros: Default::default(),
         uses: HashMap::new(),
     };
     fuser.learn(body);
@@ -54,14 +55,14 @@ pub(crate) fn fuse_loops(cx: &mut Context, body: &mut Body) {
 
 /// An array-making loop.
 #[derive(Clone, Copy)]
-enum Producer {
+pub(crate) enum Producer {
     Map { f: Atom, xs: Atom },
     Map2 { f: Atom, xs: Atom, zs: Atom },
     Build { n: Atom, f: Atom },
 }
 
 impl Producer {
-    fn of(rhs: &Rhs) -> Option<Producer> {
+    pub(crate) fn of(rhs: &Rhs) -> Option<Producer> {
         match rhs {
             Rhs::Prim(Prim::Map, a) => Some(Producer::Map { f: a[0], xs: a[1] }),
             Rhs::Prim(Prim::Map2, a) => Some(Producer::Map2 {
@@ -74,7 +75,7 @@ impl Producer {
         }
     }
 
-    fn function(self) -> Atom {
+    pub(crate) fn function(self) -> Atom {
         match self {
             Producer::Map { f, .. } | Producer::Map2 { f, .. } | Producer::Build { f, .. } => f,
         }
@@ -98,6 +99,8 @@ struct Fuser<'a, 'c> {
     producers: HashMap<VarId, Producer>,
     /// Variables bound to a closure in this code: its code and captured atoms.
     closures: HashMap<VarId, (CodeId, Vec<Atom>)>,
+    /// Variables bound to `%tzero()` in this code (or copies of one).
+    zeros: std::collections::HashSet<VarId>,
     uses: HashMap<VarId, usize>,
 }
 
@@ -111,11 +114,21 @@ impl Fuser<'_, '_> {
             if let Rhs::Closure(c, args) = &b.rhs {
                 self.closures.insert(b.var, (*c, args.clone()));
             }
+            match &b.rhs {
+                Rhs::Prim(Prim::TanZero, _) => {
+                    self.zeros.insert(b.var);
+                }
+                Rhs::Atom(Atom::Var(x)) if self.zeros.contains(x) => {
+                    self.zeros.insert(b.var);
+                }
+                _ => {}
+            }
         });
     }
 
     /// `length(ys)` of a producer is its length: `length(xs)`, or `n` for `build`,
-    /// followed through chains of producers.
+    /// followed through chains of producers; `%lsum(ys)` of a producer of zeros is zero.
+    /// (Before uses are counted: the producer may become unused.)
     fn lengths(&mut self, body: &mut Body) {
         for b in &mut body.bindings {
             match &mut b.rhs {
@@ -138,6 +151,16 @@ impl Fuser<'_, '_> {
                     if let Some(rhs) = rhs {
                         b.rhs = rhs;
                     }
+                }
+                // `%lsum` of a loop whose function returns the symbolic zero is zero
+                // (its elements all are: CHAD's cotangent of a closure that captures
+                // nothing, per element).
+                Rhs::Prim(Prim::LinSum, args)
+                    if matches!(args[0], Atom::Var(ys)
+                        if self.producers.get(&ys).is_some_and(|p| self.returns_zero(&p.function()))) =>
+                {
+                    b.rhs = Rhs::Prim(Prim::TanZero, vec![]);
+                    self.cx.changed = true;
                 }
                 Rhs::If(_, t, e) => {
                     self.lengths(t);
@@ -179,6 +202,37 @@ impl Fuser<'_, '_> {
             {
                 continue;
             }
+            // A `map2` whose result is unused and whose function is inert only checks
+            // its lengths: that check, O(1), with the loop where it fails.
+            if let Rhs::Prim(Prim::Map2, args) = &b.rhs
+                && !self.uses.contains_key(&b.var)
+                && self.inert(&args[0])
+                && !self.is_fallback(b.var)
+            {
+                let (a, c) = (args[1], args[2]);
+                let guard = self.length_guard(b, a, c, &mut out);
+                out.push(Some(guard));
+                self.cx.changed = true;
+                continue;
+            }
+            // `map` of the identity is its operand (arrays are values).
+            if let Rhs::Prim(Prim::Map, args) = &b.rhs
+                && self.is_identity(&args[0])
+            {
+                let xs = args[1];
+                b.rhs = Rhs::Atom(xs);
+                self.cx.changed = true;
+                // The copy is what its operand is.
+                match xs {
+                    Atom::Var(x) if self.producers.contains_key(&x) => {
+                        let p = self.producers[&x];
+                        self.producers.insert(b.var, p);
+                    }
+                    _ => {
+                        self.producers.remove(&b.var);
+                    }
+                }
+            }
             if let Some((ys, fused)) = self.fuse(&b, &pending, &mut out) {
                 let p = pending.remove(&ys).expect("a pending producer");
                 let producer = out[p.index].take().expect("a producer binding");
@@ -191,6 +245,7 @@ impl Fuser<'_, '_> {
                 }
                 self.producers.remove(&ys);
                 b.rhs = fused;
+                self.cx.changed = true;
                 if let Some(p) = Producer::of(&b.rhs) {
                     self.producers.insert(b.var, p);
                 }
@@ -204,6 +259,7 @@ impl Fuser<'_, '_> {
             }
             if let Some(producer) = Producer::of(&b.rhs)
                 && self.uses.get(&b.var) == Some(&1)
+                && !self.is_fallback(b.var)
             {
                 pending.insert(
                     b.var,
@@ -218,6 +274,44 @@ impl Fuser<'_, '_> {
             out.push(Some(b));
         }
         body.bindings = out.into_iter().flatten().collect();
+    }
+
+    /// Whether `v` is the loop of a guarded fusion's other branch (kept as it was, so
+    /// that its error is the original's: never fused again).
+    fn is_fallback(&self, v: VarId) -> bool {
+        self.cx.m.var(v).name == UNFUSED
+    }
+
+    /// Whether `f` is a closure known here that returns its argument (through copies).
+    fn is_identity(&self, f: &Atom) -> bool {
+        let Atom::Var(v) = f else { return false };
+        self.closures.get(v).is_some_and(|(c, _)| {
+            let code = self.cx.m.code(*c);
+            code.params.len() == 1
+                && code
+                    .body
+                    .bindings
+                    .iter()
+                    .all(|b| matches!(b.rhs, Rhs::Atom(_)))
+                && through_copies(&code.body, code.body.result) == Atom::Var(code.params[0])
+        })
+    }
+
+    /// Whether `f` is a closure known here whose result is `%tzero()` (bound in its body
+    /// or captured from this code, through copies).
+    fn returns_zero(&self, f: &Atom) -> bool {
+        let Atom::Var(v) = f else { return false };
+        self.closures.get(v).is_some_and(|(c, _)| {
+            let body = &self.cx.m.code(*c).body;
+            let Atom::Var(r) = through_copies(body, body.result) else {
+                return false;
+            };
+            self.zeros.contains(&r)
+                || body
+                    .bindings
+                    .iter()
+                    .any(|b| b.var == r && b.rhs == Rhs::Prim(Prim::TanZero, vec![]))
+        })
     }
 
     /// Whether `f` is a closure known here whose body is inert.
@@ -481,6 +575,48 @@ impl Fuser<'_, '_> {
         )
     }
 
+    /// `if length(a) == length(b) { () } else { <b>; () }` for an unused `map2` `b`.
+    fn length_guard(
+        &mut self,
+        b: Binding,
+        a: Atom,
+        c: Atom,
+        out: &mut Vec<Option<Binding>>,
+    ) -> Binding {
+        let span = b.span;
+        let la = self.push(
+            out,
+            "length",
+            Type::Int,
+            Rhs::Prim(Prim::Length, vec![a]),
+            span,
+        );
+        let lc = self.push(
+            out,
+            "length",
+            Type::Int,
+            Rhs::Prim(Prim::Length, vec![c]),
+            span,
+        );
+        let same = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::Prim(Prim::Eq, vec![la, lc]),
+            span,
+        );
+        let unit = |body: Vec<Binding>| Body {
+            bindings: body,
+            result: Atom::Lit(fluxion_core::Lit::Unit),
+        };
+        self.cx.m.vars[b.var.0 as usize].name = UNFUSED.into();
+        Binding {
+            var: self.cx.m.fresh_var("checked", Type::Unit),
+            rhs: Rhs::If(same, Box::new(unit(Vec::new())), Box::new(unit(vec![b]))),
+            span,
+        }
+    }
+
     /// Binds `rhs` to a fresh variable in `out`.
     fn push(
         &mut self,
@@ -514,7 +650,7 @@ impl Fuser<'_, '_> {
     /// The unfused branch: the producer (at its own span) and `sum` of it.
     fn unfused(&mut self, b: &Binding, producer_span: Span, producer: Rhs) -> Body {
         let ty = Type::Array(Box::new(self.cx.m.var_ty(b.var).clone()));
-        let a = self.cx.m.fresh_var("array", ty);
+        let a = self.cx.m.fresh_var(UNFUSED, ty);
         let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
         body.bindings.insert(
             0,
@@ -558,6 +694,22 @@ impl Fuser<'_, '_> {
     }
 }
 
+/// The name of the loops a guarded fusion keeps in its other branch.
+const UNFUSED: &str = "unfused";
+
+/// What `a` copies, following `let x = y` bindings of `body`'s top level.
+fn through_copies(body: &Body, mut a: Atom) -> Atom {
+    while let Atom::Var(v) = a {
+        match body.bindings.iter().find(|b| b.var == v) {
+            Some(Binding {
+                rhs: Rhs::Atom(x), ..
+            }) => a = *x,
+            _ => break,
+        }
+    }
+    a
+}
+
 fn elem_of(ty: &Type) -> Type {
     match ty {
         Type::Array(t) => (**t).clone(),
@@ -576,7 +728,7 @@ fn summed_in_order(ty: &Type) -> bool {
 }
 
 /// Every binding removable (branches included): the body cannot fail and has no effect.
-fn inert_body(m: &fluxion_core::Module, body: &Body) -> bool {
+pub(crate) fn inert_body(m: &fluxion_core::Module, body: &Body) -> bool {
     body.bindings.iter().all(|b| match &b.rhs {
         Rhs::If(_, t, e) => inert_body(m, t) && inert_body(m, e),
         Rhs::Match(_, arms, default) => {
@@ -585,90 +737,4 @@ fn inert_body(m: &fluxion_core::Module, body: &Body) -> bool {
         }
         rhs => is_removable(m, rhs),
     })
-}
-
-/// A function the fused lambda applies: a closure known here (its body is copied in)
-/// or a variable (called, and captured).
-enum Callee {
-    Known(CodeId, Vec<Atom>),
-    Var(VarId),
-}
-
-/// The fused lambda being built: its captures (variables of the enclosing scope) and
-/// bindings.
-struct Lambda {
-    captures: Vec<VarId>,
-    bindings: Vec<Binding>,
-    span: Span,
-}
-
-impl Lambda {
-    fn new(span: Span) -> Lambda {
-        Lambda {
-            captures: Vec::new(),
-            bindings: Vec::new(),
-            span,
-        }
-    }
-
-    fn capture(&mut self, a: &Atom) {
-        if let Atom::Var(v) = a
-            && !self.captures.contains(v)
-        {
-            self.captures.push(*v);
-        }
-    }
-
-    fn bind(&mut self, m: &mut fluxion_core::Module, name: &str, ty: Type, rhs: Rhs) -> Atom {
-        let v = m.fresh_var(name, ty);
-        self.bindings.push(Binding {
-            var: v,
-            rhs,
-            span: self.span,
-        });
-        Atom::Var(v)
-    }
-
-    fn apply(&mut self, m: &mut fluxion_core::Module, callee: &Callee, args: Vec<Atom>) -> Atom {
-        match callee {
-            Callee::Known(code, caps) => {
-                caps.iter().for_each(|a| self.capture(a));
-                let (bindings, result) = instantiate(m, *code, caps, &args, self.span);
-                self.bindings.extend(bindings);
-                result
-            }
-            Callee::Var(f) => {
-                self.capture(&Atom::Var(*f));
-                let Type::Fn(_, ret) = m.var_ty(*f).clone() else {
-                    unreachable!("a function")
-                };
-                self.bind(m, "call", *ret, Rhs::Call(Atom::Var(*f), args))
-            }
-        }
-    }
-
-    /// The lambda's code and the atoms its closure captures.
-    fn finish(
-        self,
-        m: &mut fluxion_core::Module,
-        name: &str,
-        params: Vec<VarId>,
-        result: Atom,
-        ret: Type,
-    ) -> (CodeId, Vec<Atom>) {
-        let captures = self.captures.iter().map(|v| Atom::Var(*v)).collect();
-        let code = m.add_code(Code {
-            name: name.into(),
-            kind: CodeKind::Lambda,
-            captures: self.captures,
-            params,
-            ret,
-            body: Body {
-                bindings: self.bindings,
-                result,
-            },
-            span: self.span,
-        });
-        (code, captures)
-    }
 }

@@ -60,6 +60,7 @@ impl Inliner<'_, '_> {
                 let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
                 let (bindings, result) = instantiate(self.cx.m, code, &captures, &args, b.span);
                 self.budget = self.budget.saturating_sub(size);
+                self.cx.changed = true;
                 todo.push(Binding {
                     var: b.var,
                     rhs: Rhs::Atom(result),
@@ -123,21 +124,34 @@ impl Inliner<'_, '_> {
 /// The codes on a cycle of references (calls and closures): those that can reach
 /// themselves, which inlining would unfold forever. Kosaraju's two depth-first
 /// searches, iterative (a module may have many codes).
-pub(crate) fn recursive_codes(m: &fluxion_core::Module) -> std::collections::HashSet<CodeId> {
+pub(crate) fn recursive_codes(
+    m: &fluxion_core::Module,
+    first: usize,
+) -> std::collections::HashSet<CodeId> {
     let n = m.codes.len();
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut pred: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, code) in m.codes.iter().enumerate() {
-        fluxion_core::visit::for_each_code_ref(&code.body, &mut |c| {
+    // Only the codes the optimised ones reach can be inlined into them: the graph is
+    // that part (closed under references, so its cycles are the module's).
+    let mut reached = vec![false; n];
+    let mut stack: Vec<usize> = (first..n).collect();
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut reached[i], true) {
+            continue;
+        }
+        fluxion_core::visit::for_each_code_ref(&m.codes[i].body, &mut |c| {
             succ[i].push(c.0 as usize);
             pred[c.0 as usize].push(i);
+            if !reached[c.0 as usize] {
+                stack.push(c.0 as usize);
+            }
         });
     }
     // First search: the order in which nodes finish.
     let mut order = Vec::with_capacity(n);
     let mut seen = vec![false; n];
     for root in 0..n {
-        if seen[root] {
+        if seen[root] || !reached[root] {
             continue;
         }
         seen[root] = true;
@@ -160,7 +174,7 @@ pub(crate) fn recursive_codes(m: &fluxion_core::Module) -> std::collections::Has
     let mut component = vec![usize::MAX; n];
     let mut sizes = Vec::new();
     for &root in order.iter().rev() {
-        if component[root] != usize::MAX {
+        if component[root] != usize::MAX || !reached[root] {
             continue;
         }
         let id = sizes.len();
@@ -179,7 +193,7 @@ pub(crate) fn recursive_codes(m: &fluxion_core::Module) -> std::collections::Has
         sizes.push(size);
     }
     (0..n)
-        .filter(|&v| sizes[component[v]] > 1 || succ[v].contains(&v))
+        .filter(|&v| reached[v] && (sizes[component[v]] > 1 || succ[v].contains(&v)))
         .map(|v| CodeId(v as u32))
         .collect()
 }

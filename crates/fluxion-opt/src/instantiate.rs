@@ -20,13 +20,31 @@ pub(crate) fn instantiate(
     args: &[Atom],
     span: Span,
 ) -> (Vec<Binding>, Atom) {
+    instantiate_projecting(m, code, captures, args, None, span)
+}
+
+/// Like [`instantiate`], but the parameter `projected.0` is not bound: its argument is
+/// a tuple given by its components, and each projection `p.i` of it in the body is
+/// the component `projected.1[i]` (the body reads it only so; `unzip` checks).
+pub(crate) fn instantiate_projecting(
+    m: &mut Module,
+    code: CodeId,
+    captures: &[Atom],
+    args: &[Atom],
+    projected: Option<(usize, Vec<Option<Atom>>)>,
+    span: Span,
+) -> (Vec<Binding>, Atom) {
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
     let mut copier = Copier {
         m,
         derived: &derived,
         names: HashMap::new(),
+        projections: HashMap::new(),
     };
     let source = copier.m.code(code).clone();
+    if let Some((i, parts)) = projected {
+        copier.projections.insert(source.params[i], parts);
+    }
     let mut out = Vec::with_capacity(captures.len() + args.len() + source.body.bindings.len());
     for (&v, a) in source
         .captures
@@ -34,6 +52,9 @@ pub(crate) fn instantiate(
         .zip(captures)
         .chain(source.params.iter().zip(args))
     {
+        if copier.projections.contains_key(&v) {
+            continue;
+        }
         let fresh = copier.fresh(v);
         out.push(Binding {
             var: fresh,
@@ -51,6 +72,8 @@ struct Copier<'m> {
     derived: &'m HashSet<CodeId>,
     /// Variable of the source → its copy.
     names: HashMap<VarId, VarId>,
+    /// A tuple parameter given by its components: `p.i` is the i-th.
+    projections: HashMap<VarId, Vec<Option<Atom>>>,
 }
 
 impl Copier<'_> {
@@ -96,6 +119,9 @@ impl Copier<'_> {
     fn rhs(&mut self, rhs: &Rhs) -> Rhs {
         match rhs {
             Rhs::Atom(a) => Rhs::Atom(self.atom(a)),
+            Rhs::Proj(Atom::Var(v), i) if self.projections.contains_key(v) => {
+                Rhs::Atom(self.projections[v][*i].expect("a component the body reads"))
+            }
             Rhs::Proj(a, i) => Rhs::Proj(self.atom(a), *i),
             Rhs::Prim(p, args) => Rhs::Prim(*p, self.atoms(args)),
             Rhs::Tuple(args) => Rhs::Tuple(self.atoms(args)),

@@ -15,6 +15,8 @@
 //! |---|---|---|
 //! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
+//! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays) |
+//! | `sink` | `sink.rs` | an inert `map` read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result |
 //! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
@@ -26,9 +28,12 @@ mod float;
 mod fuse;
 mod inline;
 mod instantiate;
+mod lambda;
 mod pure;
 mod simplify;
+mod sink;
 mod subst;
+mod unzip;
 mod uses;
 
 use std::time::{Duration, Instant};
@@ -48,6 +53,7 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             closure_sites: &std::collections::HashMap::new(),
             current: None,
             first: usize::MAX,
+            changed: false,
         },
         body,
     );
@@ -94,12 +100,15 @@ pub struct Context<'a> {
     /// The first code this run optimises: codes before it (translated, memoised) are
     /// not changed by a rewrite of another code.
     pub first: usize,
+    /// Set by a pass that restructured the code (the pipeline runs another round).
+    pub changed: bool,
 }
 
-/// The variables some lambda of `m` captures (computed before each pass: `inline` adds
-/// lambdas, the others only remove closures).
-fn captured_vars(m: &Module) -> HashSet<VarId> {
-    m.codes
+/// The variables some lambda of `m` from `first` on captures (computed before each
+/// pass: passes add lambdas and captures). Older codes cannot capture the variables of
+/// the codes being optimised, which are newer.
+fn captured_vars(m: &Module, first: usize) -> HashSet<VarId> {
+    m.codes[first..]
         .iter()
         .filter(|c| c.kind == fluxion_core::CodeKind::Lambda)
         .flat_map(|c| c.captures.iter().copied())
@@ -125,6 +134,14 @@ pub const PASSES: &[Pass] = &[
         run: simplify::simplify_body,
     },
     Pass {
+        name: "unzip",
+        run: unzip::unzip_tuple_loops,
+    },
+    Pass {
+        name: "sink",
+        run: sink::sink_loops,
+    },
+    Pass {
         name: "fuse",
         run: fuse::fuse_loops,
     },
@@ -145,6 +162,12 @@ pub const PASSES: &[Pass] = &[
         run: dce::eliminate_dead_bindings,
     },
 ];
+
+/// How often the pipeline runs at most: a second round inlines the calls fusion
+/// exposed (a backpropagator's body, once its closure is built inside the fused loop)
+/// and fuses what unzipping and sinking made adjacent; a third removes what that left
+/// (a sum of zeros). A round that restructures nothing is the last.
+pub const ROUNDS: usize = 3;
 
 /// Time and code size after each pass.
 #[derive(Clone, Debug, Default)]
@@ -190,52 +213,86 @@ pub fn optimize_codes_from(
 ) -> Result<(), String> {
     let all =
         |m: &Module| -> Vec<CodeId> { (first as u32..m.codes.len() as u32).map(CodeId).collect() };
-    // Sizes count the live codes (those copied from by inlining and fusion stay behind).
-    let live_size = |m: &Module| -> usize {
-        let live = live_codes(m);
-        let codes: Vec<CodeId> = all(m).into_iter().filter(|c| live[c.0 as usize]).collect();
-        size_of(m, &codes)
-    };
-    report.before += live_size(m);
-    let recursive = inline::recursive_codes(m);
-    for (index, pass) in PASSES.iter().enumerate() {
-        let start = Instant::now();
-        let captured = captured_vars(m);
-        let closure_sites = float::closure_sites(m);
-        // Codes a pass adds (copies of lambdas an inlined body makes) are optimised by
-        // the passes after it.
-        for c in all(m) {
-            let mut body = std::mem::replace(
-                &mut m.codes[c.0 as usize].body,
-                Body {
-                    bindings: Vec::new(),
-                    result: fluxion_core::Atom::Lit(fluxion_core::Lit::Unit),
-                },
+    report.before += live_size_from(m, first);
+    let recursive = inline::recursive_codes(m, first);
+    for round in 0..ROUNDS {
+        let mut changed = false;
+        for (index, pass) in PASSES.iter().enumerate() {
+            let start = Instant::now();
+            let captured = captured_vars(m, first);
+            let closure_sites = float::closure_sites(m, first);
+            // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
+            // by the passes after it.
+            for c in all(m) {
+                let mut body = std::mem::replace(
+                    &mut m.codes[c.0 as usize].body,
+                    Body {
+                        bindings: Vec::new(),
+                        result: fluxion_core::Atom::Lit(fluxion_core::Lit::Unit),
+                    },
+                );
+                let mut cx = Context {
+                    m: &mut *m,
+                    captured: &captured,
+                    recursive: &recursive,
+                    closure_sites: &closure_sites,
+                    current: Some(c),
+                    first,
+                    changed: false,
+                };
+                (pass.run)(&mut cx, &mut body);
+                changed |= cx.changed;
+                m.codes[c.0 as usize].body = body;
+            }
+            report.add(
+                round * PASSES.len() + index,
+                pass.name,
+                start.elapsed(),
+                live_size_from(m, first),
             );
-            let mut cx = Context {
-                m: &mut *m,
-                captured: &captured,
-                recursive: &recursive,
-                closure_sites: &closure_sites,
-                current: Some(c),
-                first,
-            };
-            (pass.run)(&mut cx, &mut body);
-            m.codes[c.0 as usize].body = body;
+            if cfg!(debug_assertions) {
+                fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
+                    format!(
+                        "internal error: the optimiser's `{}` pass made code that fails \
+                         verification:\n{}",
+                        pass.name,
+                        fluxion_core::verify::describe(&errors)
+                    )
+                })?;
+            }
         }
-        report.add(index, pass.name, start.elapsed(), live_size(m));
-        if cfg!(debug_assertions) {
-            fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
-                format!(
-                    "internal error: the optimiser's `{}` pass made code that fails \
-                     verification:\n{}",
-                    pass.name,
-                    fluxion_core::verify::describe(&errors)
-                )
-            })?;
+        // Another round only if this one restructured something (inlined, unzipped,
+        // sank, fused or floated): simplification alone reaches its fixed point.
+        if !changed {
+            break;
         }
     }
     Ok(())
+}
+
+/// Bindings of the codes from `first` on that are reachable from the roots among
+/// them (top-level and derived codes), not counting the codes inlining and fusion
+/// copied from and left unreachable.
+fn live_size_from(m: &Module, first: usize) -> usize {
+    let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
+    let mut live = vec![false; m.codes.len()];
+    let mut stack: Vec<CodeId> = (first..m.codes.len())
+        .map(|i| CodeId(i as u32))
+        .filter(|c| m.code(*c).kind == fluxion_core::CodeKind::TopLevel || derived.contains(c))
+        .collect();
+    let mut size = 0;
+    while let Some(c) = stack.pop() {
+        if std::mem::replace(&mut live[c.0 as usize], true) {
+            continue;
+        }
+        size += fluxion_core::visit::count_bindings(&m.code(c).body);
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
+            if d.0 as usize >= first && !live[d.0 as usize] {
+                stack.push(d);
+            }
+        });
+    }
+    size
 }
 
 /// Runs the pipeline on every code of `m`.

@@ -1,0 +1,167 @@
+//! Sinking a loop into the lambda that alone reads it: `let ys = map(f, xs); let g =
+//! |..| { .. loop over ys .. }` where nothing else reads `ys` becomes `let g = |..| {
+//! let ys = map(f, xs); .. }`, so that `fuse` can merge the two loops, which it only
+//! does within one code. This is CHAD's shape: the primal makes the array of
+//! backpropagators, the backpropagator closure loops over it.
+//!
+//! Only a `map` (which cannot fail by itself) whose function is inert (cannot fail, no
+//! effect) sinks, so whether and when it runs is invisible; only into a lambda made at
+//! this one site (its captures change) whose every use of `ys` is a whole loop over it
+//! (`map`, `map2`, `fold`, `scan`, `sum`), so each call of the lambda already costs a
+//! pass over `ys` and computing it there costs no more than a constant factor.
+
+use std::collections::HashMap;
+
+use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, VarId};
+
+use crate::Context;
+use crate::fuse::{Producer, inert_body};
+use crate::uses::count_uses;
+
+/// Sinks the loops of `body`'s top level that one lambda made here alone reads.
+pub(crate) fn sink_loops(cx: &mut Context, body: &mut Body) {
+    let uses = count_uses(body);
+    let mut closures: HashMap<VarId, (CodeId, Vec<Atom>)> = HashMap::new();
+    for b in &body.bindings {
+        if let Rhs::Closure(c, args) = &b.rhs {
+            closures.insert(b.var, (*c, args.clone()));
+        }
+    }
+    let mut i = 0;
+    while i < body.bindings.len() {
+        if let Some(sunk) = try_sink(cx, body, i, &uses, &closures) {
+            // The binding at `i` moved; what follows shifted down.
+            if sunk {
+                continue;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// Sinks the binding at `i` if it is a sinkable loop; `Some(true)` if it moved.
+fn try_sink(
+    cx: &mut Context,
+    body: &mut Body,
+    i: usize,
+    uses: &HashMap<VarId, usize>,
+    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+) -> Option<bool> {
+    let b = &body.bindings[i];
+    let ys = b.var;
+    let Some(Producer::Map { f, xs }) = Producer::of(&b.rhs) else {
+        return None;
+    };
+    let Atom::Var(fv) = f else { return None };
+    let (fcode, fcaps) = closures.get(&fv)?.clone();
+    if !inert_body(cx.m, &cx.m.code(fcode).body) || uses.get(&ys) != Some(&1) {
+        return None;
+    }
+    // The one use: a closure made later in this block.
+    let site = body.bindings[i + 1..]
+        .iter()
+        .position(|c| matches!(&c.rhs, Rhs::Closure(_, args) if args.contains(&Atom::Var(ys))))?
+        + i
+        + 1;
+    let Rhs::Closure(child, args) = &body.bindings[site].rhs else {
+        unreachable!("a closure")
+    };
+    let child = *child;
+    let code = cx.m.code(child);
+    let ok = code.kind == CodeKind::Lambda
+        && cx.closure_sites.get(&child) == Some(&1)
+        && child.0 as usize >= cx.first
+        && Some(child) != cx.current
+        && !cx.m.derived_codes.values().any(|d| *d == child)
+        && code.captures.len() == args.len()
+        && code
+            .captures
+            .iter()
+            .zip(args)
+            .all(|(c, a)| *a == Atom::Var(*c))
+        && only_looped_over(&code.body, ys);
+    if !ok {
+        return Some(false);
+    }
+    // Move `f`'s closure too when this loop is its only use (so `fuse` knows it).
+    let move_f = uses.get(&fv) == Some(&1)
+        && body.bindings[..i]
+            .iter()
+            .any(|c| c.var == fv && matches!(c.rhs, Rhs::Closure(..)));
+    let mut moved: Vec<Binding> = Vec::new();
+    if move_f {
+        let at = body.bindings.iter().position(|c| c.var == fv)?;
+        moved.push(body.bindings.remove(at));
+    }
+    let at = body.bindings.iter().position(|c| c.var == ys)?;
+    moved.push(body.bindings.remove(at));
+    // What the moved bindings read from here becomes captures of the lambda.
+    let mut needed: Vec<VarId> = Vec::new();
+    let mut need = |a: &Atom| {
+        if let Atom::Var(v) = a
+            && !needed.contains(v)
+        {
+            needed.push(*v);
+        }
+    };
+    if move_f {
+        fcaps.iter().for_each(&mut need);
+    } else {
+        need(&f);
+    }
+    need(&xs);
+    let site = body
+        .bindings
+        .iter()
+        .position(|c| matches!(&c.rhs, Rhs::Closure(c2, _) if *c2 == child))?;
+    let Rhs::Closure(_, args) = &mut body.bindings[site].rhs else {
+        unreachable!("a closure")
+    };
+    args.retain(|a| *a != Atom::Var(ys));
+    let code = &mut cx.m.codes[child.0 as usize];
+    code.captures.retain(|c| *c != ys);
+    for v in needed {
+        if !code.captures.contains(&v) {
+            code.captures.push(v);
+            args.push(Atom::Var(v));
+        }
+    }
+    let mut bindings = moved;
+    bindings.append(&mut code.body.bindings);
+    code.body.bindings = bindings;
+    cx.changed = true;
+    Some(true)
+}
+
+/// Whether every use of `ys` in `body` (branches included; no lambda made there may
+/// capture it) is the array a whole loop runs over.
+fn only_looped_over(body: &Body, ys: VarId) -> bool {
+    let a = Atom::Var(ys);
+    let mut looped = false;
+    let mut other = body.result == a;
+    fluxion_core::visit::for_each_binding(body, &mut |b| match &b.rhs {
+        Rhs::Prim(Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan | Prim::Sum, args)
+            if args.contains(&a) =>
+        {
+            // The function operand is never the array.
+            looped = true;
+        }
+        Rhs::If(c, t, e) => {
+            other |= *c == a || t.result == a || e.result == a;
+        }
+        Rhs::Match(s, arms, d) => {
+            other |= *s == a
+                || arms.iter().any(|arm| arm.body.result == a)
+                || d.as_ref().is_some_and(|d| d.result == a);
+        }
+        Rhs::Atom(x) | Rhs::Proj(x, _) => other |= *x == a,
+        Rhs::Prim(_, args)
+        | Rhs::Tuple(args)
+        | Rhs::Array(args)
+        | Rhs::Ctor(_, _, args)
+        | Rhs::Closure(_, args)
+        | Rhs::CallDirect(_, args) => other |= args.contains(&a),
+        Rhs::Call(f, args) => other |= *f == a || args.contains(&a),
+    });
+    looped && !other
+}

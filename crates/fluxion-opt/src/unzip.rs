@@ -1,0 +1,588 @@
+//! Unzipping loops of tuples: `let ys = map(f, xs)` (or `map2`, `build`) whose
+//! function returns a tuple built in its body, and whose result is only ever taken
+//! apart — each element projected by the next loop's lambda, or its length read —
+//! becomes one loop per component used, `ys_i = map(|x| f(x).i, xs)`, each a copy of
+//! `f` that dead-code elimination trims to what that component needs.
+//!
+//! This is what CHAD's array rules need (seed 000's (value, backpropagator) pairs;
+//! the "tupling" of seed 002 §5 read backwards): `map` of a translated function makes
+//! an array of pairs whose values the primal reads and whose backpropagators the
+//! backward pass calls. Unzipped, the values are an array of reals and the
+//! backpropagators an array of closures that `fuse` then merges into the backward
+//! loop and `inline` turns into plain code: no closure, pair or array of closures is
+//! made per element.
+//!
+//! Uses may be in this code or in a lambda made here (at its one closure site: its
+//! captures are then rewritten, `ys` replaced by the components). `f`'s body is
+//! copied once per component, so it must be plain code: no call, no loop, no delta
+//! primitive (copies of a failing binding fail at the same element, first in the
+//! first copy's loop, so errors are unchanged). A use that reads two components of
+//! an element of `map2`'s operand (no `map3`), or any other use, leaves `ys` alone.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, Type, VarId};
+
+use crate::Context;
+use crate::fuse::Producer;
+use crate::lambda::Lambda;
+
+/// Unzips are looked for again after each one, at most this often per code.
+const MAX_PER_CODE: usize = 16;
+
+/// Unzips the tuple loops of `body`.
+pub(crate) fn unzip_tuple_loops(cx: &mut Context, body: &mut Body) {
+    for _ in 0..MAX_PER_CODE {
+        let Some(plan) = find(cx, body) else { break };
+        apply(cx, body, plan);
+        cx.changed = true;
+    }
+}
+
+/// One loop to unzip.
+struct Plan {
+    ys: VarId,
+    producer: Producer,
+    /// The producer's function: its code, captured atoms, and its result's parts.
+    f: (CodeId, Vec<Atom>),
+    parts: Vec<Type>,
+    /// The components some use reads.
+    needed: BTreeSet<usize>,
+    /// Lambdas made here that read `ys`.
+    children: Vec<CodeId>,
+}
+
+/// Variables bound to closures in `body`: code and captured atoms.
+fn closures_in(body: &Body) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
+    let mut out = HashMap::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if let Rhs::Closure(c, args) = &b.rhs {
+            out.insert(b.var, (*c, args.clone()));
+        }
+    });
+    out
+}
+
+fn find(cx: &Context, body: &Body) -> Option<Plan> {
+    let closures = closures_in(body);
+    let mut candidates = Vec::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if let Some(p) = Producer::of(&b.rhs) {
+            candidates.push((b.var, p));
+        }
+    });
+    for (ys, producer) in candidates {
+        let Atom::Var(f) = producer.function() else {
+            continue;
+        };
+        let Some((code, caps)) = closures.get(&f) else {
+            continue;
+        };
+        let Some(parts) = tuple_result(cx, *code) else {
+            continue;
+        };
+        let mut uses = Uses {
+            cx,
+            ys,
+            needed: BTreeSet::new(),
+            any: false,
+            children: Vec::new(),
+        };
+        if !uses.body(body, &closures, true) {
+            continue;
+        }
+        let mut needed = uses.needed;
+        if needed.is_empty() {
+            // Read only for its length (or not at all: `dce` keeps a loop that may
+            // fail, so keep the cheapest honest form, component 0).
+            needed.insert(0);
+        }
+        let _ = uses.any;
+        return Some(Plan {
+            ys,
+            producer,
+            f: (*code, caps.clone()),
+            parts,
+            needed,
+            children: uses.children,
+        });
+    }
+    None
+}
+
+/// The component types of `code`'s result, if its body ends in a tuple built at its
+/// top level and is plain code (no call, loop or delta primitive anywhere in it).
+fn tuple_result(cx: &Context, code: CodeId) -> Option<Vec<Type>> {
+    let code = cx.m.code(code);
+    let Type::Tuple(parts) = &code.ret else {
+        return None;
+    };
+    let Atom::Var(r) = code.body.result else {
+        return None;
+    };
+    code.body
+        .bindings
+        .iter()
+        .any(|b| b.var == r && matches!(b.rhs, Rhs::Tuple(_)))
+        .then_some(())?;
+    let mut plain = true;
+    fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
+        Rhs::Call(..) | Rhs::CallDirect(..) => plain = false,
+        Rhs::Prim(p, _) if is_loop_or_effect(*p) => plain = false,
+        _ => {}
+    });
+    plain.then(|| parts.clone())
+}
+
+fn is_loop_or_effect(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        Map | Map2
+            | Build
+            | Sumbuild
+            | Fold
+            | Scan
+            | Iterate
+            | DeltaPush
+            | DeltaSum
+            | DeltaVjp
+            | DeltaJvp
+            | DeltaTaylor
+            | ChadVjp
+            | ChadOf
+    ) || p.is_differential()
+}
+
+/// The check that every use of `ys` takes it apart.
+struct Uses<'a, 'c> {
+    cx: &'a Context<'c>,
+    ys: VarId,
+    needed: BTreeSet<usize>,
+    any: bool,
+    children: Vec<CodeId>,
+}
+
+impl Uses<'_, '_> {
+    /// Whether every use of `ys` in `body` is one the rewrite handles.
+    fn body(
+        &mut self,
+        body: &Body,
+        closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+        top: bool,
+    ) -> bool {
+        if body.result == Atom::Var(self.ys) {
+            return false;
+        }
+        for b in &body.bindings {
+            let ok = match &b.rhs {
+                Rhs::If(c, t, e) => {
+                    *c != Atom::Var(self.ys)
+                        && self.body(t, closures, top)
+                        && self.body(e, closures, top)
+                }
+                Rhs::Match(s, arms, default) => {
+                    *s != Atom::Var(self.ys)
+                        && arms.iter().all(|a| self.body(&a.body, closures, top))
+                        && default.as_ref().is_none_or(|d| self.body(d, closures, top))
+                }
+                rhs if !mentions(rhs, self.ys) => true,
+                Rhs::Prim(Prim::Length, _) => {
+                    self.any = true;
+                    true
+                }
+                Rhs::Prim(Prim::Map, args) if args[1] == Atom::Var(self.ys) => {
+                    match components(self.cx, &args[0], 0, closures) {
+                        Some(s) if s.len() <= 2 && args[0] != Atom::Var(self.ys) => {
+                            self.needed.extend(s);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                Rhs::Prim(Prim::Map2, args) => {
+                    let at = |i: usize| args[i] == Atom::Var(self.ys);
+                    let position = match (at(0), at(1), at(2)) {
+                        (false, true, false) => 0,
+                        (false, false, true) => 1,
+                        _ => return false,
+                    };
+                    match components(self.cx, &args[0], position, closures) {
+                        Some(s) if s.len() <= 1 => {
+                            self.needed.extend(s);
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                Rhs::Closure(child, args) if top => self.child(*child, args),
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A lambda made here that captures `ys`: made at this site only, reading its
+    /// captures under their own ids, and taking `ys` apart inside.
+    fn child(&mut self, child: CodeId, args: &[Atom]) -> bool {
+        let code = self.cx.m.code(child);
+        let ok = code.kind == CodeKind::Lambda
+            && self.cx.closure_sites.get(&child) == Some(&1)
+            && child.0 as usize >= self.cx.first
+            && Some(child) != self.cx.current
+            && !self.cx.m.derived_codes.values().any(|d| *d == child)
+            && code.captures.len() == args.len()
+            && code
+                .captures
+                .iter()
+                .zip(args)
+                .all(|(c, a)| *a == Atom::Var(*c));
+        if !ok {
+            return false;
+        }
+        let body = code.body.clone();
+        let closures = closures_in(&body);
+        self.children.push(child);
+        self.body(&body, &closures, false)
+    }
+}
+
+/// Whether `rhs`'s own operands include `v`.
+fn mentions(rhs: &Rhs, v: VarId) -> bool {
+    let a = Atom::Var(v);
+    match rhs {
+        Rhs::Atom(x) | Rhs::Proj(x, _) | Rhs::If(x, _, _) | Rhs::Match(x, _, _) => *x == a,
+        Rhs::Prim(_, args)
+        | Rhs::Tuple(args)
+        | Rhs::Array(args)
+        | Rhs::Ctor(_, _, args)
+        | Rhs::Closure(_, args)
+        | Rhs::CallDirect(_, args) => args.contains(&a),
+        Rhs::Call(f, args) => *f == a || args.contains(&a),
+    }
+}
+
+/// The components of parameter `index` that lambda `g` reads, if it reads that
+/// parameter only by projections (`p.i`).
+fn components(
+    cx: &Context,
+    g: &Atom,
+    index: usize,
+    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+) -> Option<BTreeSet<usize>> {
+    let Atom::Var(g) = g else { return None };
+    let (code, _) = closures.get(g)?;
+    let code = cx.m.code(*code);
+    let p = *code.params.get(index)?;
+    if code.body.result == Atom::Var(p) {
+        return None;
+    }
+    let mut read = BTreeSet::new();
+    let mut only_projections = true;
+    let mut visit = |body: &Body| {
+        if body.result == Atom::Var(p) {
+            only_projections = false;
+        }
+    };
+    visit(&code.body);
+    fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
+        Rhs::Proj(Atom::Var(v), i) if *v == p => {
+            read.insert(*i);
+        }
+        rhs if mentions(rhs, p) => only_projections = false,
+        Rhs::If(_, t, e) if t.result == Atom::Var(p) || e.result == Atom::Var(p) => {
+            only_projections = false;
+        }
+        Rhs::Match(_, arms, d)
+            if arms.iter().any(|a| a.body.result == Atom::Var(p))
+                || d.as_ref().is_some_and(|d| d.result == Atom::Var(p)) =>
+        {
+            only_projections = false;
+        }
+        _ => {}
+    });
+    only_projections.then_some(read)
+}
+
+fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
+    // The component loops, in place of the producer.
+    let mut comps: BTreeMap<usize, VarId> = BTreeMap::new();
+    let mut made = Vec::new();
+    for &i in &plan.needed {
+        let (bindings, ys_i) = component_loop(cx, &plan, i);
+        made.extend(bindings);
+        comps.insert(i, ys_i);
+    }
+    replace_binding(body, plan.ys, &mut Some(made));
+    let mut rw = Rewrite {
+        cx,
+        ys: plan.ys,
+        comps: &comps,
+        parts: &plan.parts,
+    };
+    rw.body(body, &closures_in(body), true);
+    for child in plan.children {
+        let mut child_body = std::mem::replace(
+            &mut rw.cx.m.codes[child.0 as usize].body,
+            Body {
+                bindings: Vec::new(),
+                result: Atom::Lit(fluxion_core::Lit::Unit),
+            },
+        );
+        let closures = closures_in(&child_body);
+        rw.body(&mut child_body, &closures, false);
+        let code = &mut rw.cx.m.codes[child.0 as usize];
+        code.body = child_body;
+        let captures: Vec<VarId> = code
+            .captures
+            .iter()
+            .flat_map(|c| {
+                if *c == plan.ys {
+                    comps.values().copied().collect()
+                } else {
+                    vec![*c]
+                }
+            })
+            .collect();
+        code.captures = captures;
+    }
+}
+
+/// `let f_i = |..| f(..).i; let ys_i = loop(f_i, ..)`: the bindings and `ys_i`.
+fn component_loop(cx: &mut Context, plan: &Plan, i: usize) -> (Vec<Binding>, VarId) {
+    let span = fluxion_core::Span::default();
+    let elem = |cx: &mut Context, a: &Atom| {
+        let Type::Array(t) = cx.m.atom_ty(a) else {
+            unreachable!("an array operand")
+        };
+        cx.m.fresh_var("x", *t)
+    };
+    let params: Vec<VarId> = match plan.producer {
+        Producer::Map { xs, .. } => vec![elem(cx, &xs)],
+        Producer::Map2 { xs, zs, .. } => vec![elem(cx, &xs), elem(cx, &zs)],
+        Producer::Build { .. } => vec![cx.m.fresh_var("i", Type::Int)],
+    };
+    let mut l = Lambda::new(span);
+    let (code, caps) = plan.f.clone();
+    let args = params.iter().map(|p| Atom::Var(*p)).collect();
+    let tuple = l.apply(cx.m, &crate::lambda::Callee::Known(code, caps), args);
+    let part = l.bind(cx.m, "part", plan.parts[i].clone(), Rhs::Proj(tuple, i));
+    let (fcode, fcaps) = l.finish(cx.m, "part", params, part, plan.parts[i].clone());
+    let fty = cx.m.code_ty(fcode);
+    let fvar = cx.m.fresh_var("part", fty);
+    let ys_ty = Type::Array(Box::new(plan.parts[i].clone()));
+    let ys_i =
+        cx.m.fresh_var(format!("{}_{i}", cx.m.var(plan.ys).name), ys_ty);
+    let rhs = match plan.producer {
+        Producer::Map { xs, .. } => Rhs::Prim(Prim::Map, vec![Atom::Var(fvar), xs]),
+        Producer::Map2 { xs, zs, .. } => Rhs::Prim(Prim::Map2, vec![Atom::Var(fvar), xs, zs]),
+        Producer::Build { n, .. } => Rhs::Prim(Prim::Build, vec![n, Atom::Var(fvar)]),
+    };
+    (
+        vec![
+            Binding {
+                var: fvar,
+                rhs: Rhs::Closure(fcode, fcaps),
+                span,
+            },
+            Binding {
+                var: ys_i,
+                rhs,
+                span,
+            },
+        ],
+        ys_i,
+    )
+}
+
+/// Replaces the binding of `v` (wherever it is in `body`) by `with`, keeping its span.
+fn replace_binding(body: &mut Body, v: VarId, with: &mut Option<Vec<Binding>>) {
+    let mut out = Vec::with_capacity(body.bindings.len() + 4);
+    for mut b in std::mem::take(&mut body.bindings) {
+        if b.var == v
+            && let Some(mut new) = with.take()
+        {
+            new.iter_mut().for_each(|n| n.span = b.span);
+            out.extend(new);
+            continue;
+        }
+        match &mut b.rhs {
+            Rhs::If(_, t, e) => {
+                replace_binding(t, v, with);
+                replace_binding(e, v, with);
+            }
+            Rhs::Match(_, arms, d) => {
+                arms.iter_mut()
+                    .for_each(|a| replace_binding(&mut a.body, v, with));
+                if let Some(d) = d {
+                    replace_binding(d, v, with);
+                }
+            }
+            _ => {}
+        }
+        out.push(b);
+    }
+    body.bindings = out;
+}
+
+/// Rewrites the uses `Uses` accepted, in terms of the component loops.
+struct Rewrite<'a, 'b, 'c> {
+    cx: &'a mut Context<'c>,
+    ys: VarId,
+    comps: &'b BTreeMap<usize, VarId>,
+    parts: &'b [Type],
+}
+
+impl Rewrite<'_, '_, '_> {
+    fn body(&mut self, body: &mut Body, closures: &HashMap<VarId, (CodeId, Vec<Atom>)>, top: bool) {
+        let ys = Atom::Var(self.ys);
+        let mut out = Vec::with_capacity(body.bindings.len());
+        for mut b in std::mem::take(&mut body.bindings) {
+            match &mut b.rhs {
+                Rhs::If(_, t, e) => {
+                    self.body(t, closures, top);
+                    self.body(e, closures, top);
+                }
+                Rhs::Match(_, arms, d) => {
+                    arms.iter_mut()
+                        .for_each(|a| self.body(&mut a.body, closures, top));
+                    if let Some(d) = d {
+                        self.body(d, closures, top);
+                    }
+                }
+                Rhs::Prim(Prim::Length, args) if args[0] == ys => {
+                    args[0] = Atom::Var(*self.comps.values().next().expect("a component"));
+                }
+                Rhs::Prim(Prim::Map, args) if args[1] == ys => {
+                    let (g, gcaps) = closures[&var(&args[0])].clone();
+                    let read = components(self.cx, &args[0], 0, closures).expect("checked");
+                    let read: Vec<usize> = if read.is_empty() {
+                        vec![*self.comps.keys().next().expect("a component")]
+                    } else {
+                        read.into_iter().collect()
+                    };
+                    let (h, arrays) = self.projected_lambda(g, &gcaps, 0, &read, &[], b.span);
+                    let h = self.bind_closure(h, b.span, &mut out);
+                    b.rhs = match arrays.as_slice() {
+                        [a] => Rhs::Prim(Prim::Map, vec![h, *a]),
+                        [a, c] => Rhs::Prim(Prim::Map2, vec![h, *a, *c]),
+                        _ => unreachable!("one or two components"),
+                    };
+                }
+                Rhs::Prim(Prim::Map2, args) if args[1] == ys || args[2] == ys => {
+                    let position = if args[1] == ys { 0 } else { 1 };
+                    let other = args[2 - position];
+                    let (g, gcaps) = closures[&var(&args[0])].clone();
+                    let read = components(self.cx, &args[0], position, closures).expect("checked");
+                    let read: Vec<usize> = if read.is_empty() {
+                        vec![*self.comps.keys().next().expect("a component")]
+                    } else {
+                        read.into_iter().collect()
+                    };
+                    let other_ty = match self.cx.m.atom_ty(&other) {
+                        Type::Array(t) => *t,
+                        _ => unreachable!("an array"),
+                    };
+                    let (h, arrays) =
+                        self.projected_lambda(g, &gcaps, position, &read, &[other_ty], b.span);
+                    let h = self.bind_closure(h, b.span, &mut out);
+                    b.rhs = if position == 0 {
+                        Rhs::Prim(Prim::Map2, vec![h, arrays[0], other])
+                    } else {
+                        Rhs::Prim(Prim::Map2, vec![h, other, arrays[0]])
+                    };
+                }
+                Rhs::Closure(_, args) if top && args.contains(&ys) => {
+                    let new: Vec<Atom> = args
+                        .iter()
+                        .flat_map(|a| {
+                            if *a == ys {
+                                self.comps.values().map(|v| Atom::Var(*v)).collect()
+                            } else {
+                                vec![*a]
+                            }
+                        })
+                        .collect();
+                    *args = new;
+                }
+                _ => {}
+            }
+            out.push(b);
+        }
+        body.bindings = out;
+    }
+
+    /// A copy of lambda `g` whose parameter `position` (a tuple) is given by the
+    /// components `read` as parameters of their own; `others` are the types of its
+    /// other parameters (map2's other operand), in order. Returns the new lambda and
+    /// the component arrays to loop over.
+    fn projected_lambda(
+        &mut self,
+        g: CodeId,
+        gcaps: &[Atom],
+        position: usize,
+        read: &[usize],
+        others: &[Type],
+        span: fluxion_core::Span,
+    ) -> ((CodeId, Vec<Atom>), Vec<Atom>) {
+        let mut parts: Vec<Option<Atom>> = vec![None; self.parts.len()];
+        let mut component_params = Vec::new();
+        for &i in read {
+            let q = self.cx.m.fresh_var("part", self.parts[i].clone());
+            parts[i] = Some(Atom::Var(q));
+            component_params.push(q);
+        }
+        let other_params: Vec<VarId> = others
+            .iter()
+            .map(|t| self.cx.m.fresh_var("x", t.clone()))
+            .collect();
+        // The copy's arguments: a placeholder at `position`, the others in order.
+        let mut args = Vec::new();
+        let mut rest = other_params.iter();
+        let arity = self.cx.m.code(g).params.len();
+        for k in 0..arity {
+            if k == position {
+                args.push(Atom::Lit(fluxion_core::Lit::Unit));
+            } else {
+                args.push(Atom::Var(*rest.next().expect("map2's other parameter")));
+            }
+        }
+        let ret = self.cx.m.code(g).ret.clone();
+        let mut l = Lambda::new(span);
+        let r = l.apply_projecting(self.cx.m, g, gcaps, args, (position, parts));
+        let params: Vec<VarId> = if position == 0 {
+            component_params.into_iter().chain(other_params).collect()
+        } else {
+            other_params.into_iter().chain(component_params).collect()
+        };
+        let lambda = l.finish(self.cx.m, "parts", params, r, ret);
+        let arrays = read.iter().map(|i| Atom::Var(self.comps[i])).collect();
+        (lambda, arrays)
+    }
+
+    fn bind_closure(
+        &mut self,
+        (code, caps): (CodeId, Vec<Atom>),
+        span: fluxion_core::Span,
+        out: &mut Vec<Binding>,
+    ) -> Atom {
+        let ty = self.cx.m.code_ty(code);
+        let v = self.cx.m.fresh_var("parts", ty);
+        out.push(Binding {
+            var: v,
+            rhs: Rhs::Closure(code, caps),
+            span,
+        });
+        Atom::Var(v)
+    }
+}
+
+fn var(a: &Atom) -> VarId {
+    match a {
+        Atom::Var(v) => *v,
+        Atom::Lit(_) => unreachable!("a function is a variable"),
+    }
+}
