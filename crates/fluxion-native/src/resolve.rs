@@ -33,11 +33,13 @@ pub fn resolve_operators(m: &mut Module) -> Translations {
     let mut table = Translations {
         first_new,
         codes: HashMap::new(),
+        live: fluxion_opt::live_codes(m),
     };
     let mut rewritten = HashSet::new();
     for i in 0..first_new {
         let id = CodeId(i as u32);
-        if !mentions_operator(&m.code(id).body) {
+        // The codes the optimiser inlined or fused from stay behind, unreachable.
+        if !table.live[i] || !mentions_operator(&m.code(id).body) {
             continue;
         }
         let code = m.code(id);
@@ -68,6 +70,9 @@ pub fn resolve_operators(m: &mut Module) -> Translations {
 pub struct Translations {
     pub first_new: usize,
     pub codes: HashMap<(CodeId, bool), CodeId>,
+    /// Which codes before `first_new` are live (reachable from a top-level or derived
+    /// code): only those are resolved or candidates of `%chad_of`.
+    live: Vec<bool>,
 }
 
 fn mentions_operator(body: &Body) -> bool {
@@ -208,7 +213,11 @@ fn expand(
             let fty = m.var_ty(f).clone();
             let candidates: Vec<CodeId> = (0..table.first_new)
                 .map(|i| CodeId(i as u32))
-                .filter(|c| m.code_ty(*c) == fty && !m.translated_from.contains_key(c))
+                .filter(|c| {
+                    table.live[c.0 as usize]
+                        && m.code_ty(*c) == fty
+                        && !m.translated_from.contains_key(c)
+                })
                 .collect();
             let mut params = None;
             for &c in &candidates {

@@ -213,6 +213,8 @@ impl Fuser<'_, '_> {
                 let guard = self.length_guard(b, a, c, &mut out);
                 out.push(Some(guard));
                 self.cx.changed = true;
+                // The guard can fail: what was pending may no longer move past it.
+                pending.values_mut().for_each(|p| p.interrupted = true);
                 continue;
             }
             // `map` of the identity is its operand (arrays are values).
@@ -252,7 +254,11 @@ impl Fuser<'_, '_> {
             }
             let inert = is_removable(self.cx.m, &b.rhs);
             if !inert {
-                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| self.inert(&p.function()));
+                // A `map` of an inert function cannot fail; `build` and `map2` check
+                // lengths, so they can.
+                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| {
+                    matches!(p, Producer::Map { .. }) && self.inert(&p.function())
+                });
                 if !keeps_order {
                     pending.values_mut().for_each(|p| p.interrupted = true);
                 }
@@ -317,9 +323,11 @@ impl Fuser<'_, '_> {
     /// Whether `f` is a closure known here whose body is inert.
     fn inert(&self, f: &Atom) -> bool {
         let Atom::Var(v) = f else { return false };
-        self.closures
-            .get(v)
-            .is_some_and(|(c, _)| inert_body(self.cx.m, &self.cx.m.code(*c).body))
+        self.closures.get(v).is_some_and(|(c, _)| {
+            !self.cx.recursive.contains(c)
+                && Some(*c) != self.cx.current
+                && inert_body(self.cx.m, &self.cx.m.code(*c).body)
+        })
     }
 
     /// The fused right-hand side of consumer `b` and the producer it absorbs, if one of
@@ -364,7 +372,30 @@ impl Fuser<'_, '_> {
             Prim::Sum => true,
             _ => self.inert(&args[0]),
         };
-        let in_order = f_inert || (g_inert && !pend.interrupted);
+        // The producer's calls may move later (past what came between, and into the
+        // consumer's loop) if they cannot fail and the producer itself cannot
+        // (`map`) or nothing that can came between; the consumer's may move earlier
+        // if they cannot fail and nothing that can came between.
+        let producer_is_map = matches!(pend.producer, Producer::Map { .. });
+        let in_order =
+            (f_inert && (producer_is_map || !pend.interrupted)) || (g_inert && !pend.interrupted);
+        let applies = match (p, pend.producer) {
+            (Prim::Map, _) | (Prim::Fold, Producer::Map { .. }) | (Prim::Sum, _) => in_order,
+            (Prim::Map2, Producer::Map { .. }) => f_inert,
+            _ => false,
+        };
+        // The fused lambda copies the functions known here (the lambdas they make too).
+        let functions: &[Atom] = if *p == Prim::Sum { &[f] } else { &[f, args[0]] };
+        let cost: usize = functions
+            .iter()
+            .map(|g| match self.callee(g, b.span) {
+                Callee::Known(c, _) => crate::instantiate::deep_size(self.cx.m, c),
+                Callee::Var(_) => 0,
+            })
+            .sum();
+        if !applies || !self.cx.spend(cost) {
+            return None;
+        }
         let elem = |ty: &Type| match ty {
             Type::Array(t) => (**t).clone(),
             _ => unreachable!("an array"),
@@ -373,11 +404,11 @@ impl Fuser<'_, '_> {
         let span = b.span;
         let (lambda, rhs) = match (p, pend.producer) {
             (Prim::Map, producer) if in_order => {
-                let g = self.callee(&args[0]);
+                let g = self.callee(&args[0], b.span);
                 let ret = elem(&result_ty);
                 let (params, fargs) = self.producer_params(producer);
                 let mut l = Lambda::new(span);
-                let y = l.apply(self.cx.m, &self.callee(&f), fargs);
+                let y = l.apply_at(self.cx.m, &self.callee(&f, b.span), fargs, pend.span);
                 let r = l.apply(self.cx.m, &g, vec![y]);
                 let h = l.finish(self.cx.m, "fused", params, r, ret);
                 let rhs = match producer {
@@ -393,12 +424,17 @@ impl Fuser<'_, '_> {
                 (h, (prim, rhs))
             }
             (Prim::Map2, Producer::Map { xs, .. }) if f_inert => {
-                let g = self.callee(&args[0]);
+                let g = self.callee(&args[0], b.span);
                 let other = args[3 - position];
                 let x = self.fresh_elem(&xs);
                 let o = self.fresh_elem(&other);
                 let mut l = Lambda::new(span);
-                let y = l.apply(self.cx.m, &self.callee(&f), vec![Atom::Var(x)]);
+                let y = l.apply_at(
+                    self.cx.m,
+                    &self.callee(&f, b.span),
+                    vec![Atom::Var(x)],
+                    pend.span,
+                );
                 let (params, gargs, arrays) = if position == 1 {
                     (vec![x, o], vec![y, Atom::Var(o)], vec![xs, other])
                 } else {
@@ -409,11 +445,16 @@ impl Fuser<'_, '_> {
                 (h, (Prim::Map2, arrays))
             }
             (Prim::Fold, Producer::Map { xs, .. }) if in_order => {
-                let g = self.callee(&args[0]);
+                let g = self.callee(&args[0], b.span);
                 let acc = self.cx.m.fresh_var("acc", result_ty.clone());
                 let x = self.fresh_elem(&xs);
                 let mut l = Lambda::new(span);
-                let y = l.apply(self.cx.m, &self.callee(&f), vec![Atom::Var(x)]);
+                let y = l.apply_at(
+                    self.cx.m,
+                    &self.callee(&f, b.span),
+                    vec![Atom::Var(x)],
+                    pend.span,
+                );
                 let r = l.apply(self.cx.m, &g, vec![Atom::Var(acc), y]);
                 let h = l.finish(self.cx.m, "fused", vec![acc, x], r, result_ty);
                 (h, (Prim::Fold, vec![args[1], xs]))
@@ -428,7 +469,7 @@ impl Fuser<'_, '_> {
                     elem(&self.cx.m.atom_ty(&xs)),
                     Rhs::Prim(Prim::Index, vec![xs, Atom::Var(i)]),
                 );
-                let r = l.apply(self.cx.m, &self.callee(&f), vec![x]);
+                let r = l.apply_at(self.cx.m, &self.callee(&f, b.span), vec![x], pend.span);
                 let h = l.finish(self.cx.m, "fused", vec![i], r, result_ty);
                 let n = self.cx.m.fresh_var("length", Type::Int);
                 out.push(Some(Binding {
@@ -553,7 +594,7 @@ impl Fuser<'_, '_> {
             elem_of(&self.cx.m.atom_ty(&zs)),
             Rhs::Prim(Prim::Index, vec![zs, Atom::Var(i)]),
         );
-        let r = l.apply(self.cx.m, &self.callee(&f), vec![x, z]);
+        let r = l.apply_at(self.cx.m, &self.callee(&f, b.span), vec![x, z], map2_span);
         let ret = self.cx.m.var_ty(b.var).clone();
         let (code, captures) = l.finish(self.cx.m, "fused", vec![i], r, ret);
         let hty = self.cx.m.code_ty(code);
@@ -683,11 +724,13 @@ impl Fuser<'_, '_> {
         self.cx.m.fresh_var("x", *t)
     }
 
-    fn callee(&self, f: &Atom) -> Callee {
+    /// `f` as the fused lambda applies it at `at`: its body copied in if its closure is
+    /// known here and may be copied (see `Context::may_copy`), else called.
+    fn callee(&self, f: &Atom, at: Span) -> Callee {
         match f {
             Atom::Var(v) => match self.closures.get(v) {
-                Some((c, caps)) => Callee::Known(*c, caps.clone()),
-                None => Callee::Var(*v),
+                Some((c, caps)) if self.cx.may_copy(*c, at) => Callee::Known(*c, caps.clone()),
+                _ => Callee::Var(*v),
             },
             Atom::Lit(_) => unreachable!("a function is a variable"),
         }

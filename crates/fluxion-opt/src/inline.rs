@@ -57,7 +57,7 @@ impl Inliner<'_, '_> {
         todo.reverse();
         while let Some(mut b) = todo.pop() {
             if let Some((code, captures, args)) = self.callee(&b.rhs, b.span) {
-                let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
+                let size = crate::instantiate::deep_size(self.cx.m, code);
                 let (bindings, result) = instantiate(self.cx.m, code, &captures, &args, b.span);
                 self.budget = self.budget.saturating_sub(size);
                 self.cx.changed = true;
@@ -108,16 +108,15 @@ impl Inliner<'_, '_> {
             }
             _ => return None,
         };
-        if self.cx.recursive.contains(&code) || Some(code) == self.cx.current {
+        // Not a recursive code, nor one of another source that can fail (a prelude
+        // fault is reported at the user's call; inlined, it would point inside).
+        if !self.cx.may_copy(code, span) {
             return None;
         }
-        // A fault inside a function of another source (the prelude) is reported at the
-        // call that reached it: inlined, it would point into that source.
-        if self.cx.m.code(code).span.source != span.source {
-            return None;
-        }
-        let size = fluxion_core::visit::count_bindings(&self.cx.m.code(code).body);
-        ((size <= SMALL || once) && size <= self.budget).then_some((code, captures, args))
+        // What a copy makes, the lambdas made in the body included.
+        let size = crate::instantiate::deep_size(self.cx.m, code);
+        ((size <= SMALL || once) && size <= self.budget && self.cx.spend(size))
+            .then_some((code, captures, args))
     }
 }
 

@@ -67,6 +67,31 @@ pub(crate) fn instantiate_projecting(
     (out, body.result)
 }
 
+/// The bindings a copy of `code`'s body makes: its own and those of the lambdas made
+/// in it, which are copied with it (what inlining and fusion pay for).
+pub(crate) fn deep_size(m: &Module, code: CodeId) -> usize {
+    let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
+    let mut size = 0;
+    let mut stack = vec![code];
+    let mut seen = HashSet::new();
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        let body = &m.code(c).body;
+        size += fluxion_core::visit::count_bindings(body);
+        fluxion_core::visit::for_each_binding(body, &mut |b| {
+            if let Rhs::Closure(d, _) = &b.rhs
+                && m.code(*d).kind == CodeKind::Lambda
+                && !derived.contains(d)
+            {
+                stack.push(*d);
+            }
+        });
+    }
+    size
+}
+
 struct Copier<'m> {
     m: &'m mut Module,
     derived: &'m HashSet<CodeId>,

@@ -60,10 +60,23 @@ impl Lambda {
         callee: &Callee,
         args: Vec<Atom>,
     ) -> Atom {
+        let span = self.span;
+        self.apply_at(m, callee, args, span)
+    }
+
+    /// Applies `callee`; a call of an unknown function is at `span` (where the loop
+    /// that called it was, so that a fault reported at the call stays there).
+    pub(crate) fn apply_at(
+        &mut self,
+        m: &mut fluxion_core::Module,
+        callee: &Callee,
+        args: Vec<Atom>,
+        span: Span,
+    ) -> Atom {
         match callee {
             Callee::Known(code, caps) => {
                 caps.iter().for_each(|a| self.capture(a));
-                let (bindings, result) = instantiate(m, *code, caps, &args, self.span);
+                let (bindings, result) = instantiate(m, *code, caps, &args, span);
                 self.bindings.extend(bindings);
                 result
             }
@@ -72,7 +85,13 @@ impl Lambda {
                 let Type::Fn(_, ret) = m.var_ty(*f).clone() else {
                     unreachable!("a function")
                 };
-                self.bind(m, "call", *ret, Rhs::Call(Atom::Var(*f), args))
+                let v = m.fresh_var("call", *ret);
+                self.bindings.push(Binding {
+                    var: v,
+                    rhs: Rhs::Call(Atom::Var(*f), args),
+                    span,
+                });
+                Atom::Var(v)
             }
         }
     }

@@ -54,6 +54,7 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             current: None,
             first: usize::MAX,
             changed: false,
+            growth: &std::cell::Cell::new(0),
         },
         body,
     );
@@ -102,7 +103,35 @@ pub struct Context<'a> {
     pub first: usize,
     /// Set by a pass that restructured the code (the pipeline runs another round).
     pub changed: bool,
+    /// Bindings the passes that copy code may still add in this run.
+    pub growth: &'a std::cell::Cell<usize>,
 }
+
+impl Context<'_> {
+    /// Takes `size` bindings from the growth budget, if it has them.
+    pub(crate) fn spend(&self, size: usize) -> bool {
+        let left = self.growth.get();
+        let ok = size <= left;
+        if ok {
+            self.growth.set(left - size);
+        }
+        ok
+    }
+
+    /// Whether the body of `code` may be copied into this code's `span` source: not
+    /// a code on a cycle (or this one: it would unfold), and not a code of another
+    /// source (the prelude) that can fail, whose faults are reported at the call.
+    pub(crate) fn may_copy(&self, code: CodeId, at: fluxion_core::Span) -> bool {
+        if self.recursive.contains(&code) || Some(code) == self.current {
+            return false;
+        }
+        let source = self.m.code(code);
+        source.span.source == at.source || fuse::inert_body(self.m, &source.body)
+    }
+}
+
+/// The bindings all copies of one optimiser run may add beyond the program's size.
+const GROWTH: usize = 2000;
 
 /// The variables some lambda of `m` from `first` on captures (computed before each
 /// pass: passes add lambdas and captures). Older codes cannot capture the variables of
@@ -213,8 +242,12 @@ pub fn optimize_codes_from(
 ) -> Result<(), String> {
     let all =
         |m: &Module| -> Vec<CodeId> { (first as u32..m.codes.len() as u32).map(CodeId).collect() };
-    report.before += live_size_from(m, first);
+    let before = live_size_from(m, first);
+    report.before += before;
     let recursive = inline::recursive_codes(m, first);
+    // What copying (inlining, fusion, unzipping) may add in this run, all codes
+    // together: copies of copies cannot grow the program beyond a constant factor.
+    let growth = std::cell::Cell::new(before + GROWTH);
     for round in 0..ROUNDS {
         let mut changed = false;
         for (index, pass) in PASSES.iter().enumerate() {
@@ -224,13 +257,9 @@ pub fn optimize_codes_from(
             // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
             // by the passes after it.
             for c in all(m) {
-                let mut body = std::mem::replace(
-                    &mut m.codes[c.0 as usize].body,
-                    Body {
-                        bindings: Vec::new(),
-                        result: fluxion_core::Atom::Lit(fluxion_core::Lit::Unit),
-                    },
-                );
+                // A copy: the code stays readable while its body is rewritten (a
+                // rule may look at the code of a closure it makes of itself).
+                let mut body = m.codes[c.0 as usize].body.clone();
                 let mut cx = Context {
                     m: &mut *m,
                     captured: &captured,
@@ -239,6 +268,7 @@ pub fn optimize_codes_from(
                     current: Some(c),
                     first,
                     changed: false,
+                    growth: &growth,
                 };
                 (pass.run)(&mut cx, &mut body);
                 changed |= cx.changed;

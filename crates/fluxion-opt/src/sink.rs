@@ -54,7 +54,11 @@ fn try_sink(
     };
     let Atom::Var(fv) = f else { return None };
     let (fcode, fcaps) = closures.get(&fv)?.clone();
-    if !inert_body(cx.m, &cx.m.code(fcode).body) || uses.get(&ys) != Some(&1) {
+    if cx.recursive.contains(&fcode)
+        || Some(fcode) == cx.current
+        || !inert_body(cx.m, &cx.m.code(fcode).body)
+        || uses.get(&ys) != Some(&1)
+    {
         return None;
     }
     // The one use: a closure made later in this block.
@@ -73,6 +77,9 @@ fn try_sink(
         && child.0 as usize >= cx.first
         && Some(child) != cx.current
         && !cx.m.derived_codes.values().any(|d| *d == child)
+        // Delta mode pairs a translated closure's captures with its original's by
+        // position: their lists must not change.
+        && !cx.m.translated_from.contains_key(&child)
         && code.captures.len() == args.len()
         && code
             .captures
@@ -133,35 +140,64 @@ fn try_sink(
     Some(true)
 }
 
-/// Whether every use of `ys` in `body` (branches included; no lambda made there may
-/// capture it) is the array a whole loop runs over.
+/// Whether every use of `ys` in `body` is the array a loop at the body's top level runs
+/// over (so every call of the lambda already passes over it; a loop in a branch might
+/// not run), and nothing else — a branch, a lambda made there — reads it.
 fn only_looped_over(body: &Body, ys: VarId) -> bool {
     let a = Atom::Var(ys);
+    let looped_over = |rhs: &Rhs| match rhs {
+        Rhs::Prim(Prim::Map | Prim::Fold | Prim::Scan, args) => {
+            args.last() == Some(&a) && args[..args.len() - 1].iter().all(|x| *x != a)
+        }
+        Rhs::Prim(Prim::Map2, args) => args[0] != a && (args[1] == a || args[2] == a),
+        Rhs::Prim(Prim::Sum, args) => args[0] == a,
+        _ => false,
+    };
+    if body.result == a {
+        return false;
+    }
     let mut looped = false;
-    let mut other = body.result == a;
-    fluxion_core::visit::for_each_binding(body, &mut |b| match &b.rhs {
-        Rhs::Prim(Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan | Prim::Sum, args)
-            if args.contains(&a) =>
-        {
-            // The function operand is never the array.
+    for b in &body.bindings {
+        if looped_over(&b.rhs) {
             looped = true;
+            continue;
         }
-        Rhs::If(c, t, e) => {
-            other |= *c == a || t.result == a || e.result == a;
+        let mut reads = false;
+        fluxion_core::visit::for_each_binding(
+            &Body {
+                bindings: vec![b.clone()],
+                result: Atom::Lit(fluxion_core::Lit::Unit),
+            },
+            &mut |inner| reads |= mentions(&inner.rhs, a) || results_in(&inner.rhs, a),
+        );
+        if reads {
+            return false;
         }
-        Rhs::Match(s, arms, d) => {
-            other |= *s == a
-                || arms.iter().any(|arm| arm.body.result == a)
-                || d.as_ref().is_some_and(|d| d.result == a);
-        }
-        Rhs::Atom(x) | Rhs::Proj(x, _) => other |= *x == a,
+    }
+    looped
+}
+
+/// Whether `rhs`'s own operands include `a`.
+fn mentions(rhs: &Rhs, a: Atom) -> bool {
+    match rhs {
+        Rhs::Atom(x) | Rhs::Proj(x, _) | Rhs::If(x, _, _) | Rhs::Match(x, _, _) => *x == a,
         Rhs::Prim(_, args)
         | Rhs::Tuple(args)
         | Rhs::Array(args)
         | Rhs::Ctor(_, _, args)
         | Rhs::Closure(_, args)
-        | Rhs::CallDirect(_, args) => other |= args.contains(&a),
-        Rhs::Call(f, args) => other |= *f == a || args.contains(&a),
-    });
-    looped && !other
+        | Rhs::CallDirect(_, args) => args.contains(&a),
+        Rhs::Call(f, args) => *f == a || args.contains(&a),
+    }
+}
+
+/// Whether a branch of `rhs` ends in `a`.
+fn results_in(rhs: &Rhs, a: Atom) -> bool {
+    match rhs {
+        Rhs::If(_, t, e) => t.result == a || e.result == a,
+        Rhs::Match(_, arms, d) => {
+            arms.iter().any(|arm| arm.body.result == a) || d.as_ref().is_some_and(|d| d.result == a)
+        }
+        _ => false,
+    }
 }

@@ -34,6 +34,12 @@ const MAX_PER_CODE: usize = 16;
 pub(crate) fn unzip_tuple_loops(cx: &mut Context, body: &mut Body) {
     for _ in 0..MAX_PER_CODE {
         let Some(plan) = find(cx, body) else { break };
+        // One copy of the producer's function per component (the consumers' lambdas
+        // are copied too, but each once, and their originals die).
+        let cost = plan.needed.len() * crate::instantiate::deep_size(cx.m, plan.f.0);
+        if !cx.spend(cost) {
+            break;
+        }
         apply(cx, body, plan);
         cx.changed = true;
     }
@@ -50,6 +56,17 @@ struct Plan {
     needed: BTreeSet<usize>,
     /// Lambdas made here that read `ys`.
     children: Vec<CodeId>,
+}
+
+/// The span of the binding of `v` in `body` (its branches included).
+fn producer_span(body: &Body, v: VarId) -> fluxion_core::Span {
+    let mut span = fluxion_core::Span::default();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if b.var == v {
+            span = b.span;
+        }
+    });
+    span
 }
 
 /// Variables bound to closures in `body`: code and captured atoms.
@@ -78,6 +95,10 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
         let Some((code, caps)) = closures.get(&f) else {
             continue;
         };
+        let span = producer_span(body, ys);
+        if !cx.may_copy(*code, span) {
+            continue;
+        }
         let Some(parts) = tuple_result(cx, *code) else {
             continue;
         };
@@ -192,7 +213,7 @@ impl Uses<'_, '_> {
                     true
                 }
                 Rhs::Prim(Prim::Map, args) if args[1] == Atom::Var(self.ys) => {
-                    match components(self.cx, &args[0], 0, closures) {
+                    match components(self.cx, &args[0], 0, closures, b.span) {
                         Some(s) if s.len() <= 2 && args[0] != Atom::Var(self.ys) => {
                             self.needed.extend(s);
                             true
@@ -207,7 +228,7 @@ impl Uses<'_, '_> {
                         (false, false, true) => 1,
                         _ => return false,
                     };
-                    match components(self.cx, &args[0], position, closures) {
+                    match components(self.cx, &args[0], position, closures, b.span) {
                         Some(s) if s.len() <= 1 => {
                             self.needed.extend(s);
                             true
@@ -234,6 +255,9 @@ impl Uses<'_, '_> {
             && child.0 as usize >= self.cx.first
             && Some(child) != self.cx.current
             && !self.cx.m.derived_codes.values().any(|d| *d == child)
+            // Delta mode pairs a translated closure's captures with its original's by
+            // position: their lists must not change.
+            && !self.cx.m.translated_from.contains_key(&child)
             && code.captures.len() == args.len()
             && code
                 .captures
@@ -272,9 +296,14 @@ fn components(
     g: &Atom,
     index: usize,
     closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    at: fluxion_core::Span,
 ) -> Option<BTreeSet<usize>> {
     let Atom::Var(g) = g else { return None };
     let (code, _) = closures.get(g)?;
+    // Copied with its parameter taken apart, at the use `at`.
+    if !cx.may_copy(*code, at) {
+        return None;
+    }
     let code = cx.m.code(*code);
     let p = *code.params.get(index)?;
     if code.body.result == Atom::Var(p) {
@@ -458,7 +487,7 @@ impl Rewrite<'_, '_, '_> {
                 }
                 Rhs::Prim(Prim::Map, args) if args[1] == ys => {
                     let (g, gcaps) = closures[&var(&args[0])].clone();
-                    let read = components(self.cx, &args[0], 0, closures).expect("checked");
+                    let read = components(self.cx, &args[0], 0, closures, b.span).expect("checked");
                     let read: Vec<usize> = if read.is_empty() {
                         vec![*self.comps.keys().next().expect("a component")]
                     } else {
@@ -476,7 +505,8 @@ impl Rewrite<'_, '_, '_> {
                     let position = if args[1] == ys { 0 } else { 1 };
                     let other = args[2 - position];
                     let (g, gcaps) = closures[&var(&args[0])].clone();
-                    let read = components(self.cx, &args[0], position, closures).expect("checked");
+                    let read =
+                        components(self.cx, &args[0], position, closures, b.span).expect("checked");
                     let read: Vec<usize> = if read.is_empty() {
                         vec![*self.comps.keys().next().expect("a component")]
                     } else {
