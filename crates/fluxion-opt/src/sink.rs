@@ -16,7 +16,7 @@ use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, VarId};
 
 use crate::Context;
 use crate::fuse::{Producer, inert_body};
-use crate::uses::count_uses;
+use crate::uses::{count_uses, mentions};
 
 /// Sinks the loops of `body`'s top level that one lambda made here alone reads.
 pub(crate) fn sink_loops(cx: &mut Context, body: &mut Body) {
@@ -168,27 +168,13 @@ fn only_looped_over(body: &Body, ys: VarId) -> bool {
                 bindings: vec![b.clone()],
                 result: Atom::Lit(fluxion_core::Lit::Unit),
             },
-            &mut |inner| reads |= mentions(&inner.rhs, a) || results_in(&inner.rhs, a),
+            &mut |inner| reads |= mentions(&inner.rhs, ys) || results_in(&inner.rhs, a),
         );
         if reads {
             return false;
         }
     }
     looped
-}
-
-/// Whether `rhs`'s own operands include `a`.
-fn mentions(rhs: &Rhs, a: Atom) -> bool {
-    match rhs {
-        Rhs::Atom(x) | Rhs::Proj(x, _) | Rhs::If(x, _, _) | Rhs::Match(x, _, _) => *x == a,
-        Rhs::Prim(_, args)
-        | Rhs::Tuple(args)
-        | Rhs::Array(args)
-        | Rhs::Ctor(_, _, args)
-        | Rhs::Closure(_, args)
-        | Rhs::CallDirect(_, args) => args.contains(&a),
-        Rhs::Call(f, args) => *f == a || args.contains(&a),
-    }
 }
 
 /// Whether a branch of `rhs` ends in `a`.

@@ -26,6 +26,7 @@ use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, Type, VarId
 use crate::Context;
 use crate::fuse::Producer;
 use crate::lambda::Lambda;
+use crate::uses::mentions;
 
 /// Unzips are looked for again after each one, at most this often per code.
 const MAX_PER_CODE: usize = 16;
@@ -271,21 +272,6 @@ impl Uses<'_, '_> {
         let closures = closures_in(&body);
         self.children.push(child);
         self.body(&body, &closures, false)
-    }
-}
-
-/// Whether `rhs`'s own operands include `v`.
-fn mentions(rhs: &Rhs, v: VarId) -> bool {
-    let a = Atom::Var(v);
-    match rhs {
-        Rhs::Atom(x) | Rhs::Proj(x, _) | Rhs::If(x, _, _) | Rhs::Match(x, _, _) => *x == a,
-        Rhs::Prim(_, args)
-        | Rhs::Tuple(args)
-        | Rhs::Array(args)
-        | Rhs::Ctor(_, _, args)
-        | Rhs::Closure(_, args)
-        | Rhs::CallDirect(_, args) => args.contains(&a),
-        Rhs::Call(f, args) => *f == a || args.contains(&a),
     }
 }
 

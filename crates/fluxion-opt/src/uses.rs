@@ -48,3 +48,18 @@ fn count(body: &Body, uses: &mut HashMap<VarId, usize>) {
     }
     atom(&body.result, uses);
 }
+
+/// Whether `rhs`'s own operands include `v`.
+pub(crate) fn mentions(rhs: &Rhs, v: VarId) -> bool {
+    let a = Atom::Var(v);
+    match rhs {
+        Rhs::Atom(x) | Rhs::Proj(x, _) | Rhs::If(x, _, _) | Rhs::Match(x, _, _) => *x == a,
+        Rhs::Prim(_, args)
+        | Rhs::Tuple(args)
+        | Rhs::Array(args)
+        | Rhs::Ctor(_, _, args)
+        | Rhs::Closure(_, args)
+        | Rhs::CallDirect(_, args) => args.contains(&a),
+        Rhs::Call(f, args) => *f == a || args.contains(&a),
+    }
+}
