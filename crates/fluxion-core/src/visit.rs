@@ -64,6 +64,24 @@ pub fn for_each_binding(body: &Body, f: &mut dyn FnMut(&Binding)) {
     }
 }
 
+/// Calls `f` on each body nested directly in `rhs` (an `if`'s branches, a `match`'s
+/// arms and default), for the passes that rewrite branches as they rewrite a body.
+pub fn for_each_branch_mut(rhs: &mut Rhs, f: &mut dyn FnMut(&mut Body)) {
+    match rhs {
+        Rhs::If(_, t, e) => {
+            f(t);
+            f(e);
+        }
+        Rhs::Match(_, arms, default) => {
+            arms.iter_mut().for_each(|arm| f(&mut arm.body));
+            if let Some(d) = default {
+                f(d);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The number of bindings in `body`, those of nested branches included (not of the
 /// lambdas made in it: they are codes of their own).
 pub fn count_bindings(body: &Body) -> usize {

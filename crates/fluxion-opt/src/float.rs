@@ -11,9 +11,11 @@
 //! variables' own ids, so a floated binding keeps its variable: it moves before the
 //! `Closure` and joins the lambda's captures, nothing is renamed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, VarId};
+
+use fluxion_core::visit::for_each_branch_mut;
 
 use crate::Context;
 use crate::pure::is_removable;
@@ -45,18 +47,10 @@ fn loop_functions(body: &Body) -> HashSet<VarId> {
 fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) {
     let mut out = Vec::with_capacity(body.bindings.len());
     for mut b in std::mem::take(&mut body.bindings) {
+        for_each_branch_mut(&mut b.rhs, &mut |branch| {
+            float_in(cx, branch, loop_functions)
+        });
         match &mut b.rhs {
-            Rhs::If(_, t, e) => {
-                float_in(cx, t, loop_functions);
-                float_in(cx, e, loop_functions);
-            }
-            Rhs::Match(_, arms, default) => {
-                arms.iter_mut()
-                    .for_each(|arm| float_in(cx, &mut arm.body, loop_functions));
-                if let Some(d) = default {
-                    float_in(cx, d, loop_functions);
-                }
-            }
             Rhs::Closure(code, args)
                 if loop_functions.contains(&b.var)
                     && cx.closure_sites.get(code) == Some(&1)
@@ -153,19 +147,4 @@ fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>) -> bool {
         Atom::Var(v) => invariant.contains(v),
         Atom::Lit(_) => true,
     })
-}
-
-/// How many `Closure`s of each code the module makes (a lambda made at one site only
-/// may change its capture list).
-pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<CodeId, usize> {
-    let mut sites = HashMap::new();
-    // Older codes make no closure of the newer codes being optimised.
-    for code in &m.codes[first..] {
-        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
-            if let Rhs::Closure(c, _) = &b.rhs {
-                *sites.entry(*c).or_default() += 1;
-            }
-        });
-    }
-    sites
 }

@@ -33,6 +33,8 @@ use std::collections::HashMap;
 
 use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, Span, Type, VarId};
 
+use fluxion_core::visit::for_each_branch_mut;
+
 use crate::Context;
 use crate::lambda::{Callee, Lambda};
 use crate::pure::is_removable;
@@ -162,17 +164,7 @@ impl Fuser<'_, '_> {
                     b.rhs = Rhs::Prim(Prim::TanZero, vec![]);
                     self.cx.changed = true;
                 }
-                Rhs::If(_, t, e) => {
-                    self.lengths(t);
-                    self.lengths(e);
-                }
-                Rhs::Match(_, arms, default) => {
-                    arms.iter_mut().for_each(|arm| self.lengths(&mut arm.body));
-                    if let Some(d) = default {
-                        self.lengths(d);
-                    }
-                }
-                _ => {}
+                rhs => for_each_branch_mut(rhs, &mut |branch| self.lengths(branch)),
             }
         }
     }
@@ -181,19 +173,7 @@ impl Fuser<'_, '_> {
         let mut out: Vec<Option<Binding>> = Vec::with_capacity(body.bindings.len());
         let mut pending: HashMap<VarId, Pending> = HashMap::new();
         for mut b in std::mem::take(&mut body.bindings) {
-            match &mut b.rhs {
-                Rhs::If(_, t, e) => {
-                    self.body(t);
-                    self.body(e);
-                }
-                Rhs::Match(_, arms, default) => {
-                    arms.iter_mut().for_each(|arm| self.body(&mut arm.body));
-                    if let Some(d) = default {
-                        self.body(d);
-                    }
-                }
-                _ => {}
-            }
+            for_each_branch_mut(&mut b.rhs, &mut |branch| self.body(branch));
             // A `map` whose result is unused (its `length` read through the producer)
             // and whose function is inert does nothing.
             if let Rhs::Prim(Prim::Map, args) = &b.rhs

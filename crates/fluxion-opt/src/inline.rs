@@ -56,8 +56,7 @@ impl Inliner<'_, '_> {
         let mut todo: Vec<Binding> = std::mem::take(&mut body.bindings);
         todo.reverse();
         while let Some(mut b) = todo.pop() {
-            if let Some((code, captures, args)) = self.callee(&b.rhs, b.span) {
-                let size = crate::instantiate::deep_size(self.cx.m, code);
+            if let Some((code, captures, args, size)) = self.callee(&b.rhs, b.span) {
                 let (bindings, result) = instantiate(self.cx.m, code, &captures, &args, b.span);
                 self.budget = self.budget.saturating_sub(size);
                 self.cx.changed = true;
@@ -97,8 +96,9 @@ impl Inliner<'_, '_> {
         body.bindings = out;
     }
 
-    /// The code, captured atoms and arguments of a call to inline here, if `rhs` is one.
-    fn callee(&self, rhs: &Rhs, span: Span) -> Option<(CodeId, Vec<Atom>, Vec<Atom>)> {
+    /// The code, captured atoms, arguments and copy size of a call to inline here, if
+    /// `rhs` is one (the size taken from the run's growth budget).
+    fn callee(&self, rhs: &Rhs, span: Span) -> Option<(CodeId, Vec<Atom>, Vec<Atom>, usize)> {
         let (code, captures, args, once) = match rhs {
             Rhs::CallDirect(c, args) => (*c, Vec::new(), args.clone(), false),
             Rhs::Call(Atom::Var(f), args) => {
@@ -116,7 +116,7 @@ impl Inliner<'_, '_> {
         // What a copy makes, the lambdas made in the body included.
         let size = crate::instantiate::deep_size(self.cx.m, code);
         ((size <= SMALL || once) && size <= self.budget && self.cx.spend(size))
-            .then_some((code, captures, args))
+            .then_some((code, captures, args, size))
     }
 }
 

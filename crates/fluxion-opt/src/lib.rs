@@ -118,6 +118,27 @@ impl Context<'_> {
         ok
     }
 
+    /// Whether lambda `child`, made here by `Closure(child, args)`, may have its
+    /// capture list rewritten (`sink` and `unzip` replace captures): made at this one
+    /// site, one of the codes this run optimises and not this one, not a derived code,
+    /// not a translation (delta mode pairs a translated closure's captures with its
+    /// original's by position), and passed its captures as themselves.
+    pub(crate) fn may_recapture(&self, child: CodeId, args: &[fluxion_core::Atom]) -> bool {
+        let code = self.m.code(child);
+        code.kind == fluxion_core::CodeKind::Lambda
+            && self.closure_sites.get(&child) == Some(&1)
+            && child.0 as usize >= self.first
+            && Some(child) != self.current
+            && !self.m.derived_codes.values().any(|d| *d == child)
+            && !self.m.translated_from.contains_key(&child)
+            && code.captures.len() == args.len()
+            && code
+                .captures
+                .iter()
+                .zip(args)
+                .all(|(c, a)| *a == fluxion_core::Atom::Var(*c))
+    }
+
     /// Whether the body of `code` may be copied into this code's `span` source: not
     /// a code on a cycle (or this one: it would unfold), and not a code of another
     /// source (the prelude) that can fail, whose faults are reported at the call.
@@ -253,7 +274,7 @@ pub fn optimize_codes_from(
         for (index, pass) in PASSES.iter().enumerate() {
             let start = Instant::now();
             let captured = captured_vars(m, first);
-            let closure_sites = float::closure_sites(m, first);
+            let closure_sites = uses::closure_sites(m, first);
             // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
             // by the passes after it.
             for c in all(m) {

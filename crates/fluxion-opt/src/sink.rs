@@ -12,21 +12,16 @@
 
 use std::collections::HashMap;
 
-use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, VarId};
+use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, VarId};
 
 use crate::Context;
 use crate::fuse::{Producer, inert_body};
-use crate::uses::{count_uses, mentions};
+use crate::uses::{closures_in, count_uses, mentions};
 
 /// Sinks the loops of `body`'s top level that one lambda made here alone reads.
 pub(crate) fn sink_loops(cx: &mut Context, body: &mut Body) {
     let uses = count_uses(body);
-    let mut closures: HashMap<VarId, (CodeId, Vec<Atom>)> = HashMap::new();
-    for b in &body.bindings {
-        if let Rhs::Closure(c, args) = &b.rhs {
-            closures.insert(b.var, (*c, args.clone()));
-        }
-    }
+    let closures = closures_in(body);
     let mut i = 0;
     while i < body.bindings.len() {
         if let Some(sunk) = try_sink(cx, body, i, &uses, &closures) {
@@ -71,22 +66,7 @@ fn try_sink(
         unreachable!("a closure")
     };
     let child = *child;
-    let code = cx.m.code(child);
-    let ok = code.kind == CodeKind::Lambda
-        && cx.closure_sites.get(&child) == Some(&1)
-        && child.0 as usize >= cx.first
-        && Some(child) != cx.current
-        && !cx.m.derived_codes.values().any(|d| *d == child)
-        // Delta mode pairs a translated closure's captures with its original's by
-        // position: their lists must not change.
-        && !cx.m.translated_from.contains_key(&child)
-        && code.captures.len() == args.len()
-        && code
-            .captures
-            .iter()
-            .zip(args)
-            .all(|(c, a)| *a == Atom::Var(*c))
-        && only_looped_over(&code.body, ys);
+    let ok = cx.may_recapture(child, args) && only_looped_over(&cx.m.code(child).body, ys);
     if !ok {
         return Some(false);
     }

@@ -21,12 +21,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use fluxion_core::{Atom, Binding, Body, CodeId, CodeKind, Prim, Rhs, Type, VarId};
+use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, Type, VarId};
+
+use fluxion_core::visit::for_each_branch_mut;
 
 use crate::Context;
 use crate::fuse::Producer;
 use crate::lambda::Lambda;
-use crate::uses::mentions;
+use crate::uses::{closures_in, mentions};
 
 /// Unzips are looked for again after each one, at most this often per code.
 const MAX_PER_CODE: usize = 16;
@@ -70,17 +72,6 @@ fn producer_span(body: &Body, v: VarId) -> fluxion_core::Span {
     span
 }
 
-/// Variables bound to closures in `body`: code and captured atoms.
-fn closures_in(body: &Body) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
-    let mut out = HashMap::new();
-    fluxion_core::visit::for_each_binding(body, &mut |b| {
-        if let Rhs::Closure(c, args) = &b.rhs {
-            out.insert(b.var, (*c, args.clone()));
-        }
-    });
-    out
-}
-
 fn find(cx: &Context, body: &Body) -> Option<Plan> {
     let closures = closures_in(body);
     let mut candidates = Vec::new();
@@ -107,7 +98,6 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
             cx,
             ys,
             needed: BTreeSet::new(),
-            any: false,
             children: Vec::new(),
         };
         if !uses.body(body, &closures, true) {
@@ -119,7 +109,6 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
             // fail, so keep the cheapest honest form, component 0).
             needed.insert(0);
         }
-        let _ = uses.any;
         return Some(Plan {
             ys,
             producer,
@@ -181,7 +170,6 @@ struct Uses<'a, 'c> {
     cx: &'a Context<'c>,
     ys: VarId,
     needed: BTreeSet<usize>,
-    any: bool,
     children: Vec<CodeId>,
 }
 
@@ -209,10 +197,8 @@ impl Uses<'_, '_> {
                         && default.as_ref().is_none_or(|d| self.body(d, closures, top))
                 }
                 rhs if !mentions(rhs, self.ys) => true,
-                Rhs::Prim(Prim::Length, _) => {
-                    self.any = true;
-                    true
-                }
+                // Its length: any component's (`needed` is never empty).
+                Rhs::Prim(Prim::Length, _) => true,
                 Rhs::Prim(Prim::Map, args) if args[1] == Atom::Var(self.ys) => {
                     match components(self.cx, &args[0], 0, closures, b.span) {
                         Some(s) if s.len() <= 2 && args[0] != Atom::Var(self.ys) => {
@@ -250,25 +236,10 @@ impl Uses<'_, '_> {
     /// A lambda made here that captures `ys`: made at this site only, reading its
     /// captures under their own ids, and taking `ys` apart inside.
     fn child(&mut self, child: CodeId, args: &[Atom]) -> bool {
-        let code = self.cx.m.code(child);
-        let ok = code.kind == CodeKind::Lambda
-            && self.cx.closure_sites.get(&child) == Some(&1)
-            && child.0 as usize >= self.cx.first
-            && Some(child) != self.cx.current
-            && !self.cx.m.derived_codes.values().any(|d| *d == child)
-            // Delta mode pairs a translated closure's captures with its original's by
-            // position: their lists must not change.
-            && !self.cx.m.translated_from.contains_key(&child)
-            && code.captures.len() == args.len()
-            && code
-                .captures
-                .iter()
-                .zip(args)
-                .all(|(c, a)| *a == Atom::Var(*c));
-        if !ok {
+        if !self.cx.may_recapture(child, args) {
             return false;
         }
-        let body = code.body.clone();
+        let body = self.cx.m.code(child).body.clone();
         let closures = closures_in(&body);
         self.children.push(child);
         self.body(&body, &closures, false)
@@ -424,20 +395,7 @@ fn replace_binding(body: &mut Body, v: VarId, with: &mut Option<Vec<Binding>>) {
             out.extend(new);
             continue;
         }
-        match &mut b.rhs {
-            Rhs::If(_, t, e) => {
-                replace_binding(t, v, with);
-                replace_binding(e, v, with);
-            }
-            Rhs::Match(_, arms, d) => {
-                arms.iter_mut()
-                    .for_each(|a| replace_binding(&mut a.body, v, with));
-                if let Some(d) = d {
-                    replace_binding(d, v, with);
-                }
-            }
-            _ => {}
-        }
+        for_each_branch_mut(&mut b.rhs, &mut |branch| replace_binding(branch, v, with));
         out.push(b);
     }
     body.bindings = out;
@@ -456,18 +414,8 @@ impl Rewrite<'_, '_, '_> {
         let ys = Atom::Var(self.ys);
         let mut out = Vec::with_capacity(body.bindings.len());
         for mut b in std::mem::take(&mut body.bindings) {
+            for_each_branch_mut(&mut b.rhs, &mut |branch| self.body(branch, closures, top));
             match &mut b.rhs {
-                Rhs::If(_, t, e) => {
-                    self.body(t, closures, top);
-                    self.body(e, closures, top);
-                }
-                Rhs::Match(_, arms, d) => {
-                    arms.iter_mut()
-                        .for_each(|a| self.body(&mut a.body, closures, top));
-                    if let Some(d) = d {
-                        self.body(d, closures, top);
-                    }
-                }
                 Rhs::Prim(Prim::Length, args) if args[0] == ys => {
                     args[0] = Atom::Var(*self.comps.values().next().expect("a component"));
                 }

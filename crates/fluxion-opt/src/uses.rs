@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use fluxion_core::{Atom, Body, Rhs, VarId};
+use fluxion_core::{Atom, Body, CodeId, Rhs, VarId};
 
 /// How often each variable is used in `body`: operands, branch results, and the
 /// captures of closures made here (a lambda's uses count once, at its `Closure`).
@@ -62,4 +62,30 @@ pub(crate) fn mentions(rhs: &Rhs, v: VarId) -> bool {
         | Rhs::CallDirect(_, args) => args.contains(&a),
         Rhs::Call(f, args) => *f == a || args.contains(&a),
     }
+}
+
+/// Variables bound to closures in `body`: code and captured atoms.
+pub(crate) fn closures_in(body: &Body) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
+    let mut out = HashMap::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if let Rhs::Closure(c, args) = &b.rhs {
+            out.insert(b.var, (*c, args.clone()));
+        }
+    });
+    out
+}
+
+/// How many `Closure`s of each code the module makes (a lambda made at one site only
+/// may change its capture list).
+pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<CodeId, usize> {
+    let mut sites = HashMap::new();
+    // Older codes make no closure of the newer codes being optimised.
+    for code in &m.codes[first..] {
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+            if let Rhs::Closure(c, _) = &b.rhs {
+                *sites.entry(*c).or_default() += 1;
+            }
+        });
+    }
+    sites
 }
