@@ -631,9 +631,11 @@ impl Fuser<'_, '_> {
             result: Atom::Lit(fluxion_core::Lit::Unit),
         };
         self.cx.m.vars[b.var.0 as usize].name = UNFUSED.into();
+        let (rhs, constant) = self.never_called(b.rhs, span);
+        let failing = constant.into_iter().chain([Binding { rhs, ..b }]).collect();
         Binding {
             var: self.cx.m.fresh_var("checked", Type::Unit),
-            rhs: Rhs::If(same, Box::new(unit(Vec::new())), Box::new(unit(vec![b]))),
+            rhs: Rhs::If(same, Box::new(unit(Vec::new())), Box::new(unit(failing))),
             span,
         }
     }
@@ -668,11 +670,15 @@ impl Fuser<'_, '_> {
         }
     }
 
-    /// The unfused branch: the producer (at its own span) and `sum` of it.
+    /// The unfused branch: the producer (at its own span) and `sum` of it. The branch
+    /// runs only where the producer fails on its lengths, before it calls its
+    /// function: a constant function stands in for that one where its result type has
+    /// a literal zero, so the branch (and what differentiation makes of it) stays small.
     fn unfused(&mut self, b: &Binding, producer_span: Span, producer: Rhs) -> Body {
         let ty = Type::Array(Box::new(self.cx.m.var_ty(b.var).clone()));
         let a = self.cx.m.fresh_var(UNFUSED, ty);
         let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
+        let (producer, constant) = self.never_called(producer, producer_span);
         body.bindings.insert(
             0,
             Binding {
@@ -681,7 +687,45 @@ impl Fuser<'_, '_> {
                 span: producer_span,
             },
         );
+        if let Some(constant) = constant {
+            body.bindings.insert(0, constant);
+        }
         body
+    }
+
+    /// `producer` with its function replaced by a constant one of the same type (and
+    /// that closure's binding) if the result type is `Real` or `Int`.
+    fn never_called(&mut self, producer: Rhs, span: Span) -> (Rhs, Option<Binding>) {
+        let Rhs::Prim(prim, mut args) = producer else {
+            return (producer, None);
+        };
+        let at = match prim {
+            Prim::Build => 1,
+            Prim::Map2 => 0,
+            _ => return (Rhs::Prim(prim, args), None),
+        };
+        let Type::Fn(params, ret) = self.cx.m.atom_ty(&args[at]) else {
+            unreachable!("a function operand")
+        };
+        let zero = match *ret {
+            Type::Real => fluxion_core::Lit::Real(0.0),
+            Type::Int => fluxion_core::Lit::Int(0),
+            _ => return (Rhs::Prim(prim, args), None),
+        };
+        let params = params
+            .into_iter()
+            .map(|t| self.cx.m.fresh_var("unused", t))
+            .collect();
+        let (code, captures) =
+            Lambda::new(span).finish(self.cx.m, UNFUSED, params, Atom::Lit(zero), *ret);
+        let f = self.cx.m.fresh_var("never_called", self.cx.m.code_ty(code));
+        args[at] = Atom::Var(f);
+        let closure = Binding {
+            var: f,
+            rhs: Rhs::Closure(code, captures),
+            span,
+        };
+        (Rhs::Prim(prim, args), Some(closure))
     }
 
     /// The fused lambda's parameters for a producer and the arguments its function
