@@ -68,6 +68,17 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         a * b + c + to_real(length(ps))
      }
      fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8, 2.0]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25]).1) }",
+    // Loops of reads `x[i]` (CHAD's backward loops of one-hot cotangents, summed into
+    // dense arrays): reads of a prefix (`i < 2` of 4), of the whole array, through the
+    // prelude's `dot`, and rows of a matrix.
+    "fn f(x: [Real]) -> Real {
+        let a = sumbuild(2, |i| x[i] * x[i + 1]);
+        let b = sumbuild(length(x), |i| x[i] * to_real(i + 1));
+        let m = [x, map(|y| y * y, x)];
+        let c = sumbuild(2, |r| dot(m[r], x));
+        a * b + c + dot(x, build(length(x), |i| x[length(x) - 1 - i]))
+     }
+     fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8, 2.0]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25]).1) }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must
@@ -100,6 +111,8 @@ const FAILING_PROGRAMS: &[&str] = &[
     // Prelude functions used as loop functions keep their faults' attribution.
     "fn main() -> Real { sum(map2(dot, [[1.0, 2.0]], [[1.0]])) }",
     "fn main() -> [Real] { let ms = [[[1.0, 2.0], [3.0]]]; let ts = map(transpose, ms); map(|t| 1.0, ts) }",
+    // A backward loop of reads summed densely: its reads fail in the primal first.
+    "fn main() -> [Real] { grad(|x: [Real]| sumbuild(3, |i| x[i] * x[i]), [1.0, 2.0]) }",
     // A prelude function inlined would point into the prelude.
     "fn main() -> Real { dot([1.0, 2.0], [1.0]) }",
 ];
@@ -257,6 +270,18 @@ fn snapshots_show_the_rules_firing() {
         "opt_chad_map",
         shown(
             "fn f(xs: [Real]) -> Real { sum(map(|x| x * x, xs)) }",
+            "chad",
+            AdMode::Chad
+        )
+    );
+    // CHAD's loop of reads: the backpropagators' array sunk and fused with the loop
+    // that applies them, the sum of their constructors split per field (`unzip`), each
+    // a sum of one-hot arrays made one dense `build` (with `i < length(ys)` where the
+    // lengths are not known equal): no closure, constructor or one-hot per element.
+    insta::assert_snapshot!(
+        "opt_chad_reads",
+        shown(
+            "fn f(xs: [Real], ys: [Real]) -> Real { sumbuild(length(ys), |i| xs[i] * ys[i]) }",
             "chad",
             AdMode::Chad
         )

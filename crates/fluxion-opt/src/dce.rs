@@ -6,13 +6,42 @@ use std::collections::HashSet;
 
 use fluxion_core::{Atom, Body, Module, Rhs, VarId};
 
+use fluxion_core::visit::for_each_branch_mut;
+
 use crate::Context;
 use crate::pure::is_removable;
+use crate::uses::count_uses;
 
-/// Removes dead removable bindings from `body` and the bodies nested in it.
+/// Removes dead removable bindings from `body` and the bodies nested in it, and the
+/// captures that the lambdas made here no longer read.
 pub(crate) fn eliminate_dead_bindings(cx: &mut Context, body: &mut Body) {
+    prune_captures(cx, body);
     let mut live = HashSet::new();
     sweep(cx.m, body, &mut live);
+}
+
+/// Drops the captures of lambdas made in `body` that their bodies no longer read (a
+/// rule removed the reader), where the capture list may be rewritten
+/// (`Context::may_recapture`): what they captured may then die here.
+fn prune_captures(cx: &mut Context, body: &mut Body) {
+    for b in &mut body.bindings {
+        match &mut b.rhs {
+            Rhs::Closure(child, args) if cx.may_recapture(*child, args) => {
+                let used = count_uses(&cx.m.code(*child).body);
+                let code = &mut cx.m.codes[child.0 as usize];
+                let keep: Vec<bool> = code.captures.iter().map(|c| used.contains_key(c)).collect();
+                if keep.iter().all(|k| *k) {
+                    continue;
+                }
+                let mut kept = keep.iter();
+                code.captures
+                    .retain(|_| *kept.next().expect("one per capture"));
+                let mut kept = keep.iter();
+                args.retain(|_| *kept.next().expect("one per capture"));
+            }
+            rhs => for_each_branch_mut(rhs, &mut |branch| prune_captures(cx, branch)),
+        }
+    }
 }
 
 fn use_atom(a: &Atom, live: &mut HashSet<VarId>) {

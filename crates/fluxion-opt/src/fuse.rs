@@ -13,9 +13,14 @@
 //! | `map(f, xs)` | `sum(ys)` (reals, tuples of reals) | `sumbuild(length(xs), |i| f(xs[i]))` |
 //! | `build(n, f)` | `sum(ys)` | `if 0 <= n <= limit { sumbuild(n, f) } else { sum(build(n, f)) }` |
 //! | `map2(f, xs, zs)` | `sum(ys)` | `if length(xs) == length(zs) { sumbuild(length(xs), |i| f(xs[i], zs[i])) } else { sum(map2(f, xs, zs)) }` |
+//! | `build(n, |i| .. %lonehot(len, i, w))` | `%lsum(ys)` | `build(len, |i| if i < n { .. w } else { 0 })` (`one_hot.rs`) |
 //!
-//! and, whatever the uses, `length(ys)` is `length(xs)` (`n` for `build`): the array
-//! exists, so it has its producer's length.
+//! The guards go where `lengths.rs` knows them to hold (`n` an array's length, `xs`
+//! and `zs` of one length); in the other branch the producer fails on its lengths
+//! before calling its function, so a constant function stands in for it. Whatever the
+//! uses, `length(ys)` is `length(xs)` (`n` for `build`): the array exists, so it has
+//! its producer's length; and `map2(g, xs, replicate(n, t))` with `xs` of length `n` is
+//! `map(|x| g(x, t), xs)` (CHAD's backward loops over a replicated cotangent).
 //!
 //! Meaning, errors included, is kept. The fused loop interleaves the two functions'
 //! calls, so one of them must be *inert* (every binding of its body removable: it
@@ -28,6 +33,8 @@
 //! so the error is the producer's own. `sum`
 //! adds in the same order from the same zero as `sumbuild` (bit-identical); `Int`
 //! sums (whose overflow message differs) and sums of arrays are left alone.
+
+mod one_hot;
 
 use std::collections::HashMap;
 
@@ -182,6 +189,14 @@ impl Fuser<'_, '_> {
             {
                 continue;
             }
+            // An unused `replicate` of an array's length cannot fail: it does nothing.
+            if let Rhs::Prim(Prim::Replicate, args) = &b.rhs
+                && !self.uses.contains_key(&b.var)
+                && self.cx.lengths.is_a_length(args[0])
+            {
+                self.cx.changed = true;
+                continue;
+            }
             // A `map2` whose result is unused and whose function is inert only checks
             // its lengths: that check, O(1), with the loop where it fails.
             if let Rhs::Prim(Prim::Map2, args) = &b.rhs
@@ -215,6 +230,10 @@ impl Fuser<'_, '_> {
                     }
                 }
             }
+            if let Some(rhs) = self.without_replica(&b, &mut out) {
+                b.rhs = rhs;
+                self.cx.changed = true;
+            }
             if let Some((ys, fused)) = self.fuse(&b, &pending, &mut out) {
                 let p = pending.remove(&ys).expect("a pending producer");
                 let producer = out[p.index].take().expect("a producer binding");
@@ -236,8 +255,10 @@ impl Fuser<'_, '_> {
             if !inert {
                 // A `map` of an inert function cannot fail; `build` and `map2` check
                 // lengths, so they can.
+                // A shadowed copy (`Context::shadowed`) cannot fail at all.
                 let keeps_order = Producer::of(&b.rhs).is_some_and(|p| {
-                    matches!(p, Producer::Map { .. }) && self.inert(&p.function())
+                    let f = p.function();
+                    self.inert(&f) && (matches!(p, Producer::Map { .. }) || self.shadowed(&f))
                 });
                 if !keeps_order {
                     pending.values_mut().for_each(|p| p.interrupted = true);
@@ -266,6 +287,54 @@ impl Fuser<'_, '_> {
     /// that its error is the original's: never fused again).
     fn is_fallback(&self, v: VarId) -> bool {
         self.cx.m.var(v).name == UNFUSED
+    }
+
+    /// `map2(g, xs, replicate(n, t))` where `xs` is known to have length `n` (so the
+    /// lengths agree: the check cannot fail) is `map(|x| g(x, t), xs)`, either side
+    /// (CHAD's backward loop over the primal's array and a cotangent replicated to its
+    /// length). The lambda's closure is bound in `out`.
+    fn without_replica(&mut self, b: &Binding, out: &mut Vec<Option<Binding>>) -> Option<Rhs> {
+        let Rhs::Prim(Prim::Map2, args) = &b.rhs else {
+            return None;
+        };
+        let lengths = self.cx.lengths;
+        // The operand that is a replica of the right length, and the other one.
+        let (position, t, xs) = [(1, 2), (2, 1)].into_iter().find_map(|(r, o)| {
+            let (n, t) = lengths.replicated(args[r])?;
+            lengths.has_length(args[o], n).then_some((r, t, args[o]))
+        })?;
+        let Type::Fn(params, ret) = self.cx.m.atom_ty(&args[0]) else {
+            unreachable!("a function")
+        };
+        let x = self.cx.m.fresh_var("x", params[2 - position].clone());
+        let mut l = Lambda::new(b.span);
+        l.capture(&t);
+        let gargs = if position == 2 {
+            vec![Atom::Var(x), t]
+        } else {
+            vec![t, Atom::Var(x)]
+        };
+        let r = l.apply(self.cx.m, &self.callee(&args[0], b.span), gargs);
+        let (code, captures) = l.finish(self.cx.m, "fused", vec![x], r, *ret);
+        let h = self.push(
+            out,
+            "fused",
+            self.cx.m.code_ty(code),
+            Rhs::Closure(code, captures.clone()),
+            b.span,
+        );
+        if let Atom::Var(hv) = h {
+            self.closures.insert(hv, (code, captures));
+        }
+        Some(Rhs::Prim(Prim::Map, vec![h, xs]))
+    }
+
+    /// Whether `f` is a closure of a shadowed code (`Context::shadowed`).
+    fn shadowed(&self, f: &Atom) -> bool {
+        let Atom::Var(v) = f else { return false };
+        self.closures
+            .get(v)
+            .is_some_and(|(c, _)| self.cx.shadowed.borrow().contains(c))
     }
 
     /// Whether `f` is a closure known here that returns its argument (through copies).
@@ -303,11 +372,9 @@ impl Fuser<'_, '_> {
     /// Whether `f` is a closure known here whose body is inert.
     fn inert(&self, f: &Atom) -> bool {
         let Atom::Var(v) = f else { return false };
-        self.closures.get(v).is_some_and(|(c, _)| {
-            !self.cx.recursive.contains(c)
-                && Some(*c) != self.cx.current
-                && inert_body(self.cx.m, &self.cx.m.code(*c).body)
-        })
+        self.closures
+            .get(v)
+            .is_some_and(|(c, _)| self.cx.inert_code(*c))
     }
 
     /// The fused right-hand side of consumer `b` and the producer it absorbs, if one of
@@ -325,6 +392,10 @@ impl Fuser<'_, '_> {
             Atom::Var(v) => pending.get(v).map(|p| (*v, p)),
             Atom::Lit(_) => None,
         };
+        if *p == Prim::LinSum {
+            let (ys, pend) = producer_of(&args[0])?;
+            return self.sum_of_one_hots(b, pend, out).map(|rhs| (ys, rhs));
+        }
         // The consumer's array operand, which operand it is, and its function.
         let (ys, pend, position) = match p {
             Prim::Map => {
@@ -356,7 +427,8 @@ impl Fuser<'_, '_> {
         // consumer's loop) if they cannot fail and the producer itself cannot
         // (`map`) or nothing that can came between; the consumer's may move earlier
         // if they cannot fail and nothing that can came between.
-        let producer_is_map = matches!(pend.producer, Producer::Map { .. });
+        // (A shadowed `build`/`map2` checks lengths its sibling passed: it cannot fail.)
+        let producer_is_map = matches!(pend.producer, Producer::Map { .. }) || self.shadowed(&f);
         let in_order =
             (f_inert && (producer_is_map || !pend.interrupted)) || (g_inert && !pend.interrupted);
         let applies = match (p, pend.producer) {
@@ -497,6 +569,10 @@ impl Fuser<'_, '_> {
         f: Atom,
         out: &mut Vec<Option<Binding>>,
     ) -> Rhs {
+        // An array's length is a valid one: no check, no other branch.
+        if self.cx.lengths.is_a_length(n) {
+            return Rhs::Prim(Prim::Sumbuild, vec![n, f]);
+        }
         let nonnegative = self.push(
             out,
             "ok",
@@ -551,13 +627,17 @@ impl Fuser<'_, '_> {
             Rhs::Prim(Prim::Length, vec![zs]),
             b.span,
         );
-        let same = self.push(
-            out,
-            "ok",
-            Type::Bool,
-            Rhs::Prim(Prim::Eq, vec![lx, lz]),
-            b.span,
-        );
+        // Lengths known equal need no check and no other branch.
+        let known_same = self.cx.lengths.same_length(xs, zs);
+        let same = (!known_same).then(|| {
+            self.push(
+                out,
+                "ok",
+                Type::Bool,
+                Rhs::Prim(Prim::Eq, vec![lx, lz]),
+                b.span,
+            )
+        });
         let i = self.cx.m.fresh_var("i", Type::Int);
         let mut l = Lambda::new(b.span);
         l.capture(&xs);
@@ -588,6 +668,9 @@ impl Fuser<'_, '_> {
         if let Atom::Var(h) = h {
             self.closures.insert(h, (code, captures));
         }
+        let Some(same) = same else {
+            return Rhs::Prim(Prim::Sumbuild, vec![lx, h]);
+        };
         let fused = self.one(b, Rhs::Prim(Prim::Sumbuild, vec![lx, h]));
         Rhs::If(
             same,
@@ -673,24 +756,35 @@ impl Fuser<'_, '_> {
     /// The unfused branch: the producer (at its own span) and `sum` of it. The branch
     /// runs only where the producer fails on its lengths, before it calls its
     /// function: a constant function stands in for that one where its result type has
-    /// a literal zero, so the branch (and what differentiation makes of it) stays small.
+    /// a literal zero, and a literal for the sum never made, so the branch (and what
+    /// differentiation makes of it) stays small.
     fn unfused(&mut self, b: &Binding, producer_span: Span, producer: Rhs) -> Body {
         let ty = Type::Array(Box::new(self.cx.m.var_ty(b.var).clone()));
         let a = self.cx.m.fresh_var(UNFUSED, ty);
-        let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
         let (producer, constant) = self.never_called(producer, producer_span);
-        body.bindings.insert(
-            0,
-            Binding {
-                var: a,
-                rhs: producer,
-                span: producer_span,
-            },
-        );
-        if let Some(constant) = constant {
-            body.bindings.insert(0, constant);
+        let producer = Binding {
+            var: a,
+            rhs: producer,
+            span: producer_span,
+        };
+        match constant {
+            // The producer fails: the branch's value is never made, any literal does.
+            Some(constant) => {
+                let zero = match self.cx.m.var_ty(b.var) {
+                    Type::Int => fluxion_core::Lit::Int(0),
+                    _ => fluxion_core::Lit::Real(0.0),
+                };
+                Body {
+                    bindings: vec![constant, producer],
+                    result: Atom::Lit(zero),
+                }
+            }
+            None => {
+                let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
+                body.bindings.insert(0, producer);
+                body
+            }
         }
-        body
     }
 
     /// `producer` with its function replaced by a constant one of the same type (and

@@ -54,6 +54,11 @@ impl Lambda {
         Atom::Var(v)
     }
 
+    /// Appends bindings made elsewhere (whose free variables are captured already).
+    pub(crate) fn extend(&mut self, bindings: Vec<Binding>) {
+        self.bindings.extend(bindings);
+    }
+
     pub(crate) fn apply(
         &mut self,
         m: &mut fluxion_core::Module,
@@ -122,19 +127,24 @@ impl Lambda {
         result: Atom,
         ret: Type,
     ) -> (CodeId, Vec<Atom>) {
-        let captures = self.captures.iter().map(|v| Atom::Var(*v)).collect();
+        let body = Body {
+            bindings: self.bindings,
+            result,
+        };
+        // Only what the body reads (a rule may have dropped the reader of a capture).
+        let used = crate::uses::count_uses(&body);
+        let mut captures = self.captures;
+        captures.retain(|v| used.contains_key(v));
+        let atoms = captures.iter().map(|v| Atom::Var(*v)).collect();
         let code = m.add_code(Code {
             name: name.into(),
             kind: CodeKind::Lambda,
-            captures: self.captures,
+            captures,
             params,
             ret,
-            body: Body {
-                bindings: self.bindings,
-                result,
-            },
+            body,
             span: self.span,
         });
-        (code, captures)
+        (code, atoms)
     }
 }

@@ -15,12 +15,12 @@
 //! |---|---|---|
 //! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
-//! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays) |
-//! | `sink` | `sink.rs` | an inert `map` read only by whole loops in one lambda made here moves into it |
-//! | `fuse` | `fuse.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result |
+//! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
+//! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
+//! | `fuse` | `fuse.rs`, `fuse/one_hot.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build` |
 //! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
-//! | `dce` | `dce.rs` | dead bindings that cannot fail |
+//! | `dce` | `dce.rs` | dead bindings that cannot fail; captures a lambda no longer reads |
 
 mod cse;
 mod dce;
@@ -29,6 +29,7 @@ mod fuse;
 mod inline;
 mod instantiate;
 mod lambda;
+mod lengths;
 mod pure;
 mod simplify;
 mod sink;
@@ -55,6 +56,8 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             first: usize::MAX,
             changed: false,
             growth: &std::cell::Cell::new(0),
+            shadowed: &std::cell::RefCell::new(HashSet::new()),
+            lengths: &lengths::Lengths::default(),
         },
         body,
     );
@@ -105,6 +108,13 @@ pub struct Context<'a> {
     pub changed: bool,
     /// Bindings the passes that copy code may still add in this run.
     pub growth: &'a std::cell::Cell<usize>,
+    /// Element functions of loops that `unzip` made after a sibling loop over the same
+    /// operands running a copy of the same function: whatever they could fail on, that
+    /// sibling failed on first, so they cannot fail where they are called (by their
+    /// one loop, which has the sibling's lengths).
+    pub shadowed: &'a std::cell::RefCell<HashSet<CodeId>>,
+    /// What is known of array lengths (computed before each pass).
+    pub lengths: &'a lengths::Lengths,
 }
 
 impl Context<'_> {
@@ -139,6 +149,16 @@ impl Context<'_> {
                 .all(|(c, a)| *a == fluxion_core::Atom::Var(*c))
     }
 
+    /// Whether calling `code` (a loop's function) can neither fail nor have an effect:
+    /// its body is inert (`fuse::inert_body`) or a sibling loop ran it first
+    /// (`shadowed`). Never a code on a cycle or this one.
+    pub(crate) fn inert_code(&self, code: CodeId) -> bool {
+        !self.recursive.contains(&code)
+            && Some(code) != self.current
+            && (self.shadowed.borrow().contains(&code)
+                || fuse::inert_body(self.m, &self.m.code(code).body))
+    }
+
     /// Whether the body of `code` may be copied into this code's `span` source: not
     /// a code on a cycle (or this one: it would unfold), and not a code of another
     /// source (the prelude) that can fail, whose faults are reported at the call.
@@ -158,10 +178,14 @@ const GROWTH: usize = 2000;
 /// pass: passes add lambdas and captures). Older codes cannot capture the variables of
 /// the codes being optimised, which are newer.
 fn captured_vars(m: &Module, first: usize) -> HashSet<VarId> {
+    // Live lambdas only: a copied-from lambda, left behind unreachable, keeps
+    // capturing variables whose copies are no longer read by a lambda.
+    let live = live_from(m, first);
     m.codes[first..]
         .iter()
-        .filter(|c| c.kind == fluxion_core::CodeKind::Lambda)
-        .flat_map(|c| c.captures.iter().copied())
+        .enumerate()
+        .filter(|(i, c)| c.kind == fluxion_core::CodeKind::Lambda && live[first + i])
+        .flat_map(|(_, c)| c.captures.iter().copied())
         .collect()
 }
 
@@ -269,12 +293,14 @@ pub fn optimize_codes_from(
     // What copying (inlining, fusion, unzipping) may add in this run, all codes
     // together: copies of copies cannot grow the program beyond a constant factor.
     let growth = std::cell::Cell::new(before + GROWTH);
+    let shadowed = std::cell::RefCell::new(HashSet::new());
     for round in 0..ROUNDS {
         let mut changed = false;
         for (index, pass) in PASSES.iter().enumerate() {
             let start = Instant::now();
             let captured = captured_vars(m, first);
             let closure_sites = uses::closure_sites(m, first);
+            let lengths = lengths::Lengths::collect(m, first);
             // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
             // by the passes after it.
             for c in all(m) {
@@ -290,6 +316,8 @@ pub fn optimize_codes_from(
                     first,
                     changed: false,
                     growth: &growth,
+                    shadowed: &shadowed,
+                    lengths: &lengths,
                 };
                 (pass.run)(&mut cx, &mut body);
                 changed |= cx.changed;
@@ -325,25 +353,33 @@ pub fn optimize_codes_from(
 /// them (top-level and derived codes), not counting the codes inlining and fusion
 /// copied from and left unreachable.
 fn live_size_from(m: &Module, first: usize) -> usize {
+    let live = live_from(m, first);
+    (first..m.codes.len())
+        .filter(|c| live[*c])
+        .map(|c| fluxion_core::visit::count_bindings(&m.codes[c].body))
+        .sum()
+}
+
+/// Which codes from `first` on are live: reachable from the top-level and derived
+/// codes among them (what inlining and fusion copied from is not).
+fn live_from(m: &Module, first: usize) -> Vec<bool> {
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
     let mut live = vec![false; m.codes.len()];
     let mut stack: Vec<CodeId> = (first..m.codes.len())
         .map(|i| CodeId(i as u32))
         .filter(|c| m.code(*c).kind == fluxion_core::CodeKind::TopLevel || derived.contains(c))
         .collect();
-    let mut size = 0;
     while let Some(c) = stack.pop() {
         if std::mem::replace(&mut live[c.0 as usize], true) {
             continue;
         }
-        size += fluxion_core::visit::count_bindings(&m.code(c).body);
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
             if d.0 as usize >= first && !live[d.0 as usize] {
                 stack.push(d);
             }
         });
     }
-    size
+    live
 }
 
 /// Runs the pipeline on every code of `m`.

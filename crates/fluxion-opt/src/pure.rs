@@ -51,7 +51,16 @@ pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
         | Rhs::Closure(..) => true,
         // Int arithmetic can overflow or divide by zero; real arithmetic cannot fail.
         Rhs::Prim(p, args) if total_real(*p) => args.iter().all(|a| m.atom_ty(a) != Type::Int),
-        Rhs::Prim(Prim::TanZero | Prim::LinScale | Prim::LinProj | Prim::ToReal, _) => true,
+        Rhs::Prim(
+            Prim::TanZero
+            | Prim::LinScale
+            | Prim::LinProj
+            | Prim::ToReal
+            | Prim::Length
+            // Its index was read in the primal: it fails only on a compiler bug.
+            | Prim::LinOneHot,
+            _,
+        ) => true,
         // Adding two real tangents (either may be the symbolic zero) cannot fail.
         Rhs::Prim(Prim::TanPlus, args) => args.iter().all(|a| m.atom_ty(a) == Type::Real),
         _ => false,

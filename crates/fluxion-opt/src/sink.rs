@@ -5,7 +5,9 @@
 //! backpropagators, the backpropagator closure loops over it.
 //!
 //! Only a `map` (which cannot fail by itself) whose function is inert (cannot fail, no
-//! effect) sinks, so whether and when it runs is invisible; only into a lambda made at
+//! effect) sinks, or a `build`/`map2` that `unzip` made after a sibling loop with the
+//! same lengths and function (`Context::shadowed`), so whether and when it runs is
+//! invisible; only into a lambda made at
 //! this one site (its captures change) whose every use of `ys` is a whole loop over it
 //! (`map`, `map2`, `fold`, `scan`, `sum`), so each call of the lambda already costs a
 //! pass over `ys` and computing it there costs no more than a constant factor.
@@ -14,12 +16,19 @@ use std::collections::HashMap;
 
 use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, VarId};
 
+use fluxion_core::visit::for_each_branch_mut;
+
 use crate::Context;
-use crate::fuse::{Producer, inert_body};
+use crate::fuse::Producer;
 use crate::uses::{closures_in, count_uses, mentions};
 
 /// Sinks the loops of `body`'s top level that one lambda made here alone reads.
 pub(crate) fn sink_loops(cx: &mut Context, body: &mut Body) {
+    // The branches' own loops first (CHAD's translation of a guarded loop: the
+    // backward pass is made in the branch).
+    for b in &mut body.bindings {
+        for_each_branch_mut(&mut b.rhs, &mut |branch| sink_loops(cx, branch));
+    }
     let uses = count_uses(body);
     let closures = closures_in(body);
     let mut i = 0;
@@ -44,16 +53,20 @@ fn try_sink(
 ) -> Option<bool> {
     let b = &body.bindings[i];
     let ys = b.var;
-    let Some(Producer::Map { f, xs }) = Producer::of(&b.rhs) else {
+    let producer = Producer::of(&b.rhs)?;
+    let Atom::Var(fv) = producer.function() else {
         return None;
     };
-    let Atom::Var(fv) = f else { return None };
     let (fcode, fcaps) = closures.get(&fv)?.clone();
-    if cx.recursive.contains(&fcode)
-        || Some(fcode) == cx.current
-        || !inert_body(cx.m, &cx.m.code(fcode).body)
-        || uses.get(&ys) != Some(&1)
-    {
+    // A `map` cannot fail by itself; a `build` or `map2` can (on its lengths), unless
+    // it is a shadowed copy (`Context::shadowed`), whose sibling had the same lengths.
+    let sinkable = match producer {
+        Producer::Map { .. } => cx.inert_code(fcode),
+        Producer::Map2 { .. } | Producer::Build { .. } => {
+            cx.inert_code(fcode) && cx.shadowed.borrow().contains(&fcode)
+        }
+    };
+    if !sinkable || uses.get(&ys) != Some(&1) {
         return None;
     }
     // The one use: a closure made later in this block.
@@ -94,9 +107,16 @@ fn try_sink(
     if move_f {
         fcaps.iter().for_each(&mut need);
     } else {
-        need(&f);
+        need(&producer.function());
     }
-    need(&xs);
+    match producer {
+        Producer::Map { xs, .. } => need(&xs),
+        Producer::Map2 { xs, zs, .. } => {
+            need(&xs);
+            need(&zs);
+        }
+        Producer::Build { n, .. } => need(&n),
+    }
     let site = body
         .bindings
         .iter()
@@ -113,9 +133,15 @@ fn try_sink(
             args.push(Atom::Var(v));
         }
     }
-    let mut bindings = moved;
-    bindings.append(&mut code.body.bindings);
-    code.body.bindings = bindings;
+    // Just before the first binding that reads `ys` (so that nothing comes between
+    // the loop and its consumer, which `fuse` asks of a loop that checks lengths).
+    let at = code
+        .body
+        .bindings
+        .iter()
+        .position(|c| mentions(&c.rhs, ys))
+        .unwrap_or(code.body.bindings.len());
+    code.body.bindings.splice(at..at, moved);
     cx.changed = true;
     Some(true)
 }

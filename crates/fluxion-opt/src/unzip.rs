@@ -55,10 +55,20 @@ struct Plan {
     /// The producer's function: its code, captured atoms, and its result's parts.
     f: (CodeId, Vec<Atom>),
     parts: Vec<Type>,
+    /// How the function's result is built.
+    shape: Shape,
     /// The components some use reads.
     needed: BTreeSet<usize>,
     /// Lambdas made here that read `ys`.
     children: Vec<CodeId>,
+}
+
+/// How a loop's function builds its result: a tuple, or one constructor of a
+/// cotangent enum (which only `%lsum` followed by `%lfield` of that tag takes apart).
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Tuple,
+    Ctor(u32),
 }
 
 /// The span of the binding of `v` in `body` (its branches included).
@@ -91,12 +101,13 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
         if !cx.may_copy(*code, span) {
             continue;
         }
-        let Some(parts) = tuple_result(cx, *code) else {
+        let Some((shape, parts)) = tuple_result(cx, *code) else {
             continue;
         };
         let mut uses = Uses {
             cx,
             ys,
+            shape,
             needed: BTreeSet::new(),
             children: Vec::new(),
         };
@@ -104,6 +115,10 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
             continue;
         }
         let mut needed = uses.needed;
+        if needed.is_empty() && (parts.is_empty() || shape != Shape::Tuple) {
+            // Nothing to split a sum of constructors into.
+            continue;
+        }
         if needed.is_empty() {
             // Read only for its length (or not at all: `dce` keeps a loop that may
             // fail, so keep the cheapest honest form, component 0).
@@ -114,6 +129,7 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
             producer,
             f: (*code, caps.clone()),
             parts,
+            shape,
             needed,
             children: uses.children,
         });
@@ -121,28 +137,30 @@ fn find(cx: &Context, body: &Body) -> Option<Plan> {
     None
 }
 
-/// The component types of `code`'s result, if its body ends in a tuple built at its
-/// top level and is plain code (no call, loop or delta primitive anywhere in it).
-fn tuple_result(cx: &Context, code: CodeId) -> Option<Vec<Type>> {
+/// The shape and component types of `code`'s result, if its body ends in a tuple or
+/// constructor built at its top level and is plain code (no call, loop or delta
+/// primitive anywhere in it).
+fn tuple_result(cx: &Context, code: CodeId) -> Option<(Shape, Vec<Type>)> {
     let code = cx.m.code(code);
-    let Type::Tuple(parts) = &code.ret else {
-        return None;
-    };
     let Atom::Var(r) = code.body.result else {
         return None;
     };
-    code.body
-        .bindings
-        .iter()
-        .any(|b| b.var == r && matches!(b.rhs, Rhs::Tuple(_)))
-        .then_some(())?;
+    let built = code.body.bindings.iter().find(|b| b.var == r)?;
+    let (shape, parts) = match (&built.rhs, &code.ret) {
+        (Rhs::Tuple(_), Type::Tuple(parts)) => (Shape::Tuple, parts.clone()),
+        (Rhs::Ctor(_, tag, fields), _) => (
+            Shape::Ctor(*tag),
+            fields.iter().map(|a| cx.m.atom_ty(a)).collect(),
+        ),
+        _ => return None,
+    };
     let mut plain = true;
     fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
         Rhs::Call(..) | Rhs::CallDirect(..) => plain = false,
         Rhs::Prim(p, _) if is_loop_or_effect(*p) => plain = false,
         _ => {}
     });
-    plain.then(|| parts.clone())
+    plain.then_some((shape, parts))
 }
 
 fn is_loop_or_effect(p: Prim) -> bool {
@@ -169,6 +187,7 @@ fn is_loop_or_effect(p: Prim) -> bool {
 struct Uses<'a, 'c> {
     cx: &'a Context<'c>,
     ys: VarId,
+    shape: Shape,
     needed: BTreeSet<usize>,
     children: Vec<CodeId>,
 }
@@ -184,8 +203,22 @@ impl Uses<'_, '_> {
         if body.result == Atom::Var(self.ys) {
             return false;
         }
-        for b in &body.bindings {
+        for (k, b) in body.bindings.iter().enumerate() {
             let ok = match &b.rhs {
+                // `%lsum(ys)` taken apart: the sum of each component (linear maps
+                // commute with sums; seed 002 §2.6).
+                Rhs::Prim(Prim::LinSum, args) if args[0] == Atom::Var(self.ys) => {
+                    match summed_components(&body.bindings[k + 1..], body.result, b.var, self.shape)
+                    {
+                        Some(read) => {
+                            self.needed.extend(read);
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                // Other uses project tuples.
+                rhs if self.shape != Shape::Tuple && mentions(rhs, self.ys) => false,
                 Rhs::If(c, t, e) => {
                     *c != Atom::Var(self.ys)
                         && self.body(t, closures, top)
@@ -246,6 +279,59 @@ impl Uses<'_, '_> {
     }
 }
 
+/// The components of `%lsum` result `s` that `rest` (the bindings after it) and
+/// `result` read, if they read it only by `%lfield(s, tag, j)` of the loop's
+/// constructor (or `%lproj(s, j)` of its tuple), in this body or its branches.
+fn summed_components(
+    rest: &[Binding],
+    result: Atom,
+    s: VarId,
+    shape: Shape,
+) -> Option<BTreeSet<usize>> {
+    if result == Atom::Var(s) {
+        return None;
+    }
+    let rest = Body {
+        bindings: rest.to_vec(),
+        result: Atom::Lit(fluxion_core::Lit::Unit),
+    };
+    let mut read = BTreeSet::new();
+    let mut ok = true;
+    fluxion_core::visit::for_each_binding(&rest, &mut |b| match (&b.rhs, shape) {
+        (Rhs::Prim(Prim::LinField, a), Shape::Ctor(tag)) if a[0] == Atom::Var(s) => {
+            match (a[1], a[2]) {
+                (Atom::Lit(fluxion_core::Lit::Int(t)), Atom::Lit(fluxion_core::Lit::Int(j)))
+                    if t == tag as i64 =>
+                {
+                    read.insert(j as usize);
+                }
+                _ => ok = false,
+            }
+        }
+        (Rhs::Prim(Prim::LinProj, a), Shape::Tuple) if a[0] == Atom::Var(s) => match a[1] {
+            Atom::Lit(fluxion_core::Lit::Int(j)) => {
+                read.insert(j as usize);
+            }
+            _ => ok = false,
+        },
+        (rhs, _) if mentions(rhs, s) || results_in(rhs, s) => ok = false,
+        _ => {}
+    });
+    ok.then_some(read)
+}
+
+/// Whether a branch of `rhs` ends in `v`.
+fn results_in(rhs: &Rhs, v: VarId) -> bool {
+    let a = Atom::Var(v);
+    match rhs {
+        Rhs::If(_, t, e) => t.result == a || e.result == a,
+        Rhs::Match(_, arms, d) => {
+            arms.iter().any(|arm| arm.body.result == a) || d.as_ref().is_some_and(|d| d.result == a)
+        }
+        _ => false,
+    }
+}
+
 /// The components of parameter `index` that lambda `g` reads, if it reads that
 /// parameter only by projections (`p.i`).
 fn components(
@@ -297,8 +383,15 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
     // The component loops, in place of the producer.
     let mut comps: BTreeMap<usize, VarId> = BTreeMap::new();
     let mut made = Vec::new();
-    for &i in &plan.needed {
+    for (k, &i) in plan.needed.iter().enumerate() {
         let (bindings, ys_i) = component_loop(cx, &plan, i);
+        // The loops after the first run the same failing operations on the same
+        // elements, after it: they cannot fail (`Context::shadowed`).
+        if k > 0
+            && let Rhs::Closure(code, _) = &bindings[0].rhs
+        {
+            cx.shadowed.borrow_mut().insert(*code);
+        }
         made.extend(bindings);
         comps.insert(i, ys_i);
     }
@@ -308,6 +401,7 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
         ys: plan.ys,
         comps: &comps,
         parts: &plan.parts,
+        sums: HashMap::new(),
     };
     rw.body(body, &closures_in(body), true);
     for child in plan.children {
@@ -339,7 +433,8 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
 
 /// `let f_i = |..| f(..).i; let ys_i = loop(f_i, ..)`: the bindings and `ys_i`.
 fn component_loop(cx: &mut Context, plan: &Plan, i: usize) -> (Vec<Binding>, VarId) {
-    let span = fluxion_core::Span::default();
+    // The function's own span (its source decides where it may be copied).
+    let span = cx.m.code(plan.f.0).span;
     let elem = |cx: &mut Context, a: &Atom| {
         let Type::Array(t) = cx.m.atom_ty(a) else {
             unreachable!("an array operand")
@@ -355,7 +450,18 @@ fn component_loop(cx: &mut Context, plan: &Plan, i: usize) -> (Vec<Binding>, Var
     let (code, caps) = plan.f.clone();
     let args = params.iter().map(|p| Atom::Var(*p)).collect();
     let tuple = l.apply(cx.m, &crate::lambda::Callee::Known(code, caps), args);
-    let part = l.bind(cx.m, "part", plan.parts[i].clone(), Rhs::Proj(tuple, i));
+    let project = match plan.shape {
+        Shape::Tuple => Rhs::Proj(tuple, i),
+        Shape::Ctor(tag) => Rhs::Prim(
+            Prim::LinField,
+            vec![
+                tuple,
+                Atom::Lit(fluxion_core::Lit::Int(tag as i64)),
+                Atom::Lit(fluxion_core::Lit::Int(i as i64)),
+            ],
+        ),
+    };
+    let part = l.bind(cx.m, "part", plan.parts[i].clone(), project);
     let (fcode, fcaps) = l.finish(cx.m, "part", params, part, plan.parts[i].clone());
     let fty = cx.m.code_ty(fcode);
     let fvar = cx.m.fresh_var("part", fty);
@@ -407,6 +513,8 @@ struct Rewrite<'a, 'b, 'c> {
     ys: VarId,
     comps: &'b BTreeMap<usize, VarId>,
     parts: &'b [Type],
+    /// `%lsum(ys)`'s variable ↦ the sums of the components.
+    sums: HashMap<VarId, BTreeMap<usize, VarId>>,
 }
 
 impl Rewrite<'_, '_, '_> {
@@ -416,6 +524,34 @@ impl Rewrite<'_, '_, '_> {
         for mut b in std::mem::take(&mut body.bindings) {
             for_each_branch_mut(&mut b.rhs, &mut |branch| self.body(branch, closures, top));
             match &mut b.rhs {
+                Rhs::Prim(Prim::LinSum, args) if args[0] == ys => {
+                    let mut sums = BTreeMap::new();
+                    for (&j, &ys_j) in self.comps {
+                        let s_j = self
+                            .cx
+                            .m
+                            .fresh_var(self.cx.m.var(b.var).name.clone(), self.parts[j].clone());
+                        out.push(Binding {
+                            var: s_j,
+                            rhs: Rhs::Prim(Prim::LinSum, vec![Atom::Var(ys_j)]),
+                            span: b.span,
+                        });
+                        sums.insert(j, s_j);
+                    }
+                    self.sums.insert(b.var, sums);
+                    continue;
+                }
+                Rhs::Prim(Prim::LinField | Prim::LinProj, args) if matches!(args[0], Atom::Var(s) if self.sums.contains_key(&s)) =>
+                {
+                    let Atom::Var(s) = args[0] else {
+                        unreachable!()
+                    };
+                    let j = match args.last() {
+                        Some(Atom::Lit(fluxion_core::Lit::Int(j))) => *j as usize,
+                        _ => unreachable!("checked: a literal component"),
+                    };
+                    b.rhs = Rhs::Atom(Atom::Var(self.sums[&s][&j]));
+                }
                 Rhs::Prim(Prim::Length, args) if args[0] == ys => {
                     args[0] = Atom::Var(*self.comps.values().next().expect("a component"));
                 }
