@@ -189,10 +189,28 @@ impl Fuser<'_, '_> {
             {
                 continue;
             }
+            // An unused `%tdense` of a real array and a cotangent known to have its
+            // length cannot fail (the only check is the length's).
+            if let Rhs::Prim(Prim::TanDense, args) = &b.rhs
+                && !self.uses.contains_key(&b.var)
+                && self.cx.m.atom_ty(&args[0]) == Type::Array(Box::new(Type::Real))
+                && self.cx.lengths.same_length(args[0], args[1])
+            {
+                self.cx.changed = true;
+                continue;
+            }
             // An unused `replicate` of an array's length cannot fail: it does nothing.
             if let Rhs::Prim(Prim::Replicate, args) = &b.rhs
                 && !self.uses.contains_key(&b.var)
                 && self.cx.lengths.is_a_length(args[0])
+            {
+                self.cx.changed = true;
+                continue;
+            }
+            // An unused loop that cannot fail — a shadowed copy, or a `map2`/`build` of
+            // an inert function over lengths known valid — does nothing.
+            if !self.uses.contains_key(&b.var)
+                && Producer::of(&b.rhs).is_some_and(|p| self.cannot_fail(p))
             {
                 self.cx.changed = true;
                 continue;
@@ -329,6 +347,35 @@ impl Fuser<'_, '_> {
         Some(Rhs::Prim(Prim::Map, vec![h, xs]))
     }
 
+    /// Whether loop `p` can neither fail nor have an effect.
+    fn cannot_fail(&self, p: Producer) -> bool {
+        let f = p.function();
+        let lengths = self.cx.lengths;
+        self.inert(&f)
+            && match p {
+                Producer::Map { .. } => true,
+                Producer::Map2 { xs, zs, .. } => self.shadowed(&f) || lengths.same_length(xs, zs),
+                Producer::Build { n, .. } => self.shadowed(&f) || lengths.is_a_length(n),
+            }
+    }
+
+    /// Whether a `map2` over `producer`'s result and `other` can run as one `build`
+    /// that reads every array by index: the producer cannot fail by itself (its
+    /// lengths are known valid and equal, or it is a shadowed copy) and `other` is
+    /// known to have its length.
+    fn indexable(&self, producer: Producer, other: Atom) -> bool {
+        let lengths = self.cx.lengths;
+        match producer {
+            Producer::Build { n, f } => {
+                (lengths.is_a_length(n) || self.shadowed(&f)) && lengths.has_length(other, n)
+            }
+            Producer::Map2 { f, xs, zs } => {
+                (lengths.same_length(xs, zs) || self.shadowed(&f)) && lengths.same_length(xs, other)
+            }
+            Producer::Map { .. } => false,
+        }
+    }
+
     /// Whether `f` is a closure of a shadowed code (`Context::shadowed`).
     fn shadowed(&self, f: &Atom) -> bool {
         let Atom::Var(v) = f else { return false };
@@ -432,8 +479,15 @@ impl Fuser<'_, '_> {
         let in_order =
             (f_inert && (producer_is_map || !pend.interrupted)) || (g_inert && !pend.interrupted);
         let applies = match (p, pend.producer) {
+            // Only where the lengths are known equal: under a guard, a fused loop that
+            // reads both arrays by index costs the interpreter (the reference backend,
+            // and the default) about what the two loops did, for twice the code.
+            (Prim::Sum, Producer::Map2 { xs, zs, .. }) => {
+                in_order && self.cx.lengths.same_length(xs, zs)
+            }
             (Prim::Map, _) | (Prim::Fold, Producer::Map { .. }) | (Prim::Sum, _) => in_order,
             (Prim::Map2, Producer::Map { .. }) => f_inert,
+            (Prim::Map2, producer) => f_inert && self.indexable(producer, args[3 - position]),
             _ => false,
         };
         // The fused lambda copies the functions known here (the lambdas they make too).
@@ -474,6 +528,54 @@ impl Fuser<'_, '_> {
                     Producer::Build { .. } => Prim::Build,
                 };
                 (h, (prim, rhs))
+            }
+            (Prim::Map2, producer @ (Producer::Map2 { .. } | Producer::Build { .. }))
+                if f_inert =>
+            {
+                // `build(n, |i| g(f(xs[i], zs[i]), bs[i]))`: every length is known
+                // equal (`indexable`), so no read can fail.
+                let g = self.callee(&args[0], b.span);
+                let other = args[3 - position];
+                let n = match producer {
+                    Producer::Build { n, .. } => n,
+                    Producer::Map2 { xs, .. } => self.push(
+                        out,
+                        "length",
+                        Type::Int,
+                        Rhs::Prim(Prim::Length, vec![xs]),
+                        span,
+                    ),
+                    Producer::Map { .. } => unreachable!("matched above"),
+                };
+                let i = self.cx.m.fresh_var("i", Type::Int);
+                let mut l = Lambda::new(span);
+                let read = |l: &mut Lambda, cx: &mut Context, array: Atom| {
+                    l.capture(&array);
+                    let ty = elem(&cx.m.atom_ty(&array));
+                    l.bind(
+                        cx.m,
+                        "elem",
+                        ty,
+                        Rhs::Prim(Prim::Index, vec![array, Atom::Var(i)]),
+                    )
+                };
+                let fargs = match producer {
+                    Producer::Build { .. } => vec![Atom::Var(i)],
+                    Producer::Map2 { xs, zs, .. } => {
+                        vec![read(&mut l, self.cx, xs), read(&mut l, self.cx, zs)]
+                    }
+                    Producer::Map { .. } => unreachable!("matched above"),
+                };
+                let y = l.apply_at(self.cx.m, &self.callee(&f, b.span), fargs, pend.span);
+                let o = read(&mut l, self.cx, other);
+                let gargs = if position == 1 {
+                    vec![y, o]
+                } else {
+                    vec![o, y]
+                };
+                let r = l.apply(self.cx.m, &g, gargs);
+                let h = l.finish(self.cx.m, "fused", vec![i], r, elem(&result_ty));
+                (h, (Prim::Build, vec![n]))
             }
             (Prim::Map2, Producer::Map { xs, .. }) if f_inert => {
                 let g = self.callee(&args[0], b.span);

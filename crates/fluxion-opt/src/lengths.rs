@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use fluxion_core::{Atom, Module, Prim, Rhs, VarId};
+use fluxion_core::{Atom, Module, Prim, Rhs, Type, VarId};
 
 /// Where an array's length comes from.
 #[derive(Clone, Copy)]
@@ -26,8 +26,11 @@ pub struct Lengths {
     arrays: HashMap<VarId, Source>,
     /// `l` bound to `length(ys)`: `l ↦ ys`.
     length_of: HashMap<VarId, Atom>,
-    /// `ys` bound to `replicate(n, x)`: `ys ↦ (n, x)`.
+    /// `ys` bound to `replicate(n, x)`: `ys ↦ (n, x)` (or to `%tdense` of one, where
+    /// `x` is a dense real: the same array).
     replicas: HashMap<VarId, (Atom, Atom)>,
+    /// Reals bound to `%tdense(_, _)`: never the symbolic zero.
+    dense_reals: std::collections::HashSet<VarId>,
 }
 
 /// A length in canonical form: an `Int` atom not known to be a `length`, or the
@@ -55,6 +58,23 @@ impl Lengths {
                     Rhs::Prim(Prim::Build, args) => Source::Count(args[0]),
                     Rhs::Prim(Prim::Map, args) => Source::SameAs(args[1]),
                     Rhs::Prim(Prim::Map2, args) => Source::SameAs(args[1]),
+                    // `%tdense(x, t)` checks that `t` has `x`'s shape; a real is dense.
+                    Rhs::Prim(Prim::TanDense, _) if m.var_ty(b.var) == &Type::Real => {
+                        known.dense_reals.insert(b.var);
+                        return;
+                    }
+                    Rhs::Prim(Prim::TanDense, args)
+                        if matches!(m.var_ty(b.var), Type::Array(_)) =>
+                    {
+                        // A replica of a dense real is dense already: the same replica.
+                        if let Atom::Var(r) = args[1]
+                            && let Some(&(n, Atom::Var(t))) = known.replicas.get(&r)
+                            && known.dense_reals.contains(&t)
+                        {
+                            known.replicas.insert(b.var, (n, Atom::Var(t)));
+                        }
+                        Source::SameAs(args[0])
+                    }
                     Rhs::Prim(Prim::Length, args) => {
                         known.length_of.insert(b.var, args[0]);
                         return;

@@ -61,8 +61,10 @@ pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
             | Prim::LinOneHot,
             _,
         ) => true,
-        // Adding two real tangents (either may be the symbolic zero) cannot fail.
+        // Adding two real tangents (either may be the symbolic zero) cannot fail, nor
+        // can making a real one dense.
         Rhs::Prim(Prim::TanPlus, args) => args.iter().all(|a| m.atom_ty(a) == Type::Real),
+        Rhs::Prim(Prim::TanDense, args) => m.atom_ty(&args[0]) == Type::Real,
         _ => false,
     }
 }

@@ -383,11 +383,13 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
     // The component loops, in place of the producer.
     let mut comps: BTreeMap<usize, VarId> = BTreeMap::new();
     let mut made = Vec::new();
+    // A shadowed function's copies are (they cannot fail where the loop runs).
+    let shadowed = cx.shadowed.borrow().contains(&plan.f.0);
     for (k, &i) in plan.needed.iter().enumerate() {
         let (bindings, ys_i) = component_loop(cx, &plan, i);
         // The loops after the first run the same failing operations on the same
         // elements, after it: they cannot fail (`Context::shadowed`).
-        if k > 0
+        if (k > 0 || shadowed)
             && let Rhs::Closure(code, _) = &bindings[0].rhs
         {
             cx.shadowed.borrow_mut().insert(*code);
