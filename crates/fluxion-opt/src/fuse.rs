@@ -12,12 +12,14 @@
 //! | `map(f, xs)` | `fold(g, a, ys)` | `fold(|acc, x| g(acc, f(x)), a, xs)` |
 //! | `map(f, xs)` | `sum(ys)` (reals, tuples of reals) | `sumbuild(length(xs), |i| f(xs[i]))` |
 //! | `build(n, f)` | `sum(ys)` | `if 0 <= n <= limit { sumbuild(n, f) } else { sum(build(n, f)) }` |
-//! | `map2(f, xs, zs)` | `sum(ys)` | `if length(xs) == length(zs) { sumbuild(length(xs), |i| f(xs[i], zs[i])) } else { sum(map2(f, xs, zs)) }` |
+//! | `map2(f, xs, zs)`, `xs` and `zs` known of one length | `sum(ys)` | `sumbuild(length(xs), |i| f(xs[i], zs[i]))` |
 //! | `build(n, |i| .. %lonehot(len, i, w))` | `%lsum(ys)` | `build(len, |i| if i < n { .. w } else { 0 })` (`one_hot.rs`) |
 //!
-//! The guards go where `lengths.rs` knows them to hold (`n` an array's length, `xs`
-//! and `zs` of one length); in the other branch the producer fails on its lengths
-//! before calling its function, so a constant function stands in for it. Whatever the
+//! No guard where `lengths.rs` knows the check holds (`n` an array's length); in the
+//! other branch the producer fails on its lengths before calling its function, so a
+//! constant function stands in for it. (`sum(map2)` under a guard was tried: in the
+//! interpreter a loop reading two arrays by index costs about what the two loops did,
+//! for twice the code — GMM's primal ran 7% slower.) Whatever the
 //! uses, `length(ys)` is `length(xs)` (`n` for `build`): the array exists, so it has
 //! its producer's length; and `map2(g, xs, replicate(n, t))` with `xs` of length `n` is
 //! `map(|x| g(x, t), xs)` (CHAD's backward loops over a replicated cotangent).
@@ -27,10 +29,10 @@
 //! cannot fail and has no effect, such as a delta-tape push); if only the consumer's
 //! is, the producer must come right before the consumer (no binding between them that
 //! can fail or has an effect), since its failures now happen later. Before `map2`,
-//! whose length check comes first, the producer's function must be inert. Where the
-//! producer checks lengths (`build`'s `n`, `map2`'s arrays) and the consumer is `sum`,
-//! the fused loop runs under the same check and the original loops run where it fails,
-//! so the error is the producer's own. `sum`
+//! whose length check comes first, the producer's function must be inert. Where a `build`
+//! producer checks its `n` and the consumer is `sum`, the fused loop runs under the
+//! same check and the original loops run where it fails, so the error is the
+//! producer's own. `sum`
 //! adds in the same order from the same zero as `sumbuild` (bit-identical); `Int`
 //! sums (whose overflow message differs) and sums of arrays are left alone.
 
@@ -637,7 +639,7 @@ impl Fuser<'_, '_> {
                 return Some((ys, self.guarded_sum_of_build(b, pend.span, n, f, out)));
             }
             (Prim::Sum, Producer::Map2 { f, xs, zs }) if in_order => {
-                return Some((ys, self.guarded_sum_of_map2(b, pend.span, f, xs, zs, out)));
+                return Some((ys, self.sum_of_map2(b, pend.span, f, xs, zs, out)));
             }
             _ => return None,
         };
@@ -704,9 +706,9 @@ impl Fuser<'_, '_> {
         )
     }
 
-    /// `sum(map2(f, xs, zs))`: `sumbuild(length(xs), |i| f(xs[i], zs[i]))` where the
-    /// lengths agree, the original two loops otherwise (so its error is the same).
-    fn guarded_sum_of_map2(
+    /// `sum(map2(f, xs, zs))` where `xs` and `zs` are known to have one length (the
+    /// map2's check cannot fail): `sumbuild(length(xs), |i| f(xs[i], zs[i]))`.
+    fn sum_of_map2(
         &mut self,
         b: &Binding,
         map2_span: Span,
@@ -722,24 +724,6 @@ impl Fuser<'_, '_> {
             Rhs::Prim(Prim::Length, vec![xs]),
             b.span,
         );
-        let lz = self.push(
-            out,
-            "length",
-            Type::Int,
-            Rhs::Prim(Prim::Length, vec![zs]),
-            b.span,
-        );
-        // Lengths known equal need no check and no other branch.
-        let known_same = self.cx.lengths.same_length(xs, zs);
-        let same = (!known_same).then(|| {
-            self.push(
-                out,
-                "ok",
-                Type::Bool,
-                Rhs::Prim(Prim::Eq, vec![lx, lz]),
-                b.span,
-            )
-        });
         let i = self.cx.m.fresh_var("i", Type::Int);
         let mut l = Lambda::new(b.span);
         l.capture(&xs);
@@ -770,15 +754,7 @@ impl Fuser<'_, '_> {
         if let Atom::Var(h) = h {
             self.closures.insert(h, (code, captures));
         }
-        let Some(same) = same else {
-            return Rhs::Prim(Prim::Sumbuild, vec![lx, h]);
-        };
-        let fused = self.one(b, Rhs::Prim(Prim::Sumbuild, vec![lx, h]));
-        Rhs::If(
-            same,
-            Box::new(fused),
-            Box::new(self.unfused(b, map2_span, Rhs::Prim(Prim::Map2, vec![f, xs, zs]))),
-        )
+        Rhs::Prim(Prim::Sumbuild, vec![lx, h])
     }
 
     /// `if length(a) == length(b) { () } else { <b>; () }` for an unused `map2` `b`.
