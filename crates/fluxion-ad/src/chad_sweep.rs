@@ -325,6 +325,7 @@ impl Chad {
                     .iter()
                     .map(|a| crate::helpers::var_of(b, self.atom(a)))
                     .collect();
+                let vars = crate::helpers::distinct_vars(b, vars);
                 let code = if b.m.code(*c).kind == CodeKind::Lambda {
                     translate(b.m, *c, Some(vars.clone()), self.dir)?
                 } else {

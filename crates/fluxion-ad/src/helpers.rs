@@ -57,6 +57,26 @@ pub(crate) fn var_of(b: &mut Builder, a: Atom) -> VarId {
     }
 }
 
+/// `vars` with each repetition replaced by a fresh copy of it (`let v2 = v`): a
+/// translated lambda captures the translations of its captures, and two captures
+/// that are copies of one variable (the optimiser keeps copies of captured
+/// variables) translate to one — a code's captures must be distinct variables.
+pub(crate) fn distinct_vars(b: &mut Builder, vars: Vec<VarId>) -> Vec<VarId> {
+    let mut seen = std::collections::HashSet::new();
+    vars.into_iter()
+        .map(|v| {
+            if seen.insert(v) {
+                return v;
+            }
+            let ty = b.m.var_ty(v).clone();
+            match b.emit("capture", Rhs::Atom(Atom::Var(v)), ty) {
+                Atom::Var(copy) => copy,
+                Atom::Lit(_) => unreachable!("emit returns a variable"),
+            }
+        })
+        .collect()
+}
+
 /// The field types of each constructor of enum `e`.
 pub(crate) fn variant_fields(b: &Builder, e: fluxion_core::EnumId) -> Vec<Vec<Type>> {
     b.m.enum_def(e)

@@ -265,6 +265,7 @@ impl<L: Layer> Translate<'_, L> {
                         var_of(b, t)
                     })
                     .collect();
+                let vars = crate::helpers::distinct_vars(b, vars);
                 let args = vars.iter().map(|v| Atom::Var(*v)).collect();
                 // A top-level function used as a value is translated on its own, once.
                 let inline = (b.m.code(*c).kind == CodeKind::Lambda).then_some(vars);

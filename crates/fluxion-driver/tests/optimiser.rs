@@ -79,6 +79,23 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         a * b + c + dot(x, build(length(x), |i| x[length(x) - 1 - i]))
      }
      fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8, 2.0]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25]).1) }",
+    // Found by review: `length(x)` and `exp(p)` floated out of loops and merged by CSE
+    // leave a lambda capturing two copies of one variable (their translations must
+    // stay two captures); a read at a fixed index in a loop that runs zero times (its
+    // one-hot must not float out of the backward loop); a `replicate` read in a
+    // lambda that captures it but not its element.
+    "fn f(x: [Real], p: Real) -> Real {
+        let a = sumbuild(length(x), |i| sumbuild(length(x), |j| x[(i * 2) % length(x)]));
+        let b = sumbuild(length(x), |j| sumbuild(length(x), |i| x[length(x) - 1 - j]));
+        let c = sumbuild(3, |j| sumbuild(2, |i| x[i] * exp(p)) * exp(p) + x[j] * exp(p));
+        let r = replicate(length(x), x[0]);
+        a * b + c + sum(map(|k| sum(map2(|u, v| u * v * k, x, r)), x))
+     }
+     fn g(x: [Real]) -> Real { sumbuild(length(x), |i| x[1]) }
+     fn main() -> (([Real], Real), [Real], Real) {
+        let x = [1.0, 2.0, 3.0, 0.5];
+        (grad(f, (x, 0.5)), grad(g, []), jvp(|y: [Real]| f(y, 0.5), x, [1.0, 0.0, -1.0, 2.0]).1)
+     }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must

@@ -4,7 +4,7 @@
 //! call — when the closure is the function a higher-order built-in calls per element
 //! (`map`, `map2`, `build`, `sumbuild`, `fold`, `scan`, `iterate`).
 //!
-//! Only inert bindings float (`pure::is_removable`: they cannot fail and have no
+//! Only inert bindings float (`pure::is_total`: they cannot fail and have no
 //! effect), since the loop may call the lambda zero times; only from the top of the
 //! lambda's body (not from its branches); only from a lambda made at this one site, so
 //! that its capture list can grow. A lambda reads its enclosing scope under the
@@ -18,7 +18,7 @@ use fluxion_core::{Atom, Binding, Body, CodeId, Prim, Rhs, VarId};
 use fluxion_core::visit::for_each_branch_mut;
 
 use crate::Context;
-use crate::pure::is_removable;
+use crate::pure::is_total;
 
 /// Floats the loop-invariant bindings of the lambdas `body`'s loops call.
 pub(crate) fn float_invariants(cx: &mut Context, body: &mut Body) {
@@ -121,7 +121,7 @@ fn float_from(cx: &mut Context, code: CodeId, args: &mut Vec<Atom>) -> Vec<Bindi
 /// plain copy or a literal (nothing to save), nor a closure whose captures are passed
 /// as other variables.
 fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>) -> bool {
-    if matches!(rhs, Rhs::Atom(_)) || !is_removable(cx.m, rhs) {
+    if matches!(rhs, Rhs::Atom(_)) || !is_total(cx.m, rhs) {
         return false;
     }
     let atoms: Vec<Atom> = match rhs {

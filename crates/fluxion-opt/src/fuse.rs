@@ -57,6 +57,7 @@ pub(crate) fn fuse_loops(cx: &mut Context, body: &mut Body) {
         closures: HashMap::new(),
         zeros: Default::default(),
         uses: HashMap::new(),
+        bound: Default::default(),
     };
     fuser.learn(body);
     fuser.lengths(body);
@@ -113,12 +114,21 @@ struct Fuser<'a, 'c> {
     /// Variables bound to `%tzero()` in this code (or copies of one).
     zeros: std::collections::HashSet<VarId>,
     uses: HashMap<VarId, usize>,
+    /// The variables this code binds, its parameters and captures: what a rewrite
+    /// may read here (`Lengths` knows variables of other codes too).
+    bound: std::collections::HashSet<VarId>,
 }
 
 impl Fuser<'_, '_> {
-    /// Records the producers and closures of the code.
+    /// Records the producers and closures of the code, and its variables.
     fn learn(&mut self, body: &Body) {
+        if let Some(c) = self.cx.current {
+            let code = self.cx.m.code(c);
+            self.bound
+                .extend(code.params.iter().chain(&code.captures).copied());
+        }
         fluxion_core::visit::for_each_binding(body, &mut |b| {
+            self.bound.insert(b.var);
             if let Some(p) = Producer::of(&b.rhs) {
                 self.producers.insert(b.var, p);
             }
@@ -319,9 +329,13 @@ impl Fuser<'_, '_> {
         };
         let lengths = self.cx.lengths;
         // The operand that is a replica of the right length, and the other one.
+        let in_scope = |a: &Atom| match a {
+            Atom::Var(v) => self.bound.contains(v),
+            Atom::Lit(_) => true,
+        };
         let (position, t, xs) = [(1, 2), (2, 1)].into_iter().find_map(|(r, o)| {
             let (n, t) = lengths.replicated(args[r])?;
-            lengths.has_length(args[o], n).then_some((r, t, args[o]))
+            (lengths.has_length(args[o], n) && in_scope(&t)).then_some((r, t, args[o]))
         })?;
         let Type::Fn(params, ret) = self.cx.m.atom_ty(&args[0]) else {
             unreachable!("a function")

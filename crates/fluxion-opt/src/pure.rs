@@ -57,7 +57,8 @@ pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
             | Prim::LinProj
             | Prim::ToReal
             | Prim::Length
-            // Its index was read in the primal: it fails only on a compiler bug.
+            // Its index was read in the primal where it runs: dropped, it cannot fail
+            // (moved, it can: see `is_total`).
             | Prim::LinOneHot,
             _,
         ) => true,
@@ -67,6 +68,13 @@ pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
         Rhs::Prim(Prim::TanDense, args) => m.atom_ty(&args[0]) == Type::Real,
         _ => false,
     }
+}
+
+/// Removable, and safe to compute where it would not have been (before a loop that
+/// may run zero times: `float`): `%lonehot` fails — on an index its primal never
+/// read — only when moved so.
+pub(crate) fn is_total(m: &Module, rhs: &Rhs) -> bool {
+    is_removable(m, rhs) && !matches!(rhs, Rhs::Prim(Prim::LinOneHot, _))
 }
 
 /// Deterministic and without effect: a second binding equal to an earlier one in scope

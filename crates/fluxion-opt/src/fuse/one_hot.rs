@@ -48,28 +48,34 @@ impl Fuser<'_, '_> {
         let Rhs::Prim(Prim::LinOneHot, args) = bindings.remove(at).rhs else {
             unreachable!("checked: a one-hot result")
         };
-        let (len, w) = (args[0], args[2]);
-        // `length(a)` of an `a` from outside, computed in the body, moves out before
-        // the loop (`a` through the copies the copied body binds its captures to).
-        let mut of_array = None;
-        if let OneHotLength::Inside = self.one_hot_length(code)? {
-            let at = bindings.iter().position(|c| Atom::Var(c.var) == len)?;
-            let mut moved = bindings.remove(at);
-            let Rhs::Prim(Prim::Length, operand) = &mut moved.rhs else {
-                unreachable!("checked: a length")
-            };
-            while let Some(Rhs::Atom(a)) = bindings
+        let (mut len, w) = (args[0], args[2]);
+        // The copied body binds the captures it reads to copies: outside it, an atom
+        // is what the copies stand for.
+        let outer = |bindings: &[Binding], mut a: Atom| {
+            while let Some(Rhs::Atom(x)) = bindings
                 .iter()
-                .find(|c| Atom::Var(c.var) == operand[0])
+                .find(|c| Atom::Var(c.var) == a)
                 .map(|c| &c.rhs)
             {
-                operand[0] = *a;
+                a = *x;
             }
-            if bindings.iter().any(|c| Atom::Var(c.var) == operand[0]) {
-                return None;
+            (!bindings.iter().any(|c| Atom::Var(c.var) == a)).then_some(a)
+        };
+        // `length(a)` of an `a` from outside, computed in the body, moves out before
+        // the loop (the body may read it too: the lambda captures it).
+        let mut of_array = None;
+        match self.one_hot_length(code)? {
+            OneHotLength::Inside => {
+                let at = bindings.iter().position(|c| Atom::Var(c.var) == len)?;
+                let mut moved = bindings.remove(at);
+                let Rhs::Prim(Prim::Length, operand) = &mut moved.rhs else {
+                    unreachable!("checked: a length")
+                };
+                operand[0] = outer(&bindings, operand[0])?;
+                of_array = Some(operand[0]);
+                out.push(Some(moved));
             }
-            of_array = Some(operand[0]);
-            out.push(Some(moved));
+            OneHotLength::Outside(_) => len = outer(&bindings, len)?,
         }
         let same = match of_array {
             Some(a) => self.cx.lengths.has_length(a, n),
@@ -77,6 +83,7 @@ impl Fuser<'_, '_> {
         };
         let mut l = Lambda::new(b.span);
         caps.iter().for_each(|a| l.capture(a));
+        l.capture(&len);
         let result = if same {
             l.extend(bindings);
             w
