@@ -42,8 +42,12 @@ impl NativeEntry {
             .functions
             .get(entry)
             .ok_or_else(|| format!("no function `{entry}`"))?;
-        let (program, module) =
-            fluxion_driver::compile_native(&program.module, code, &fresh_toolchain())?;
+        let (program, module) = fluxion_driver::compile_native(
+            &program.module,
+            code,
+            &fresh_toolchain(),
+            fluxion_driver::OptLevel::On,
+        )?;
         let c_compile = program.compile_time;
         Ok(NativeEntry {
             program,

@@ -438,7 +438,8 @@ impl Program {
                         "no function named `{name}` (choose one with --entry)"
                     ));
                 };
-                let translations = fluxion_native::resolve_operators(&mut program.module);
+                let translations =
+                    fluxion_native::resolve_operators(&mut program.module, OptLevel::On);
                 fluxion_native::c_source(&program.module, code, &translations).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })
@@ -574,7 +575,14 @@ pub fn call_with_notes(
     let memory_limit = options.memory_limit.unwrap_or_else(default_memory_limit);
     let mut notes = Vec::new();
     if options.backend == Backend::Native {
-        match native::run(&module, code, &args, stack_budget(), memory_limit) {
+        match native::run(
+            &module,
+            code,
+            &args,
+            stack_budget(),
+            memory_limit,
+            options.opt,
+        ) {
             native::Native::Ran(result) => {
                 let result = match result {
                     Ok(value) => Ok(Output {

@@ -50,8 +50,9 @@ pub(crate) fn run(
     args: &[Value],
     stack_bytes: usize,
     memory_limit: usize,
+    opt: fluxion_opt::OptLevel,
 ) -> Native {
-    match compile(module, code, &Toolchain::default()) {
+    match compile(module, code, &Toolchain::default(), opt) {
         Ok((program, resolved)) => {
             Native::Ran(program.call(&resolved, args, stack_bytes, memory_limit as u64))
         }
@@ -64,9 +65,10 @@ pub fn compile(
     module: &Module,
     code: CodeId,
     toolchain: &Toolchain,
+    opt: fluxion_opt::OptLevel,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    let translations = fluxion_native::resolve_operators(&mut resolved);
+    let translations = fluxion_native::resolve_operators(&mut resolved, opt);
     if cfg!(debug_assertions)
         && let Err(errors) = fluxion_core::verify::verify_codes_from(&resolved, 0)
     {

@@ -241,7 +241,7 @@ fn compile_expr(
         .prepare(options(mode, Backend::Native))
         .map_err(|d| d.message)?;
     let code = program.module.functions[fluxion_driver::core_entry_name()];
-    fluxion_driver::compile_native(&program.module, code, tc)
+    fluxion_driver::compile_native(&program.module, code, tc, fluxion_driver::OptLevel::On)
 }
 
 /// The value natively, printed, and the heap objects left afterwards.
@@ -341,7 +341,10 @@ fn sanitizers_find_nothing_in_the_examples() {
             }
             let code = program.module.functions["main"];
             let mut module = program.module.clone();
-            let translations = fluxion_driver::native_backend::resolve_operators(&mut module);
+            let translations = fluxion_driver::native_backend::resolve_operators(
+                &mut module,
+                fluxion_driver::OptLevel::On,
+            );
             let Ok(c) = fluxion_driver::native_backend::c_source(&module, code, &translations)
             else {
                 continue;
@@ -459,4 +462,36 @@ fn generated_programs_agree_with_the_interpreter() {
         native * 10 >= cases * 8,
         "only {native} of {cases} compiled"
     );
+}
+
+/// `--opt 0` reaches the translations the native backend makes ahead of time: they are
+/// left as the AD rules made them (found by review: they were always optimised).
+#[test]
+fn opt_0_leaves_ahead_of_time_translations_unoptimised() {
+    let src = "fn f(x: [Real]) -> Real { sum(map(|y| y * y, x)) }
+               fn main() -> [Real] { grad(f, [1.0, 2.0]) }";
+    let Ok(mut program) = compile("prog.flx", src) else {
+        panic!("compiles")
+    };
+    assert!(
+        program
+            .prepare(options(AdMode::Chad, Backend::Native))
+            .is_ok(),
+        "prepares"
+    );
+    let size = |opt: fluxion_driver::OptLevel| {
+        let mut module = program.module.clone();
+        let first_new = module.codes.len();
+        fluxion_driver::native_backend::resolve_operators(&mut module, opt);
+        let live = fluxion_opt::live_codes(&module);
+        (first_new..module.codes.len())
+            .filter(|c| live[*c])
+            .map(|c| fluxion_core::visit::count_bindings(&module.codes[c].body))
+            .sum::<usize>()
+    };
+    let (off, on) = (
+        size(fluxion_driver::OptLevel::Off),
+        size(fluxion_driver::OptLevel::On),
+    );
+    assert!(on < off, "translations: {on} bindings optimised, {off} not");
 }

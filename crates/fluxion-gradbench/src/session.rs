@@ -187,6 +187,7 @@ impl Session {
                 &loaded.interp.module(),
                 code,
                 &fluxion_driver::native_backend::Toolchain::default(),
+                self.config.opt,
             )
             .ok();
             timings.push(timing("native_compile", start.elapsed()));

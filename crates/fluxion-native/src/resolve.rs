@@ -26,8 +26,9 @@ use fluxion_core::{
 };
 
 /// Replaces the differential operators whose translations can be made ahead of time
-/// by calls of the translated codes (new codes are optimised like the interpreter's).
-pub fn resolve_operators(m: &mut Module) -> Translations {
+/// by calls of the translated codes (new codes are optimised like the interpreter's,
+/// unless `opt` is off).
+pub fn resolve_operators(m: &mut Module, opt: fluxion_opt::OptLevel) -> Translations {
     let closures = closure_bindings(m);
     let first_new = m.codes.len();
     let mut table = Translations {
@@ -56,7 +57,7 @@ pub fn resolve_operators(m: &mut Module) -> Translations {
             rewritten.insert(id);
         }
     }
-    if m.codes.len() > first_new {
+    if m.codes.len() > first_new && opt == fluxion_opt::OptLevel::On {
         let mut report = fluxion_opt::Report::default();
         // Optimising is an improvement only; a failure leaves the codes as made.
         let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
