@@ -89,7 +89,8 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         let b = sumbuild(length(x), |j| sumbuild(length(x), |i| x[length(x) - 1 - j]));
         let c = sumbuild(3, |j| sumbuild(2, |i| x[i] * exp(p)) * exp(p) + x[j] * exp(p));
         let r = replicate(length(x), x[0]);
-        a * b + c + sum(map(|k| sum(map2(|u, v| u * v * k, x, r)), x))
+        let d = build(length(x), |i| x[i] * exp(x[i]))[2];
+        a * b + c + d + sum(map(|k| sum(map2(|u, v| u * v * k, x, r)), x))
      }
      fn g(x: [Real]) -> Real { sumbuild(length(x), |i| x[1]) }
      fn main() -> (([Real], Real), [Real], Real) {
@@ -128,6 +129,11 @@ const FAILING_PROGRAMS: &[&str] = &[
     // Prelude functions used as loop functions keep their faults' attribution.
     "fn main() -> Real { sum(map2(dot, [[1.0, 2.0]], [[1.0]])) }",
     "fn main() -> [Real] { let ms = [[[1.0, 2.0], [3.0]]]; let ts = map(transpose, ms); map(|t| 1.0, ts) }",
+    // `build` then index: a read out of range, below zero, and of a `build` whose
+    // function would fail at another index.
+    "fn main() -> Real { let x = [1.0, 2.0]; build(length(x), |i| x[i] * 2.0)[5] }",
+    "fn main() -> Real { let x = [1.0, 2.0]; let k = 1 - 3; build(length(x), |i| x[i] * 2.0)[k] }",
+    "fn main() -> Real { let x = [1.0, 2.0]; build(length(x), |i| x[i + 1])[0] }",
     // A backward loop of reads summed densely: its reads fail in the primal first.
     "fn main() -> [Real] { grad(|x: [Real]| sumbuild(3, |i| x[i] * x[i]), [1.0, 2.0]) }",
     // A prelude function inlined would point into the prelude.
@@ -301,6 +307,15 @@ fn snapshots_show_the_rules_firing() {
             "fn f(xs: [Real], ys: [Real]) -> Real { sumbuild(length(ys), |i| xs[i] * ys[i]) }",
             "chad",
             AdMode::Chad
+        )
+    );
+    // `build` then index: the array is never made where the index is in range.
+    insta::assert_snapshot!(
+        "opt_build_index",
+        shown(
+            "fn f(x: [Real], k: Int) -> Real { build(length(x), |i| x[i] * 2.0)[k] }",
+            "opt",
+            AdMode::Delta
         )
     );
     let derivative =

@@ -14,6 +14,7 @@
 //! | `build(n, f)` | `sum(ys)` | `if 0 <= n <= limit { sumbuild(n, f) } else { sum(build(n, f)) }` |
 //! | `map2(f, xs, zs)`, `xs` and `zs` known of one length | `sum(ys)` | `sumbuild(length(xs), |i| f(xs[i], zs[i]))` |
 //! | `build(n, |i| .. %lonehot(len, i, w))` | `%lsum(ys)` | `build(len, |i| if i < n { .. w } else { 0 })` (`one_hot.rs`) |
+//! | `build(n, f)`, `n` an array's length | `ys[i]` | `if 0 <= i < n { f(i) } else { build(n, |_| 0)[i] }` (`read.rs`) |
 //!
 //! No guard where `lengths.rs` knows the check holds (`n` an array's length); in the
 //! other branch the producer fails on its lengths before calling its function, so a
@@ -37,6 +38,7 @@
 //! sums (whose overflow message differs) and sums of arrays are left alone.
 
 mod one_hot;
+mod read;
 
 use std::collections::HashMap;
 
@@ -455,6 +457,12 @@ impl Fuser<'_, '_> {
             Atom::Var(v) => pending.get(v).map(|p| (*v, p)),
             Atom::Lit(_) => None,
         };
+        if *p == Prim::Index {
+            let (ys, pend) = producer_of(&args[0])?;
+            return self
+                .index_of_build(b, pend, args[1], out)
+                .map(|rhs| (ys, rhs));
+        }
         if *p == Prim::LinSum {
             let (ys, pend) = producer_of(&args[0])?;
             return self.sum_of_one_hots(b, pend, out).map(|rhs| (ys, rhs));

@@ -17,7 +17,7 @@
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
 //! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
-//! | `fuse` | `fuse.rs`, `fuse/one_hot.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build` |
+//! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
 //! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail; captures a lambda no longer reads |

@@ -1,0 +1,165 @@
+//! `build` then index (seed 002's fusion rules; the "`build` then index"): an
+//! array made by `build(n, f)` and read once, `ys[i]`, is never made — the read is
+//! `f(i)` where `0 <= i < n`. Elsewhere the read fails as it did: on a `build` of a
+//! constant function (the array's elements are never read there), then the read.
+//!
+//! Conditions: `f` is inert (its calls for the other indices are dropped) — reads
+//! `a[i]` of its own index in an array known to have length `n` count as inert — and `n` is
+//! an array's length (or the loop a shadowed copy), so that `build` itself cannot
+//! fail — its failure would have come first, at its own place.
+
+use fluxion_core::{Atom, Binding, Body, Lit, Prim, Rhs, Type};
+
+use super::{Fuser, Pending, Producer};
+use crate::instantiate::instantiate;
+use crate::lambda::Callee;
+
+impl Fuser<'_, '_> {
+    /// The fused form of read `b` (`%index(ys, i)`) of pending producer `pend`, if the
+    /// rule applies; the range check is bound in `out`.
+    pub(super) fn index_of_build(
+        &mut self,
+        b: &Binding,
+        pend: &Pending,
+        i: Atom,
+        out: &mut Vec<Option<Binding>>,
+    ) -> Option<Rhs> {
+        let Producer::Build { n, f } = pend.producer else {
+            return None;
+        };
+        if !self.inert_at_indices(&f, n) || !(self.cx.lengths.is_a_length(n) || self.shadowed(&f)) {
+            return None;
+        }
+        let span = b.span;
+        let ty = self.cx.m.var_ty(b.var).clone();
+        // `0 <= i && i < n`
+        let nonnegative = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::Prim(Prim::Ge, vec![i, Atom::Lit(Lit::Int(0))]),
+            span,
+        );
+        let below = self.cx.m.fresh_var("ok", Type::Bool);
+        let inside = self.push(
+            out,
+            "ok",
+            Type::Bool,
+            Rhs::If(
+                nonnegative,
+                Box::new(Body {
+                    bindings: vec![Binding {
+                        var: below,
+                        rhs: Rhs::Prim(Prim::Lt, vec![i, n]),
+                        span,
+                    }],
+                    result: Atom::Var(below),
+                }),
+                Box::new(Body {
+                    bindings: Vec::new(),
+                    result: Atom::Lit(Lit::Bool(false)),
+                }),
+            ),
+            span,
+        );
+        // In range: `f(i)`, its body copied in where it is known here.
+        let element = match self.callee(&f, span) {
+            Callee::Known(code, caps) => {
+                let (bindings, result) = instantiate(self.cx.m, code, &caps, &[i], pend.span);
+                Body { bindings, result }
+            }
+            Callee::Var(v) => {
+                let r = self.cx.m.fresh_var("elem", ty.clone());
+                Body {
+                    bindings: vec![Binding {
+                        var: r,
+                        rhs: Rhs::Call(Atom::Var(v), vec![i]),
+                        span: pend.span,
+                    }],
+                    result: Atom::Var(r),
+                }
+            }
+        };
+        // Out of range: the array (of a constant function, where one can be made) and
+        // the read, which fails.
+        let (producer, constant) = self.never_called(Rhs::Prim(Prim::Build, vec![n, f]), pend.span);
+        let array = self
+            .cx
+            .m
+            .fresh_var(super::UNFUSED, Type::Array(Box::new(ty.clone())));
+        let read = self.cx.m.fresh_var(self.cx.m.var(b.var).name.clone(), ty);
+        let failing = Body {
+            bindings: constant
+                .into_iter()
+                .chain([
+                    Binding {
+                        var: array,
+                        rhs: producer,
+                        span: pend.span,
+                    },
+                    Binding {
+                        var: read,
+                        rhs: Rhs::Prim(Prim::Index, vec![Atom::Var(array), i]),
+                        span,
+                    },
+                ])
+                .collect(),
+            result: Atom::Var(read),
+        };
+        Some(Rhs::If(inside, Box::new(element), Box::new(failing)))
+    }
+
+    /// Whether `build(n, f)`'s calls cannot fail and have no effect: `f`'s body is inert
+    /// but for reads `a[i]` of its parameter `i` in an array (a capture, possibly
+    /// through a copy) known to have length `n`, which are in range.
+    fn inert_at_indices(&self, f: &Atom, n: Atom) -> bool {
+        if self.inert(f) {
+            return true;
+        }
+        let Atom::Var(v) = f else { return false };
+        let Some((code, _)) = self.closures.get(v) else {
+            return false;
+        };
+        if self.cx.recursive.contains(code)
+            || Some(*code) == self.cx.current
+            || !inert_but_reads(self.cx.m, &self.cx.m.code(*code).body)
+        {
+            return false;
+        }
+        let code = self.cx.m.code(*code);
+        let [i] = code.params[..] else { return false };
+        let outer = |a: Atom| {
+            let mut a = a;
+            while let Some(Rhs::Atom(x)) = code
+                .body
+                .bindings
+                .iter()
+                .find(|c| Atom::Var(c.var) == a)
+                .map(|c| &c.rhs)
+            {
+                a = *x;
+            }
+            a
+        };
+        let mut ok = true;
+        fluxion_core::visit::for_each_binding(&code.body, &mut |c| {
+            if let Rhs::Prim(Prim::Index, args) = &c.rhs {
+                ok &= args[1] == Atom::Var(i) && self.cx.lengths.has_length(outer(args[0]), n);
+            }
+        });
+        ok
+    }
+}
+
+/// Whether every binding of `body` is removable or a read `a[j]` (checked apart).
+fn inert_but_reads(m: &fluxion_core::Module, body: &Body) -> bool {
+    body.bindings.iter().all(|b| match &b.rhs {
+        Rhs::If(_, t, e) => inert_but_reads(m, t) && inert_but_reads(m, e),
+        Rhs::Match(_, arms, default) => {
+            arms.iter().all(|a| inert_but_reads(m, &a.body))
+                && default.as_ref().is_none_or(|d| inert_but_reads(m, d))
+        }
+        Rhs::Prim(Prim::Index, _) => true,
+        rhs => crate::pure::is_removable(m, rhs),
+    })
+}
