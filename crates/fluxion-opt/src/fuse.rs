@@ -288,10 +288,7 @@ impl Fuser<'_, '_> {
                 // A `map` of an inert function cannot fail; `build` and `map2` check
                 // lengths, so they can.
                 // A shadowed copy (`Context::shadowed`) cannot fail at all.
-                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| {
-                    let f = p.function();
-                    self.inert(&f) && (matches!(p, Producer::Map { .. }) || self.shadowed(&f))
-                });
+                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| self.cannot_fail(p));
                 if !keeps_order {
                     pending.values_mut().for_each(|p| p.interrupted = true);
                 }
@@ -369,12 +366,15 @@ impl Fuser<'_, '_> {
     fn cannot_fail(&self, p: Producer) -> bool {
         let f = p.function();
         let lengths = self.cx.lengths;
-        self.inert(&f)
-            && match p {
-                Producer::Map { .. } => true,
-                Producer::Map2 { xs, zs, .. } => self.shadowed(&f) || lengths.same_length(xs, zs),
-                Producer::Build { n, .. } => self.shadowed(&f) || lengths.is_a_length(n),
+        match p {
+            Producer::Map { .. } => self.inert(&f),
+            Producer::Map2 { xs, zs, .. } => {
+                self.inert(&f) && (self.shadowed(&f) || lengths.same_length(xs, zs))
             }
+            Producer::Build { n, .. } => {
+                self.inert_at_indices(&f, n) && (self.shadowed(&f) || lengths.is_a_length(n))
+            }
+        }
     }
 
     /// Whether a `map2` over `producer`'s result and `other` can run as one `build`
@@ -489,7 +489,11 @@ impl Fuser<'_, '_> {
             _ => return None,
         };
         let f = pend.producer.function();
-        let f_inert = self.inert(&f);
+        // A `build`'s function may read its own index in arrays of the loop's length.
+        let f_inert = match pend.producer {
+            Producer::Build { n, .. } => self.inert_at_indices(&f, n),
+            _ => self.inert(&f),
+        };
         let g_inert = match p {
             Prim::Sum => true,
             _ => self.inert(&args[0]),

@@ -112,7 +112,7 @@ impl Fuser<'_, '_> {
     /// Whether `build(n, f)`'s calls cannot fail and have no effect: `f`'s body is inert
     /// but for reads `a[i]` of its parameter `i` in an array (a capture, possibly
     /// through a copy) known to have length `n`, which are in range.
-    fn inert_at_indices(&self, f: &Atom, n: Atom) -> bool {
+    pub(super) fn inert_at_indices(&self, f: &Atom, n: Atom) -> bool {
         if self.inert(f) {
             return true;
         }
