@@ -413,7 +413,8 @@ impl Fuser<'_, '_> {
                     .bindings
                     .iter()
                     .all(|b| matches!(b.rhs, Rhs::Atom(_)))
-                && through_copies(&code.body, code.body.result) == Atom::Var(code.params[0])
+                && through_copies(&code.body.bindings, code.body.result)
+                    == Atom::Var(code.params[0])
         })
     }
 
@@ -423,7 +424,7 @@ impl Fuser<'_, '_> {
         let Atom::Var(v) = f else { return false };
         self.closures.get(v).is_some_and(|(c, _)| {
             let body = &self.cx.m.code(*c).body;
-            let Atom::Var(r) = through_copies(body, body.result) else {
+            let Atom::Var(r) = through_copies(&body.bindings, body.result) else {
                 return false;
             };
             self.zeros.contains(&r)
@@ -963,9 +964,9 @@ impl Fuser<'_, '_> {
 const UNFUSED: &str = "unfused";
 
 /// What `a` copies, following `let x = y` bindings of `body`'s top level.
-fn through_copies(body: &Body, mut a: Atom) -> Atom {
+fn through_copies(bindings: &[Binding], mut a: Atom) -> Atom {
     while let Atom::Var(v) = a {
-        match body.bindings.iter().find(|b| b.var == v) {
+        match bindings.iter().find(|b| b.var == v) {
             Some(Binding {
                 rhs: Rhs::Atom(x), ..
             }) => a = *x,

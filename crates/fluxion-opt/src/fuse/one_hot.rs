@@ -51,14 +51,8 @@ impl Fuser<'_, '_> {
         let (mut len, w) = (args[0], args[2]);
         // The copied body binds the captures it reads to copies: outside it, an atom
         // is what the copies stand for.
-        let outer = |bindings: &[Binding], mut a: Atom| {
-            while let Some(Rhs::Atom(x)) = bindings
-                .iter()
-                .find(|c| Atom::Var(c.var) == a)
-                .map(|c| &c.rhs)
-            {
-                a = *x;
-            }
+        let outer = |bindings: &[Binding], a: Atom| {
+            let a = super::through_copies(bindings, a);
             (!bindings.iter().any(|c| Atom::Var(c.var) == a)).then_some(a)
         };
         // `length(a)` of an `a` from outside, computed in the body, moves out before

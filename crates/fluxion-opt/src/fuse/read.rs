@@ -128,23 +128,14 @@ impl Fuser<'_, '_> {
         }
         let code = self.cx.m.code(*code);
         let [i] = code.params[..] else { return false };
-        let outer = |a: Atom| {
-            let mut a = a;
-            while let Some(Rhs::Atom(x)) = code
-                .body
-                .bindings
-                .iter()
-                .find(|c| Atom::Var(c.var) == a)
-                .map(|c| &c.rhs)
-            {
-                a = *x;
-            }
-            a
-        };
         let mut ok = true;
         fluxion_core::visit::for_each_binding(&code.body, &mut |c| {
             if let Rhs::Prim(Prim::Index, args) = &c.rhs {
-                ok &= args[1] == Atom::Var(i) && self.cx.lengths.has_length(outer(args[0]), n);
+                ok &= args[1] == Atom::Var(i)
+                    && self
+                        .cx
+                        .lengths
+                        .has_length(super::through_copies(&code.body.bindings, args[0]), n);
             }
         });
         ok
