@@ -110,14 +110,14 @@ impl Fuser<'_, '_> {
     }
 
     /// Whether `build(n, f)`'s calls cannot fail and have no effect: `f`'s body is inert
-    /// but for reads `a[i]` of its parameter `i` in an array (a capture, possibly
+    /// but for reads `a[i]` of its parameter `i` in an array it captures (possibly
     /// through a copy) known to have length `n`, which are in range.
     pub(super) fn inert_at_indices(&self, f: &Atom, n: Atom) -> bool {
         if self.inert(f) {
             return true;
         }
         let Atom::Var(v) = f else { return false };
-        let Some((code, _)) = self.closures.get(v) else {
+        let Some((code, caps)) = self.closures.get(v) else {
             return false;
         };
         if self.cx.recursive.contains(code)
@@ -128,14 +128,20 @@ impl Fuser<'_, '_> {
         }
         let code = self.cx.m.code(*code);
         let [i] = code.params[..] else { return false };
+        // The array read, as the closure made here passes it (a copied code's capture
+        // variables may not be the atoms this closure captures).
+        let array = |a: Atom| match super::through_copies(&code.body.bindings, a) {
+            Atom::Var(x) => match code.captures.iter().position(|c| *c == x) {
+                Some(j) => caps.get(j).copied(),
+                None => None,
+            },
+            Atom::Lit(_) => None,
+        };
         let mut ok = true;
         fluxion_core::visit::for_each_binding(&code.body, &mut |c| {
             if let Rhs::Prim(Prim::Index, args) = &c.rhs {
                 ok &= args[1] == Atom::Var(i)
-                    && self
-                        .cx
-                        .lengths
-                        .has_length(super::through_copies(&code.body.bindings, args[0]), n);
+                    && array(args[0]).is_some_and(|a| self.cx.lengths.has_length(a, n));
             }
         });
         ok
