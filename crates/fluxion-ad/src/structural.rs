@@ -361,6 +361,9 @@ impl<L: Layer> Translate<'_, L> {
                 // The element at the first index attaining the extreme primal.
                 let a = self.atom(b, &args[0]);
                 let primals = primal_of(b, map, &Type::array(Type::Real), a);
+                if p != Argmax {
+                    empty_check(b, p, primals);
+                }
                 let key = if p == Minimum {
                     negate_array(b, primals)
                 } else {
@@ -411,4 +414,22 @@ impl<L: Layer> Translate<'_, L> {
             }
         })
     }
+}
+
+/// An empty array makes `maximum`/`minimum` fail with their own message (the
+/// translation finds the extreme by `argmax`, whose message would name `argmax`):
+/// `if length(xs) == 0 { p(xs) }`, O(1) where the array is not empty.
+fn empty_check(b: &mut Builder, p: Prim, primals: Atom) {
+    let n = b.prim(Prim::Length, &[primals], Type::Int);
+    let empty = b.prim(Prim::Eq, &[n, Atom::Lit(Lit::Int(0))], Type::Bool);
+    let fails = b.block(|b| {
+        b.prim(p, &[primals], Type::Real);
+        Atom::Lit(Lit::Unit)
+    });
+    let unit = b.block(|_| Atom::Lit(Lit::Unit));
+    b.emit(
+        "checked",
+        Rhs::If(empty, Box::new(fails), Box::new(unit)),
+        Type::Unit,
+    );
 }

@@ -1227,6 +1227,23 @@ fn pullback_cotangents_of_the_wrong_shape_are_runtime_errors() {
     }
 }
 
+/// `maximum`/`minimum` of an empty array fail with their own message under every
+/// mode (the translation finds the extreme by `argmax`; found by review: delta said
+/// "argmax of an empty array" for the prelude's `logsumexp([])`).
+#[test]
+fn extremes_of_empty_arrays_keep_their_message() {
+    for (expr, message) in [
+        ("grad(|x: [Real]| maximum(x), [])", "maximum of an empty array"),
+        ("grad(|x: [Real]| minimum(x) * 2.0, [])", "minimum of an empty array"),
+        ("grad(logsumexp, [])", "maximum of an empty array"),
+    ] {
+        for mode in [AdMode::Fwd, under_test()] {
+            let err = eval_literal("", expr, mode).expect_err(expr);
+            assert!(err.contains(message), "[{mode:?}] {expr}: {err}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // 5. Every example, and stress programs.
 // ---------------------------------------------------------------------------------
