@@ -348,50 +348,44 @@ impl Fuser<'_, '_> {
             vec![t, Atom::Var(x)]
         };
         let r = l.apply(self.cx.m, &self.callee(&args[0], b.span), gargs);
-        let (code, captures) = l.finish(self.cx.m, "fused", vec![x], r, *ret);
-        let h = self.push(
-            out,
-            "fused",
-            self.cx.m.code_ty(code),
-            Rhs::Closure(code, captures.clone()),
-            b.span,
-        );
-        if let Atom::Var(hv) = h {
-            self.closures.insert(hv, (code, captures));
-        }
+        let lambda = l.finish(self.cx.m, "fused", vec![x], r, *ret);
+        let h = self.bind_closure(out, "fused", lambda, b.span);
         Some(Rhs::Prim(Prim::Map, vec![h, xs]))
+    }
+
+    /// Whether loop `p`'s own checks cannot fail: a `map` has none; a `map2`'s arrays
+    /// and a `build`'s `n` are known to pass (one length; an array's length), or the
+    /// loop is a shadowed copy, whose sibling passed them.
+    fn own_checks_pass(&self, p: Producer) -> bool {
+        let lengths = self.cx.lengths;
+        match p {
+            Producer::Map { .. } => true,
+            Producer::Map2 { f, xs, zs } => self.shadowed(&f) || lengths.same_length(xs, zs),
+            Producer::Build { n, f } => self.shadowed(&f) || lengths.is_a_length(n),
+        }
     }
 
     /// Whether loop `p` can neither fail nor have an effect.
     fn cannot_fail(&self, p: Producer) -> bool {
         let f = p.function();
-        let lengths = self.cx.lengths;
-        match p {
-            Producer::Map { .. } => self.inert(&f),
-            Producer::Map2 { xs, zs, .. } => {
-                self.inert(&f) && (self.shadowed(&f) || lengths.same_length(xs, zs))
-            }
-            Producer::Build { n, .. } => {
-                self.inert_at_indices(&f, n) && (self.shadowed(&f) || lengths.is_a_length(n))
-            }
-        }
+        let calls_inert = match p {
+            Producer::Build { n, .. } => self.inert_at_indices(&f, n),
+            _ => self.inert(&f),
+        };
+        calls_inert && self.own_checks_pass(p)
     }
 
     /// Whether a `map2` over `producer`'s result and `other` can run as one `build`
-    /// that reads every array by index: the producer cannot fail by itself (its
-    /// lengths are known valid and equal, or it is a shadowed copy) and `other` is
+    /// that reads every array by index: the producer's own checks pass and `other` is
     /// known to have its length.
     fn indexable(&self, producer: Producer, other: Atom) -> bool {
         let lengths = self.cx.lengths;
-        match producer {
-            Producer::Build { n, f } => {
-                (lengths.is_a_length(n) || self.shadowed(&f)) && lengths.has_length(other, n)
-            }
-            Producer::Map2 { f, xs, zs } => {
-                (lengths.same_length(xs, zs) || self.shadowed(&f)) && lengths.same_length(xs, other)
-            }
+        let other_fits = match producer {
+            Producer::Build { n, .. } => lengths.has_length(other, n),
+            Producer::Map2 { xs, .. } => lengths.same_length(xs, other),
             Producer::Map { .. } => false,
-        }
+        };
+        other_fits && self.own_checks_pass(producer)
     }
 
     /// Whether `f` is a closure of a shadowed code (`Context::shadowed`).
@@ -578,25 +572,15 @@ impl Fuser<'_, '_> {
                 };
                 let i = self.cx.m.fresh_var("i", Type::Int);
                 let mut l = Lambda::new(span);
-                let read = |l: &mut Lambda, cx: &mut Context, array: Atom| {
-                    l.capture(&array);
-                    let ty = elem(&cx.m.atom_ty(&array));
-                    l.bind(
-                        cx.m,
-                        "elem",
-                        ty,
-                        Rhs::Prim(Prim::Index, vec![array, Atom::Var(i)]),
-                    )
-                };
                 let fargs = match producer {
                     Producer::Build { .. } => vec![Atom::Var(i)],
                     Producer::Map2 { xs, zs, .. } => {
-                        vec![read(&mut l, self.cx, xs), read(&mut l, self.cx, zs)]
+                        vec![l.read(self.cx.m, "x", xs, i), l.read(self.cx.m, "z", zs, i)]
                     }
                     Producer::Map { .. } => unreachable!("matched above"),
                 };
                 let y = l.apply_at(self.cx.m, &self.callee(&f, b.span), fargs, pend.span);
-                let o = read(&mut l, self.cx, other);
+                let o = l.read(self.cx.m, "elem", other, i);
                 let gargs = if position == 1 {
                     vec![y, o]
                 } else {
@@ -671,21 +655,13 @@ impl Fuser<'_, '_> {
             _ => return None,
         };
         // `let h = closure; consumer(h, arrays..)` (fold: `fold(h, init, xs)`).
-        let (code, captures) = lambda;
-        let hty = self.cx.m.code_ty(code);
-        let h = self.cx.m.fresh_var("fused", hty);
-        out.push(Some(Binding {
-            var: h,
-            rhs: Rhs::Closure(code, captures.clone()),
-            span,
-        }));
-        self.closures.insert(h, (code, captures));
+        let h = self.bind_closure(out, "fused", lambda, span);
         let (prim, rest) = rhs;
         let operands = match prim {
             // `build(n, h)`, `sumbuild(n, h)`
-            Prim::Build | Prim::Sumbuild => vec![rest[0], Atom::Var(h)],
+            Prim::Build | Prim::Sumbuild => vec![rest[0], h],
             // `map(h, xs)`, `map2(h, xs, zs)`, `fold(h, init, xs)`
-            _ => std::iter::once(Atom::Var(h)).chain(rest).collect(),
+            _ => std::iter::once(h).chain(rest).collect(),
         };
         Some((ys, Rhs::Prim(prim, operands)))
     }
@@ -753,34 +729,12 @@ impl Fuser<'_, '_> {
         );
         let i = self.cx.m.fresh_var("i", Type::Int);
         let mut l = Lambda::new(b.span);
-        l.capture(&xs);
-        l.capture(&zs);
-        let x = l.bind(
-            self.cx.m,
-            "x",
-            elem_of(&self.cx.m.atom_ty(&xs)),
-            Rhs::Prim(Prim::Index, vec![xs, Atom::Var(i)]),
-        );
-        let z = l.bind(
-            self.cx.m,
-            "z",
-            elem_of(&self.cx.m.atom_ty(&zs)),
-            Rhs::Prim(Prim::Index, vec![zs, Atom::Var(i)]),
-        );
+        let x = l.read(self.cx.m, "x", xs, i);
+        let z = l.read(self.cx.m, "z", zs, i);
         let r = l.apply_at(self.cx.m, &self.callee(&f, b.span), vec![x, z], map2_span);
         let ret = self.cx.m.var_ty(b.var).clone();
-        let (code, captures) = l.finish(self.cx.m, "fused", vec![i], r, ret);
-        let hty = self.cx.m.code_ty(code);
-        let h = self.push(
-            out,
-            "fused",
-            hty,
-            Rhs::Closure(code, captures.clone()),
-            b.span,
-        );
-        if let Atom::Var(h) = h {
-            self.closures.insert(h, (code, captures));
-        }
+        let lambda = l.finish(self.cx.m, "fused", vec![i], r, ret);
+        let h = self.bind_closure(out, "fused", lambda, b.span);
         Rhs::Prim(Prim::Sumbuild, vec![lx, h])
     }
 
@@ -820,7 +774,11 @@ impl Fuser<'_, '_> {
         };
         self.cx.m.vars[b.var.0 as usize].name = UNFUSED.into();
         let (rhs, constant) = self.never_called(b.rhs, span);
-        let failing = constant.into_iter().chain([Binding { rhs, ..b }]).collect();
+        let failing = constant
+            .map(|(c, _)| c)
+            .into_iter()
+            .chain([Binding { rhs, ..b }])
+            .collect();
         Binding {
             var: self.cx.m.fresh_var("checked", Type::Unit),
             rhs: Rhs::If(same, Box::new(unit(Vec::new())), Box::new(unit(failing))),
@@ -840,6 +798,26 @@ impl Fuser<'_, '_> {
         let v = self.cx.m.fresh_var(name, ty);
         out.push(Some(Binding { var: v, rhs, span }));
         Atom::Var(v)
+    }
+
+    /// Binds the closure of a lambda a rule made, in `out`, and knows it (a later
+    /// rule may copy its body).
+    fn bind_closure(
+        &mut self,
+        out: &mut Vec<Option<Binding>>,
+        name: &str,
+        (code, captures): (CodeId, Vec<Atom>),
+        span: Span,
+    ) -> Atom {
+        let ty = self.cx.m.code_ty(code);
+        let h = self.cx.m.fresh_var(name, ty);
+        out.push(Some(Binding {
+            var: h,
+            rhs: Rhs::Closure(code, captures.clone()),
+            span,
+        }));
+        self.closures.insert(h, (code, captures));
+        Atom::Var(h)
     }
 
     /// A branch computing `rhs` with `b`'s type and span.
@@ -874,16 +852,10 @@ impl Fuser<'_, '_> {
         };
         match constant {
             // The producer fails: the branch's value is never made, any literal does.
-            Some(constant) => {
-                let zero = match self.cx.m.var_ty(b.var) {
-                    Type::Int => fluxion_core::Lit::Int(0),
-                    _ => fluxion_core::Lit::Real(0.0),
-                };
-                Body {
-                    bindings: vec![constant, producer],
-                    result: Atom::Lit(zero),
-                }
-            }
+            Some((constant, zero)) => Body {
+                bindings: vec![constant, producer],
+                result: Atom::Lit(zero),
+            },
             None => {
                 let mut body = self.one(b, Rhs::Prim(Prim::Sum, vec![Atom::Var(a)]));
                 body.bindings.insert(0, producer);
@@ -893,8 +865,13 @@ impl Fuser<'_, '_> {
     }
 
     /// `producer` with its function replaced by a constant one of the same type (and
-    /// that closure's binding) if the result type is `Real` or `Int`.
-    fn never_called(&mut self, producer: Rhs, span: Span) -> (Rhs, Option<Binding>) {
+    /// that closure's binding and constant, its result type's zero) if the result type
+    /// is `Real` or `Int`.
+    fn never_called(
+        &mut self,
+        producer: Rhs,
+        span: Span,
+    ) -> (Rhs, Option<(Binding, fluxion_core::Lit)>) {
         let Rhs::Prim(prim, mut args) = producer else {
             return (producer, None);
         };
@@ -924,7 +901,7 @@ impl Fuser<'_, '_> {
             rhs: Rhs::Closure(code, captures),
             span,
         };
-        (Rhs::Prim(prim, args), Some(closure))
+        (Rhs::Prim(prim, args), Some((closure, zero)))
     }
 
     /// The fused lambda's parameters for a producer and the arguments its function
@@ -976,13 +953,6 @@ fn through_copies(bindings: &[Binding], mut a: Atom) -> Atom {
     a
 }
 
-fn elem_of(ty: &Type) -> Type {
-    match ty {
-        Type::Array(t) => (**t).clone(),
-        _ => unreachable!("an array"),
-    }
-}
-
 /// Reals and tuples of reals: what `sum` and `sumbuild` add the same way (from the
 /// same zero, in order), unlike `Int` (whose overflow messages differ) and arrays.
 fn summed_in_order(ty: &Type) -> bool {
@@ -995,12 +965,22 @@ fn summed_in_order(ty: &Type) -> bool {
 
 /// Every binding removable (branches included): the body cannot fail and has no effect.
 pub(crate) fn inert_body(m: &fluxion_core::Module, body: &Body) -> bool {
+    inert_but(m, body, &|_| false)
+}
+
+/// Whether every binding of `body`, its branches included, is removable or one that
+/// `also` accepts (and the caller checks apart).
+pub(crate) fn inert_but(
+    m: &fluxion_core::Module,
+    body: &Body,
+    also: &dyn Fn(&Rhs) -> bool,
+) -> bool {
     body.bindings.iter().all(|b| match &b.rhs {
-        Rhs::If(_, t, e) => inert_body(m, t) && inert_body(m, e),
+        Rhs::If(_, t, e) => inert_but(m, t, also) && inert_but(m, e, also),
         Rhs::Match(_, arms, default) => {
-            arms.iter().all(|a| inert_body(m, &a.body))
-                && default.as_ref().is_none_or(|d| inert_body(m, d))
+            arms.iter().all(|a| inert_but(m, &a.body, also))
+                && default.as_ref().is_none_or(|d| inert_but(m, d, also))
         }
-        rhs => is_removable(m, rhs),
+        rhs => also(rhs) || is_removable(m, rhs),
     })
 }

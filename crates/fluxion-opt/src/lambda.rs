@@ -54,6 +54,26 @@ impl Lambda {
         Atom::Var(v)
     }
 
+    /// `array[i]`, `array` captured: the element a fused loop reads at its index.
+    pub(crate) fn read(
+        &mut self,
+        m: &mut fluxion_core::Module,
+        name: &str,
+        array: Atom,
+        i: VarId,
+    ) -> Atom {
+        self.capture(&array);
+        let Type::Array(elem) = m.atom_ty(&array) else {
+            unreachable!("an array operand")
+        };
+        self.bind(
+            m,
+            name,
+            *elem,
+            Rhs::Prim(fluxion_core::Prim::Index, vec![array, Atom::Var(i)]),
+        )
+    }
+
     /// Appends bindings made elsewhere (whose free variables are captured already).
     pub(crate) fn extend(&mut self, bindings: Vec<Binding>) {
         self.bindings.extend(bindings);

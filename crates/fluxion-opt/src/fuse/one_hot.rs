@@ -32,12 +32,11 @@ impl Fuser<'_, '_> {
         let Atom::Var(fv) = f else { return None };
         let (code, caps) = self.closures.get(&fv)?.clone();
         let may_move = self.inert(&f) || !pend.interrupted;
-        let cannot_fail_on_n = self.cx.lengths.is_a_length(n) || self.shadowed(&f);
-        if !self.cx.may_copy(code, b.span) || !may_move || !cannot_fail_on_n {
+        if !self.cx.may_copy(code, b.span) || !may_move || !self.own_checks_pass(pend.producer) {
             return None;
         }
-        let len = self.one_hot_length(code)?;
-        if matches!(len, OneHotLength::Outside(n) if !self.cx.lengths.is_a_length(n)) {
+        let source = self.one_hot_length(code)?;
+        if matches!(source, OneHotLength::Outside(n) if !self.cx.lengths.is_a_length(n)) {
             return None;
         }
         // The function's body at a fresh index `j`, ending in `w` instead of the
@@ -58,7 +57,7 @@ impl Fuser<'_, '_> {
         // `length(a)` of an `a` from outside, computed in the body, moves out before
         // the loop (the body may read it too: the lambda captures it).
         let mut of_array = None;
-        match self.one_hot_length(code)? {
+        match source {
             OneHotLength::Inside => {
                 let at = bindings.iter().position(|c| Atom::Var(c.var) == len)?;
                 let mut moved = bindings.remove(at);
@@ -106,18 +105,9 @@ impl Fuser<'_, '_> {
                 ),
             )
         };
-        let (h, captures) = l.finish(self.cx.m, "dense", vec![j], result, Type::Real);
-        let hv = self.push(
-            out,
-            "dense",
-            self.cx.m.code_ty(h),
-            Rhs::Closure(h, captures.clone()),
-            b.span,
-        );
-        if let Atom::Var(v) = hv {
-            self.closures.insert(v, (h, captures));
-        }
-        Some(Rhs::Prim(Prim::Build, vec![len, hv]))
+        let lambda = l.finish(self.cx.m, "dense", vec![j], result, Type::Real);
+        let h = self.bind_closure(out, "dense", lambda, b.span);
+        Some(Rhs::Prim(Prim::Build, vec![len, h]))
     }
 
     /// Where the length `len` comes from if `code`'s body ends in

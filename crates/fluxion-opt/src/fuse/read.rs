@@ -27,7 +27,7 @@ impl Fuser<'_, '_> {
         let Producer::Build { n, f } = pend.producer else {
             return None;
         };
-        if !self.inert_at_indices(&f, n) || !(self.cx.lengths.is_a_length(n) || self.shadowed(&f)) {
+        if !self.inert_at_indices(&f, n) || !self.own_checks_pass(pend.producer) {
             return None;
         }
         let span = b.span;
@@ -90,6 +90,7 @@ impl Fuser<'_, '_> {
         let read = self.cx.m.fresh_var(self.cx.m.var(b.var).name.clone(), ty);
         let failing = Body {
             bindings: constant
+                .map(|(c, _)| c)
                 .into_iter()
                 .chain([
                     Binding {
@@ -122,7 +123,9 @@ impl Fuser<'_, '_> {
         };
         if self.cx.recursive.contains(code)
             || Some(*code) == self.cx.current
-            || !inert_but_reads(self.cx.m, &self.cx.m.code(*code).body)
+            || !super::inert_but(self.cx.m, &self.cx.m.code(*code).body, &|rhs| {
+                matches!(rhs, Rhs::Prim(Prim::Index, _))
+            })
         {
             return false;
         }
@@ -146,17 +149,4 @@ impl Fuser<'_, '_> {
         });
         ok
     }
-}
-
-/// Whether every binding of `body` is removable or a read `a[j]` (checked apart).
-fn inert_but_reads(m: &fluxion_core::Module, body: &Body) -> bool {
-    body.bindings.iter().all(|b| match &b.rhs {
-        Rhs::If(_, t, e) => inert_but_reads(m, t) && inert_but_reads(m, e),
-        Rhs::Match(_, arms, default) => {
-            arms.iter().all(|a| inert_but_reads(m, &a.body))
-                && default.as_ref().is_none_or(|d| inert_but_reads(m, d))
-        }
-        Rhs::Prim(Prim::Index, _) => true,
-        rhs => crate::pure::is_removable(m, rhs),
-    })
 }
