@@ -44,7 +44,12 @@ pub fn for_each_code_ref_in<'a>(
 /// binding before those of its branches); not on the bindings of the lambdas made in
 /// it: they are codes of their own.
 pub fn for_each_binding(body: &Body, f: &mut dyn FnMut(&Binding)) {
-    for b in &body.bindings {
+    for_each_binding_in(&body.bindings, f);
+}
+
+/// [`for_each_binding`] over a run of bindings (part of a body).
+pub fn for_each_binding_in(bindings: &[Binding], f: &mut dyn FnMut(&Binding)) {
+    for b in bindings {
         f(b);
         match &b.rhs {
             Rhs::If(_, t, e) => {

@@ -363,23 +363,11 @@ fn live_size_from(m: &Module, first: usize) -> usize {
 /// Which codes from `first` on are live: reachable from the top-level and derived
 /// codes among them (what inlining and fusion copied from is not).
 fn live_from(m: &Module, first: usize) -> Vec<bool> {
-    let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
-    let mut live = vec![false; m.codes.len()];
-    let mut stack: Vec<CodeId> = (first..m.codes.len())
+    let roots: Vec<CodeId> = (first..m.codes.len())
         .map(|i| CodeId(i as u32))
-        .filter(|c| m.code(*c).kind == fluxion_core::CodeKind::TopLevel || derived.contains(c))
+        .filter(|c| m.code(*c).kind == fluxion_core::CodeKind::TopLevel)
         .collect();
-    while let Some(c) = stack.pop() {
-        if std::mem::replace(&mut live[c.0 as usize], true) {
-            continue;
-        }
-        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
-            if d.0 as usize >= first && !live[d.0 as usize] {
-                stack.push(d);
-            }
-        });
-    }
-    live
+    reachable_from(m, roots, first)
 }
 
 /// Runs the pipeline on every code of `m`.
@@ -404,18 +392,26 @@ pub fn live_codes(m: &Module) -> Vec<bool> {
 /// Whether each code of `m` is reachable by calls and closures from `roots` or from a
 /// code a transformation derived on its own.
 pub fn reachable_codes(m: &Module, roots: &[CodeId]) -> Vec<bool> {
+    reachable_from(m, roots.to_vec(), 0)
+}
+
+/// The codes from `first` on reachable by calls and closures from `roots` and the
+/// derived codes among them (the walk does not enter older codes).
+fn reachable_from(m: &Module, mut roots: Vec<CodeId>, first: usize) -> Vec<bool> {
     let mut live = vec![false; m.codes.len()];
-    let mut stack: Vec<CodeId> = roots
-        .iter()
-        .copied()
-        .chain(m.derived_codes.values().copied())
-        .collect();
+    roots.extend(
+        m.derived_codes
+            .values()
+            .copied()
+            .filter(|c| c.0 as usize >= first),
+    );
+    let mut stack = roots;
     while let Some(c) = stack.pop() {
         if std::mem::replace(&mut live[c.0 as usize], true) {
             continue;
         }
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
-            if !live[d.0 as usize] {
+            if d.0 as usize >= first && !live[d.0 as usize] {
                 stack.push(d);
             }
         });

@@ -20,7 +20,7 @@ use fluxion_core::visit::for_each_branch_mut;
 
 use crate::Context;
 use crate::fuse::Producer;
-use crate::uses::{closures_in, count_uses, mentions};
+use crate::uses::{closures_in, count_uses, mentions, results_in};
 
 /// Sinks the loops of `body`'s top level that one lambda made here alone reads.
 pub(crate) fn sink_loops(cx: &mut Context, body: &mut Body) {
@@ -169,27 +169,12 @@ fn only_looped_over(body: &Body, ys: VarId) -> bool {
             continue;
         }
         let mut reads = false;
-        fluxion_core::visit::for_each_binding(
-            &Body {
-                bindings: vec![b.clone()],
-                result: Atom::Lit(fluxion_core::Lit::Unit),
-            },
-            &mut |inner| reads |= mentions(&inner.rhs, ys) || results_in(&inner.rhs, a),
-        );
+        fluxion_core::visit::for_each_binding_in(std::slice::from_ref(b), &mut |inner| {
+            reads |= mentions(&inner.rhs, ys) || results_in(&inner.rhs, ys)
+        });
         if reads {
             return false;
         }
     }
     looped
-}
-
-/// Whether a branch of `rhs` ends in `a`.
-fn results_in(rhs: &Rhs, a: Atom) -> bool {
-    match rhs {
-        Rhs::If(_, t, e) => t.result == a || e.result == a,
-        Rhs::Match(_, arms, d) => {
-            arms.iter().any(|arm| arm.body.result == a) || d.as_ref().is_some_and(|d| d.result == a)
-        }
-        _ => false,
-    }
 }

@@ -28,7 +28,7 @@ use fluxion_core::visit::for_each_branch_mut;
 use crate::Context;
 use crate::fuse::Producer;
 use crate::lambda::Lambda;
-use crate::uses::{closures_in, mentions};
+use crate::uses::{closures_in, mentions, results_in};
 
 /// Unzips are looked for again after each one, at most this often per code.
 const MAX_PER_CODE: usize = 16;
@@ -291,13 +291,9 @@ fn summed_components(
     if result == Atom::Var(s) {
         return None;
     }
-    let rest = Body {
-        bindings: rest.to_vec(),
-        result: Atom::Lit(fluxion_core::Lit::Unit),
-    };
     let mut read = BTreeSet::new();
     let mut ok = true;
-    fluxion_core::visit::for_each_binding(&rest, &mut |b| match (&b.rhs, shape) {
+    fluxion_core::visit::for_each_binding_in(rest, &mut |b| match (&b.rhs, shape) {
         (Rhs::Prim(Prim::LinField, a), Shape::Ctor(tag)) if a[0] == Atom::Var(s) => {
             match (a[1], a[2]) {
                 (Atom::Lit(fluxion_core::Lit::Int(t)), Atom::Lit(fluxion_core::Lit::Int(j)))
@@ -318,18 +314,6 @@ fn summed_components(
         _ => {}
     });
     ok.then_some(read)
-}
-
-/// Whether a branch of `rhs` ends in `v`.
-fn results_in(rhs: &Rhs, v: VarId) -> bool {
-    let a = Atom::Var(v);
-    match rhs {
-        Rhs::If(_, t, e) => t.result == a || e.result == a,
-        Rhs::Match(_, arms, d) => {
-            arms.iter().any(|arm| arm.body.result == a) || d.as_ref().is_some_and(|d| d.result == a)
-        }
-        _ => false,
-    }
 }
 
 /// The components of parameter `index` that lambda `g` reads, if it reads that

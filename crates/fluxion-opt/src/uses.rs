@@ -89,3 +89,15 @@ pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<C
     }
     sites
 }
+
+/// Whether a branch of `rhs` ends in `v` (a use `mentions` does not see).
+pub(crate) fn results_in(rhs: &Rhs, v: VarId) -> bool {
+    let a = Atom::Var(v);
+    match rhs {
+        Rhs::If(_, t, e) => t.result == a || e.result == a,
+        Rhs::Match(_, arms, d) => {
+            arms.iter().any(|arm| arm.body.result == a) || d.as_ref().is_some_and(|d| d.result == a)
+        }
+        _ => false,
+    }
+}
