@@ -109,7 +109,18 @@ fn is_operator(p: Prim) -> bool {
     p.is_differential()
         || matches!(
             p,
-            DeltaVjp | DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | ChadVjp | ChadOf
+            DeltaVjp
+                | DeltaPush
+                | DeltaSum
+                | DeltaJvp
+                | DeltaTaylor
+                | ChadVjp
+                | ChadOf
+                | DeltaLift
+                | DeltaOpen
+                | DeltaInputs
+                | DeltaPrimal
+                | DeltaGrad
         )
 }
 

@@ -109,8 +109,14 @@ impl Module {
 
     /// `T(A)` using only enums derived already; `None` if one is missing.
     pub fn lookup_tangent_type(&self, ty: &Type) -> Option<Type> {
+        self.lookup_map_type(ty, TypeMap::Tangent)
+    }
+
+    /// The image of `ty` under `map` using only enums derived already; `None` if one
+    /// is missing.
+    pub fn lookup_map_type(&self, ty: &Type, map: TypeMap) -> Option<Type> {
         let mut missing = false;
-        let t = map_type(ty, TypeMap::Tangent, &mut |e, m| {
+        let t = map_type(ty, map, &mut |e, m| {
             self.lookup_derived_enum(e, m).unwrap_or_else(|| {
                 missing = true;
                 e

@@ -92,11 +92,24 @@ prims! {
     // keeps one-hot, embedded and added array cotangents unmaterialised until they are
     // read, so a sum of k sparse terms costs O(n + k), not O(n·k).
     // Internal, made only by the native backend's ahead-of-time resolution:
-    // `%chad_of(f, d)` is the closure `f` with its code replaced by that code's CHAD
-    // translation (d = 0: reverse, `chad_code`; d = 1: forward, `chad_fwd_code`) and the
-    // same captures (first-order, so the same values: `Dr(A)1 = A`). Its binding's type
-    // is the translated function type (trusted, like the delta primitives').
+    // `%chad_of(f, d)` is the closure `f` with its code replaced by that code's
+    // translation (d = 0: reverse CHAD, `chad_code`; d = 1: forward CHAD,
+    // `chad_fwd_code`; d = 2: the delta layer, `delta_code`) and its captures (CHAD's
+    // first-order captures are the same values, `Dr(A)1 = A`; delta lifts every real
+    // to the zero delta, as `%delta_lift` does). Its binding's type is the translated
+    // function type (trusted, like the delta primitives').
     ChadOf => "%chad_of",
+    // Internal, made only by the native backend's ahead-of-time resolution of
+    // `%delta_vjp(f, x, w)` (its steps, which the interpreter's `delta.rs` takes at run
+    // time, as Core): `%delta_lift(v)` is `v: A` as `Δ(A)` with the zero delta on every
+    // real (a capture of `f`); `%delta_open()` opens a tape nested in the current one
+    // and returns its mark; `%delta_inputs(x)` is `x: A` as `Δ(A)` with a fresh input
+    // on every real; `%delta_primal(y)` is `y: Δ(B)` without its deltas;
+    // `%delta_grad(mark, y, w, x)` seeds `y: Δ(B)`'s deltas with `w: T(B)`, sweeps the
+    // tape opened at `mark` backwards, closes it and returns the inputs' adjoints
+    // (`T(A)`, in the shape of `x: Δ(A)`). Their binding's type is trusted.
+    DeltaLift => "%delta_lift", DeltaOpen => "%delta_open", DeltaInputs => "%delta_inputs",
+    DeltaPrimal => "%delta_primal", DeltaGrad => "%delta_grad",
     ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
     LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
     LinIndex => "%lindex",
@@ -329,7 +342,8 @@ impl Prim {
             // `%delta_vjp` is checked like the differential operators; the others act
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
-            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf => return None,
+            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf | DeltaLift
+            | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

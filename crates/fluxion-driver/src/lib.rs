@@ -439,7 +439,7 @@ impl Program {
                     ));
                 };
                 let translations =
-                    fluxion_native::resolve_operators(&mut program.module, OptLevel::On);
+                    fluxion_native::resolve_operators(&mut program.module, code, OptLevel::On);
                 fluxion_native::c_source(&program.module, code, &translations).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })

@@ -68,7 +68,7 @@ pub fn compile(
     opt: fluxion_opt::OptLevel,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    let translations = fluxion_native::resolve_operators(&mut resolved, opt);
+    let translations = fluxion_native::resolve_operators(&mut resolved, code, opt);
     if cfg!(debug_assertions)
         && let Err(errors) = fluxion_core::verify::verify_codes_from(&resolved, 0)
     {

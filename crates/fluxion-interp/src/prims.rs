@@ -447,7 +447,12 @@ impl Interp {
             }
             // Only the native backend's resolved modules hold it; the interpreter runs
             // the module as expanded, before that resolution.
-            ChadOf => return fail(span, "internal error: `%chad_of` reached the interpreter"),
+            ChadOf | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
+                return fail(
+                    span,
+                    format!("internal error: `{}` reached the interpreter", p.name()),
+                );
+            }
             LinScale => crate::linear::scale(a(0), a(1)),
             LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 let int = |i: usize| match a(i) {

@@ -96,7 +96,8 @@ pub fn emit_module(
     Ok(out)
 }
 
-fn contains_fn(t: &Type, m: &Module) -> bool {
+/// Whether a value of `t` can hold a function.
+pub(crate) fn contains_fn(t: &Type, m: &Module) -> bool {
     fn go(t: &Type, m: &Module, seen: &mut HashSet<fluxion_core::EnumId>) -> bool {
         match t {
             Type::Fn(..) => true,
@@ -626,13 +627,13 @@ impl<'m> Emitter<'m> {
     }
     /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),
     /// for the codes some closure of this program is made of.
-    pub(crate) fn translations_of(&mut self, fty: &Type, forward: bool) -> Vec<(CodeId, CodeId)> {
+    pub(crate) fn translations_of(&mut self, fty: &Type, direction: i64) -> Vec<(CodeId, CodeId)> {
         let mut out: Vec<(CodeId, CodeId)> = self
             .translations
             .codes
             .iter()
             .filter(|((c, d), _)| {
-                *d == forward && self.closures.contains(c) && self.m.code_ty(*c) == *fty
+                *d == direction && self.closures.contains(c) && self.m.code_ty(*c) == *fty
             })
             .map(|((c, _), t)| (*c, *t))
             .collect();

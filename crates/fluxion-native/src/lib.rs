@@ -17,6 +17,8 @@
 //! reported as [`Unsupported`], and the caller runs it in the interpreter.
 
 mod abi;
+mod delta;
+mod delta_c;
 mod emit;
 mod prims;
 mod resolve;

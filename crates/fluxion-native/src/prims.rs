@@ -450,7 +450,8 @@ pub(crate) fn emit(
         }
         ChadOf => {
             // The closure with its code's translation: same captures, same layout.
-            let choices = e.translations_of(&aty(0), e.lit_int(&args[1]) == 1);
+            let direction = e.lit_int(&args[1]);
+            let choices = e.translations_of(&aty(0), direction);
             line(s, format!("{ct} {name};"));
             let mut chain = String::new();
             for (c, t) in choices {
@@ -459,11 +460,26 @@ pub(crate) fn emit(
                 let mut copy = format!(
                     "env_{t} *n = (env_{t}*)fx_alloc(sizeof(env_{t}), {sp}); n->h.code = (void*)fn_{t}; n->h.drop = drop_{t};"
                 );
-                for (i, cv) in captures.iter().enumerate() {
-                    let cty = m.var_ty(*cv).clone();
+                let translated_captures = m.code(fluxion_core::CodeId(t)).captures.clone();
+                for (i, (cv, tv)) in captures.iter().zip(&translated_captures).enumerate() {
+                    let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
                     let field = format!("n->c{i}");
-                    let inc = e.types().inc(&cty, &field);
-                    let _ = write!(copy, " {field} = ((env_{c}*){})->c{i}; {inc}", a[0]);
+                    let old = format!("((env_{c}*){})->c{i}", a[0]);
+                    if direction == 2 {
+                        // Delta: every real of the captures with the zero delta.
+                        let lifted = crate::delta_c::rebuild(
+                            e.types(),
+                            crate::types::Helper2::DeltaLift,
+                            &cty,
+                            &tty,
+                            &old,
+                            &sp,
+                        );
+                        let _ = write!(copy, " {field} = {lifted};");
+                    } else {
+                        let inc = e.types().inc(&cty, &field);
+                        let _ = write!(copy, " {field} = {old}; {inc}");
+                    }
                 }
                 let _ = write!(
                     chain,
@@ -477,6 +493,9 @@ pub(crate) fn emit(
                     "{chain}fx_fail({sp}, \"internal error: a closure without an ahead-of-time translation\");"
                 ),
             );
+        }
+        DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
+            return crate::delta_c::emit(e, p, args, v, ty, span, s, pad);
         }
         LinScale => decl(s, format!("fx_lscale({}, {})", a[0], a[1])),
         LinProj => {

@@ -28,13 +28,29 @@ use fluxion_core::{
 /// Replaces the differential operators whose translations can be made ahead of time
 /// by calls of the translated codes (new codes are optimised like the interpreter's,
 /// unless `opt` is off).
-pub fn resolve_operators(m: &mut Module, opt: fluxion_opt::OptLevel) -> Translations {
+pub fn resolve_operators(
+    m: &mut Module,
+    entry: CodeId,
+    opt: fluxion_opt::OptLevel,
+) -> Translations {
     let closures = closure_bindings(m);
     let first_new = m.codes.len();
+    let live = fluxion_opt::reachable_codes(m, &[entry]);
+    let mut made = HashSet::new();
+    for (i, code) in m.codes.iter().enumerate() {
+        if live[i] {
+            fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+                if let Rhs::Closure(c, _) = &b.rhs {
+                    made.insert(*c);
+                }
+            });
+        }
+    }
     let mut table = Translations {
         first_new,
         codes: HashMap::new(),
-        live: fluxion_opt::live_codes(m),
+        live,
+        made,
     };
     let mut rewritten = HashSet::new();
     for i in 0..first_new {
@@ -70,22 +86,29 @@ pub fn resolve_operators(m: &mut Module, opt: fluxion_opt::OptLevel) -> Translat
 #[derive(Clone, Debug, Default)]
 pub struct Translations {
     pub first_new: usize,
-    pub codes: HashMap<(CodeId, bool), CodeId>,
-    /// Which codes before `first_new` are live (reachable from a top-level or derived
-    /// code): only those are resolved or candidates of `%chad_of`.
+    /// (original code, `%chad_of` direction: see [`direction`]) to its translation.
+    pub codes: HashMap<(CodeId, i64), CodeId>,
+    /// Which codes before `first_new` the entry reaches (by calls and closures, derived
+    /// codes too): only those are resolved.
     live: Vec<bool>,
+    /// The codes closures are made of in those: only those are candidates of `%chad_of`
+    /// (a closure of another code cannot reach it).
+    made: HashSet<CodeId>,
 }
 
 fn mentions_operator(body: &Body) -> bool {
     let mut found = false;
     fluxion_core::visit::for_each_binding(body, &mut |b| {
-        found |= matches!(b.rhs, Rhs::Prim(Prim::ChadVjp | Prim::Jvp, _));
+        found |= matches!(
+            b.rhs,
+            Rhs::Prim(Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp, _)
+        );
     });
     found
 }
 
 /// Every `let v = Closure(code, captures)` of the module.
-fn closure_bindings(m: &Module) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
+fn closure_bindings(m: &Module) -> ClosureBindings {
     let mut out = HashMap::new();
     for c in &m.codes {
         fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
@@ -96,6 +119,9 @@ fn closure_bindings(m: &Module) -> HashMap<VarId, (CodeId, Vec<Atom>)> {
     }
     out
 }
+
+/// Every `let v = Closure(code, captures)` of the module, by `v`.
+pub(crate) type ClosureBindings = HashMap<VarId, (CodeId, Vec<Atom>)>;
 
 /// The variables in scope, with an undo log for leaving a block.
 #[derive(Default)]
@@ -123,7 +149,7 @@ impl Scope {
 fn rewrite_body(
     m: &mut Module,
     table: &mut Translations,
-    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    closures: &ClosureBindings,
     rewritten: &HashSet<CodeId>,
     scope: &mut Scope,
     body: &mut Body,
@@ -154,11 +180,18 @@ fn rewrite_body(
                     scope.undo(mark);
                 }
             }
-            Rhs::Prim(p @ (Prim::ChadVjp | Prim::Jvp), args) => {
+            Rhs::Prim(p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp), args) => {
                 let (p, args) = (*p, args.clone());
-                if let Some(expansion) = expand(
-                    m, table, closures, rewritten, scope, p, &args, b.var, b.span,
-                ) {
+                let expansion = if p == Prim::DeltaVjp {
+                    crate::delta::expand(
+                        m, table, closures, rewritten, &scope.set, &args, b.var, b.span,
+                    )
+                } else {
+                    expand(
+                        m, table, closures, rewritten, scope, p, &args, b.var, b.span,
+                    )
+                };
+                if let Some(expansion) = expansion {
                     for e in expansion {
                         scope.bind(e.var);
                         out.push(e);
@@ -180,7 +213,7 @@ fn rewrite_body(
 fn expand(
     m: &mut Module,
     table: &mut Translations,
-    closures: &HashMap<VarId, (CodeId, Vec<Atom>)>,
+    closures: &ClosureBindings,
     rewritten: &HashSet<CodeId>,
     scope: &Scope,
     p: Prim,
@@ -210,34 +243,7 @@ fn expand(
             let translated = translate(m, code, layer)?;
             (Rhs::Closure(translated, captures), translated, params)
         }
-        None => {
-            let fty = m.var_ty(f).clone();
-            let candidates: Vec<CodeId> = (0..table.first_new)
-                .map(|i| CodeId(i as u32))
-                .filter(|c| {
-                    table.live[c.0 as usize]
-                        && m.code_ty(*c) == fty
-                        && !m.translated_from.contains_key(c)
-                })
-                .collect();
-            let mut params = None;
-            for &c in &candidates {
-                params = Some(translatable(m, c, layer, rewritten)?);
-            }
-            let params = params?;
-            let mut translated = None;
-            for c in candidates {
-                let t = translate(m, c, layer)?;
-                table.codes.insert((c, layer == TypeMap::ChadFwd), t);
-                translated = Some(t);
-            }
-            let direction = i64::from(layer == TypeMap::ChadFwd);
-            (
-                Rhs::Prim(Prim::ChadOf, vec![args[0], Atom::Lit(Lit::Int(direction))]),
-                translated?,
-                params,
-            )
-        }
+        None => translated_at_run_time(m, table, rewritten, args[0], layer)?,
     };
     let ret = m.code(translated).ret.clone();
     let Type::Tuple(parts) = &ret else {
@@ -308,9 +314,65 @@ fn expand(
     Some(e.out)
 }
 
+/// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
+/// in `layer`, chosen at run time among the translations of every live code of `f`'s
+/// type, all made here: the right-hand side, one of the translated codes and the
+/// parameter types; `None` where one of them cannot be made.
+pub(crate) fn translated_at_run_time(
+    m: &mut Module,
+    table: &mut Translations,
+    rewritten: &HashSet<CodeId>,
+    f: Atom,
+    layer: TypeMap,
+) -> Option<(Rhs, CodeId, Vec<Type>)> {
+    let fty = m.atom_ty(&f);
+    let candidates: Vec<CodeId> = (0..table.first_new)
+        .map(|i| CodeId(i as u32))
+        .filter(|c| {
+            table.made.contains(c) && m.code_ty(*c) == fty && !m.translated_from.contains_key(c)
+        })
+        .collect();
+    let mut params = None;
+    for &c in &candidates {
+        params = Some(translatable(m, c, layer, rewritten)?);
+    }
+    let params = params?;
+    let mut translated = None;
+    for c in candidates {
+        let t = translate(m, c, layer)?;
+        table.codes.insert((c, direction(layer)), t);
+        translated = Some(t);
+    }
+    let d = Atom::Lit(Lit::Int(direction(layer)));
+    Some((Rhs::Prim(Prim::ChadOf, vec![f, d]), translated?, params))
+}
+
+/// `%chad_of`'s second argument for a layer.
+pub(crate) fn direction(layer: TypeMap) -> i64 {
+    match layer {
+        TypeMap::ChadFwd => 1,
+        TypeMap::Delta => 2,
+        _ => 0,
+    }
+}
+
+/// The parameter types of `code` if `layer` can translate it ahead of time.
+fn translatable(
+    m: &Module,
+    code: CodeId,
+    layer: TypeMap,
+    rewritten: &HashSet<CodeId>,
+) -> Option<Vec<Type>> {
+    if layer == TypeMap::Delta {
+        crate::delta::translatable(m, code, rewritten)
+    } else {
+        chad_translatable(m, code, layer, rewritten)
+    }
+}
+
 /// The parameter types of `code` if CHAD (`layer`) can translate it ahead of time:
 /// first-order captures, no operator inside, nothing rewritten here reached.
-fn translatable(
+fn chad_translatable(
     m: &Module,
     code: CodeId,
     layer: TypeMap,
@@ -336,12 +398,13 @@ fn translatable(
     )
 }
 
-/// `code`'s CHAD translation in `layer` (memoised by fluxion-ad); a failed one is undone
-/// (its placeholders would not verify).
-fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
+/// `code`'s translation in `layer` (CHAD, forward CHAD or delta; memoised by
+/// fluxion-ad); a failed one is undone (its placeholders would not verify).
+pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
     let codes_before = m.codes.len();
     let translated = match layer {
         TypeMap::Chad => fluxion_ad::chad_code(m, code),
+        TypeMap::Delta => fluxion_ad::delta_code(m, code),
         _ => fluxion_ad::chad_fwd_code(m, code),
     };
     match translated {
@@ -359,7 +422,7 @@ fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
 /// Whether `code` or a code it calls or closes over was rewritten here: its body then
 /// holds calls of translated code (CHAD types, linear blocks), which CHAD does not
 /// translate again.
-fn reaches(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
+pub(crate) fn reaches(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
     let mut seen = HashSet::from([code]);
     let mut work = vec![code];
     while let Some(c) = work.pop() {
@@ -376,14 +439,14 @@ fn reaches(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
 }
 
 /// Emits bindings with fresh variables.
-struct Emit<'a> {
-    m: &'a mut Module,
-    out: Vec<Binding>,
-    span: Span,
+pub(crate) struct Emit<'a> {
+    pub(crate) m: &'a mut Module,
+    pub(crate) out: Vec<Binding>,
+    pub(crate) span: Span,
 }
 
 impl Emit<'_> {
-    fn bind(&mut self, name: &str, ty: Type, rhs: Rhs) -> Atom {
+    pub(crate) fn bind(&mut self, name: &str, ty: Type, rhs: Rhs) -> Atom {
         let var = self.m.fresh_var(name, ty);
         self.out.push(Binding {
             var,
@@ -394,7 +457,7 @@ impl Emit<'_> {
     }
 
     /// The `n` arguments a point of `n` parameters stands for (a tuple when n > 1).
-    fn split(&mut self, x: Atom, n: usize) -> Vec<Atom> {
+    pub(crate) fn split(&mut self, x: Atom, n: usize) -> Vec<Atom> {
         match n {
             0 => vec![],
             1 => vec![x],

@@ -329,6 +329,126 @@ static double fx_lgamma(double x) {
   return lgamma_r(x, &sign);
 }
 
+/* The delta tape of `--ad delta` (seed 004 §7; fluxion-interp's tape.rs): node i is
+ * the delta sum_k coefs[k] * parents[k] for k in starts[i]..starts[i+1]; id 0 is the
+ * zero delta (no node, never a parent). A %delta_vjp opens a tape nested in the
+ * current one at a mark (the next id) and closes it by truncating back to the mark,
+ * so the ids of nested tapes never mix. The sweep visits each node once, last to
+ * first, skipping those whose adjoint is zero (the interpreter's order exactly). The
+ * buffers are kept between calls and reset on entry; they are not heap objects of
+ * the program (not in the memory budget, as in the interpreter). */
+static struct {
+  int64_t len, depth, cap_nodes, nterms, cap_terms;
+  int64_t *starts;
+  double *coefs;
+  uint32_t *parents;
+  double *adj;
+  int64_t mark;
+} fx_tape;
+
+static void fx_tape_reset(void) {
+  fx_tape.len = 1;
+  fx_tape.depth = 0;
+  fx_tape.nterms = 0;
+  free(fx_tape.adj);
+  fx_tape.adj = NULL;
+}
+
+static void *fx_tape_grow(void *p, int64_t *cap, int64_t need, size_t elem, uint32_t src, uint32_t start,
+                          uint32_t end) {
+  if (need <= *cap) return p;
+  int64_t cap2 = *cap ? *cap : 1024;
+  while (cap2 < need) cap2 *= 2;
+  void *q = realloc(p, (size_t)cap2 * elem);
+  if (!q) fx_fail(src, start, end, "out of memory: the reverse pass's tape needs %lld entries", (long long)need);
+  *cap = cap2;
+  return q;
+}
+
+/* Room for one more node of up to `terms` terms. */
+static void fx_tape_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  if (__builtin_expect(fx_tape.depth == 0, 0)) fx_fail(src, start, end, "internal error: a delta outside a reverse pass");
+  if (__builtin_expect(fx_tape.len >= (int64_t)UINT32_MAX, 0))
+    fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
+  if (__builtin_expect(fx_tape.len + 2 > fx_tape.cap_nodes, 0)) {
+    int64_t cap = fx_tape.cap_nodes;
+    fx_tape.starts = (int64_t *)fx_tape_grow(fx_tape.starts, &cap, fx_tape.len + 2, sizeof(int64_t), src, start, end);
+    fx_tape.cap_nodes = cap;
+  }
+  if (__builtin_expect(fx_tape.nterms + terms > fx_tape.cap_terms, 0)) {
+    int64_t cap = fx_tape.cap_terms;
+    fx_tape.coefs = (double *)fx_tape_grow(fx_tape.coefs, &cap, fx_tape.nterms + terms, sizeof(double), src, start, end);
+    cap = fx_tape.cap_terms;
+    fx_tape.parents =
+        (uint32_t *)fx_tape_grow(fx_tape.parents, &cap, fx_tape.nterms + terms, sizeof(uint32_t), src, start, end);
+    fx_tape.cap_terms = cap;
+  }
+}
+/* A term of the node being made (after fx_tape_reserve). Terms on the zero delta add
+ * nothing; a zero coefficient is kept (an infinite adjoint times it is NaN, as IEEE
+ * says). */
+static inline void fx_tape_term(double c, int64_t id) {
+  if (id != 0) {
+    fx_tape.coefs[fx_tape.nterms] = c;
+    fx_tape.parents[fx_tape.nterms] = (uint32_t)id;
+    fx_tape.nterms++;
+  }
+}
+static inline int64_t fx_tape_node(void) {
+  fx_tape.starts[fx_tape.len + 1] = fx_tape.nterms;
+  return fx_tape.len++;
+}
+static int64_t fx_tape_input(uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape_reserve(0, src, start, end);
+  return fx_tape_node();
+}
+static int64_t fx_tape_open(void) {
+  if (fx_tape.cap_nodes < 2) {
+    int64_t cap = fx_tape.cap_nodes;
+    fx_tape.starts = (int64_t *)fx_tape_grow(fx_tape.starts, &cap, 2, sizeof(int64_t), 0, 0, 0);
+    fx_tape.cap_nodes = cap;
+  }
+  if (fx_tape.len == 1) fx_tape.starts[0] = fx_tape.starts[1] = 0;
+  fx_tape.depth++;
+  return fx_tape.len;
+}
+/* The adjoints of the ids from `mark` on, all zero, for seeding and the sweep (which
+ * run no program code, so they never nest). */
+static void fx_tape_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape.mark = mark;
+  fx_tape.adj = (double *)calloc((size_t)(fx_tape.len - mark) + 1, sizeof(double));
+  if (!fx_tape.adj) fx_fail(src, start, end, "out of memory: the adjoints of %lld deltas", (long long)(fx_tape.len - mark));
+}
+static inline void fx_tape_seed(int64_t id, double w) {
+  if (id >= fx_tape.mark) fx_tape.adj[id - fx_tape.mark] += w;
+}
+static void fx_tape_sweep(void) {
+  int64_t mark = fx_tape.mark;
+  double *adj = fx_tape.adj;
+  for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
+    double a = adj[id - mark];
+    /* A delta no path from the output reaches contributes nothing (not 0 * inf). */
+    if (a == 0.0) continue;
+    for (int64_t k = fx_tape.starts[id]; k < fx_tape.starts[id + 1]; k++) {
+      int64_t p = fx_tape.parents[k];
+      if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
+    }
+  }
+}
+static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
+static void fx_tape_close(int64_t mark) {
+  free(fx_tape.adj);
+  fx_tape.adj = NULL;
+  fx_tape.len = mark;
+  fx_tape.nterms = fx_tape.starts[mark];
+  fx_tape.depth--;
+}
+
+static inline void *fx_inc_ret(void *p) {
+  fx_inc(p);
+  return p;
+}
+
 /* The argument and result streams of the entry ABI: 64-bit words, a Real as its bits,
  * an Int or Bool as a number, an array as its length then its elements, a tuple as
  * its fields, an enum as its tag then its fields, () as nothing. */
@@ -377,4 +497,5 @@ void fx_free_words(uint64_t *words) { free(words); }
   fx_entry_limit = fx_stack_limit > 65536 ? fx_stack_limit - 65536 : 0; \
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
+  fx_tape_reset();                           \
   if (setjmp(fx_jmp)) return 1;

@@ -46,6 +46,13 @@ pub enum Helper2 {
     Dense,
     /// `%check_tangent(x, t)`: same constructors and lengths.
     Check,
+    /// The delta walks of `delta_c.rs`: `A` → `Δ(A)` with zero deltas / fresh inputs,
+    /// `Δ(B)` → `B`, seeding `(Δ(B), T(B))`, and `Δ(A)` → `T(A)` from the adjoints.
+    DeltaLift,
+    DeltaInputs,
+    DeltaPrimal,
+    DeltaSeed,
+    DeltaRead,
 }
 
 /// The types and helpers of one translation unit.
@@ -104,6 +111,11 @@ impl<'m> Types<'m> {
             defined_enums: HashSet::new(),
             defined_tuples: HashSet::new(),
         }
+    }
+
+    /// The module whose types these are.
+    pub fn module(&self) -> &'m Module {
+        self.m
     }
 
     /// The C type of `ty`, defining its struct (and those it holds) on first use.
@@ -220,6 +232,11 @@ impl<'m> Types<'m> {
             match h {
                 Helper2::Dense => "dense",
                 Helper2::Check => "check",
+                Helper2::DeltaLift => "dlift",
+                Helper2::DeltaInputs => "dinputs",
+                Helper2::DeltaPrimal => "dprimal",
+                Helper2::DeltaSeed => "dseed",
+                Helper2::DeltaRead => "dread",
             },
             self.id(x),
             self.id(t)
@@ -233,6 +250,13 @@ impl<'m> Types<'m> {
                 Helper2::Check => format!(
                     "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
+                Helper2::DeltaSeed => format!("static void {name}({cx} x, {ct} t)"),
+                Helper2::DeltaLift
+                | Helper2::DeltaInputs
+                | Helper2::DeltaPrimal
+                | Helper2::DeltaRead => {
+                    format!("static {ct} {name}({cx} x, uint32_t s0, uint32_t s1, uint32_t s2)")
+                }
             };
             let _ = writeln!(self.protos, "{proto};");
             self.queue.push_back(Request::Two(h, x.clone(), t.clone()));
@@ -681,6 +705,11 @@ impl<'m> Types<'m> {
         let sp = "s0, s1, s2";
         let mut s = String::new();
         match h {
+            Helper2::DeltaLift
+            | Helper2::DeltaInputs
+            | Helper2::DeltaPrimal
+            | Helper2::DeltaSeed
+            | Helper2::DeltaRead => return crate::delta_c::body(self, h, x, t, &name),
             Helper2::Dense => {
                 let _ = writeln!(
                     s,

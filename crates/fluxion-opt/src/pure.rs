@@ -92,6 +92,9 @@ pub(crate) fn is_repeatable(rhs: &Rhs) -> bool {
                 | DeltaVjp
                 | DeltaJvp
                 | DeltaTaylor
+                | DeltaOpen
+                | DeltaInputs
+                | DeltaGrad
                 | MatchFail
                 | Build
                 | Map

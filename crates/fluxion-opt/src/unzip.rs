@@ -180,6 +180,9 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | DeltaTaylor
             | ChadVjp
             | ChadOf
+            | DeltaOpen
+            | DeltaInputs
+            | DeltaGrad
     ) || p.is_differential()
 }
 

@@ -1,0 +1,140 @@
+//! `--ad delta` ahead of time: `%delta_vjp(f, x, w)` as Core that runs `f`'s delta
+//! translation on a tape in the C runtime (seed 004 §7, "the classic tape"; the
+//! interpreter's `delta.rs` takes the same steps at run time):
+//!
+//! ```text
+//! let c'ᵢ  = %delta_lift(cᵢ)            -- f's captures, every real with the zero delta
+//! let fd   = Closure(Δ(code), c')       -- the delta layer's translation (fluxion-ad)
+//! let mark = %delta_open()              -- a tape nested in the current one
+//! let xd   = %delta_inputs(x)           -- every real of x a fresh input
+//! let r    = fd(xd)                     -- records Σ cᵢ·idᵢ per real operation
+//! let y    = %delta_primal(r)
+//! check(y, w)                           -- w has y's shape
+//! let g    = %delta_grad(mark, r, w, xd) -- seed r's deltas with w, one backward sweep,
+//!                                        -- the inputs' adjoints, the tape closed
+//! (y, g)
+//! ```
+//!
+//! Resolved where `f`'s captures, argument and result hold no functions (the walks
+//! above are over first-order values). Where `f` is not known at the operator, every
+//! code of its type is translated and `%chad_of(f, 2)` picks one at run time, lifting
+//! the closure's captures. A translation holding an operator the C backend leaves to
+//! the interpreter (a nested one) sends the program there.
+
+use std::collections::HashSet;
+
+use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap, VarId, verify};
+
+use crate::emit::contains_fn;
+use crate::resolve::{
+    ClosureBindings, Emit, Translations, reaches, translate, translated_at_run_time,
+};
+
+/// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
+/// for the interpreter.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn expand(
+    m: &mut Module,
+    table: &mut Translations,
+    closures: &ClosureBindings,
+    rewritten: &HashSet<CodeId>,
+    scope: &HashSet<VarId>,
+    args: &[Atom],
+    v: VarId,
+    span: Span,
+) -> Option<Vec<Binding>> {
+    let Atom::Var(f) = args[0] else { return None };
+    let known = closures.get(&f).filter(|(_, captures)| {
+        captures.iter().all(|a| match a {
+            Atom::Var(x) => scope.contains(x),
+            Atom::Lit(_) => true,
+        })
+    });
+    let mut lifts = Vec::new();
+    let (make, translated, params) = match known {
+        Some((code, captures)) => {
+            let (code, captures) = (*code, captures.clone());
+            let params = translatable(m, code, rewritten)?;
+            let translated = translate(m, code, TypeMap::Delta)?;
+            let capture_tys: Vec<Type> = m
+                .code(code)
+                .captures
+                .iter()
+                .map(|x| m.var_ty(*x).clone())
+                .collect();
+            let mut lifted = Vec::new();
+            for (c, t) in captures.iter().zip(&capture_tys) {
+                let dt = m.map_type(t, TypeMap::Delta);
+                let var = m.fresh_var("lifted", dt);
+                lifts.push(Binding {
+                    var,
+                    rhs: Rhs::Prim(Prim::DeltaLift, vec![*c]),
+                    span,
+                });
+                lifted.push(Atom::Var(var));
+            }
+            (Rhs::Closure(translated, lifted), translated, params)
+        }
+        None => translated_at_run_time(m, table, rewritten, args[0], TypeMap::Delta)?,
+    };
+    let a = verify::differentiated_argument(&params);
+    let ret = m.code(translated).ret.clone();
+    let original_ret = match m.translated_from.get(&translated) {
+        Some(c) => m.code(*c).ret.clone(),
+        None => return None,
+    };
+    let da = m.map_type(&a, TypeMap::Delta);
+    let Type::Tuple(result) = m.var_ty(v).clone() else {
+        return None;
+    };
+    let dparams: Vec<Type> = params
+        .iter()
+        .map(|t| m.map_type(t, TypeMap::Delta))
+        .collect();
+    let mut e = Emit {
+        m,
+        out: lifts,
+        span,
+    };
+    let fd = e.bind("delta_f", Type::func(dparams, ret.clone()), make);
+    let (x, w) = (args[1], args[2]);
+    let mark = e.bind("mark", Type::Int, Rhs::Prim(Prim::DeltaOpen, vec![]));
+    let xd = e.bind("xd", da, Rhs::Prim(Prim::DeltaInputs, vec![x]));
+    let xs = e.split(xd, params.len());
+    let r = e.bind("r", ret, Rhs::Call(fd, xs));
+    let y = e.bind("y", original_ret, Rhs::Prim(Prim::DeltaPrimal, vec![r]));
+    e.bind(
+        "check",
+        Type::Unit,
+        Rhs::Prim(Prim::CheckTangent, vec![y, w]),
+    );
+    let g = e.bind(
+        "x_bar",
+        result[1].clone(),
+        Rhs::Prim(Prim::DeltaGrad, vec![mark, r, w, xd]),
+    );
+    e.out.push(Binding {
+        var: v,
+        rhs: Rhs::Tuple(vec![y, g]),
+        span,
+    });
+    Some(e.out)
+}
+
+/// The parameter types of `code` if its delta translation can run natively: no
+/// function in its captures, parameters or result (the walks are over first-order
+/// values), nothing rewritten by the resolution reached.
+pub(crate) fn translatable(
+    m: &Module,
+    code: CodeId,
+    rewritten: &HashSet<CodeId>,
+) -> Option<Vec<Type>> {
+    let c = m.code(code);
+    let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
+    let first_order = params
+        .iter()
+        .chain(c.captures.iter().map(|x| m.var_ty(*x)))
+        .chain([&c.ret])
+        .all(|t| !contains_fn(t, m));
+    (first_order && !reaches(m, code, rewritten)).then_some(params)
+}

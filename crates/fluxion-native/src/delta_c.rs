@@ -1,0 +1,254 @@
+//! C for `--ad delta` (seed 004 §7): the delta layer's primitives `%delta` and
+//! `%delta_sum` (tape entries, `runtime.c`'s `fx_tape_*`), and the primitives of a
+//! resolved `%delta_vjp` (`delta.rs`) with the per-type walks they need:
+//!
+//! - `dlift`/`dinputs` (`A` → `Δ(A)`): each real with the zero delta / a fresh input;
+//! - `dprimal` (`Δ(B)` → `B`): the reals without their deltas;
+//! - `dseed` (`Δ(B)`, `T(B)`): adds each real's cotangent to its delta's adjoint;
+//! - `dread` (`Δ(A)` → `T(A)`): each input's adjoint, in the shape of the point.
+//!
+//! A walk meets a real of the original program where one of its two types is `Real`
+//! and the other the pair `(Real, Int)` (`Δ(Real)`; `T(Real) = Real`). Values are
+//! visited in the interpreter's order (fields, then elements, left to right), so the
+//! tape, its sweep and the adjoints' sums are the interpreter's, operation for
+//! operation.
+
+use std::fmt::Write;
+
+use fluxion_core::{Atom, Prim, Span, Type, VarId};
+
+use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
+use crate::types::{Helper2, Types, has_rc};
+
+/// C for a delta primitive binding `v: ty`; whether `v` owns its value.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit(
+    e: &mut FnEmitter<'_>,
+    p: Prim,
+    args: &[Atom],
+    v: VarId,
+    ty: &Type,
+    span: Span,
+    s: &mut String,
+    pad: &str,
+) -> Result<bool, Unsupported> {
+    let m = e.module();
+    let ct = e.types().c(ty);
+    let name = format!("v{}", v.0);
+    let sp = spans(span);
+    let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
+    let aty = |i: usize| m.atom_ty(&args[i]);
+    let mut line = |text: String| {
+        let _ = writeln!(s, "{pad}{text}");
+    };
+    match p {
+        Prim::DeltaPush => {
+            let mut text = format!("fx_tape_reserve({}, {sp});", a.len() / 2);
+            for pair in a.chunks(2) {
+                let _ = write!(text, " fx_tape_term({}, {});", pair[0], pair[1]);
+            }
+            line(text);
+            line(format!("{ct} {name} = fx_tape_node();"));
+        }
+        Prim::DeltaSum => {
+            let ce = e.types().c(&elem(&aty(0)));
+            line(format!("{ct} {name};"));
+            line(format!(
+                "{{ int64_t n = FX_LEN({0}); {ce} *d = FX_DATA({0}, {ce}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += d[i].f0; {name}.f0 = t; if (n == 0) {name}.f1 = 0; else {{ fx_tape_reserve(n, {sp}); for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, d[i].f1); {name}.f1 = fx_tape_node(); }} }}",
+                a[0]
+            ));
+        }
+        Prim::DeltaOpen => line(format!("{ct} {name} = fx_tape_open();")),
+        Prim::DeltaLift | Prim::DeltaInputs => {
+            let h = if p == Prim::DeltaLift {
+                Helper2::DeltaLift
+            } else {
+                Helper2::DeltaInputs
+            };
+            let x = rebuild(e.types(), h, &aty(0), ty, &a[0], &sp);
+            line(format!("{ct} {name} = {x};"));
+        }
+        Prim::DeltaPrimal => {
+            let x = rebuild(e.types(), Helper2::DeltaPrimal, &aty(0), ty, &a[0], &sp);
+            line(format!("{ct} {name} = {x};"));
+        }
+        Prim::DeltaGrad => {
+            let seed = seed(e.types(), &aty(1), &aty(2), &a[1], &a[2]);
+            let read = rebuild(e.types(), Helper2::DeltaRead, &aty(3), ty, &a[3], &sp);
+            line(format!("fx_tape_sweep_begin({}, {sp});", a[0]));
+            line(seed);
+            line("fx_tape_sweep();".into());
+            line(format!("{ct} {name} = {read};"));
+            line(format!("fx_tape_close({});", a[0]));
+        }
+        _ => {
+            return Err(Unsupported(format!(
+                "`{}` is evaluated by the interpreter",
+                p.name()
+            )));
+        }
+    }
+    Ok(has_rc(ty))
+}
+
+fn elem(t: &Type) -> Type {
+    match t {
+        Type::Array(e) => (**e).clone(),
+        _ => Type::Unit,
+    }
+}
+
+/// The pair type `Δ(Real)`.
+fn is_delta_real(t: &Type) -> bool {
+    matches!(t, Type::Tuple(ts) if ts.as_slice() == [Type::Real, Type::Int])
+}
+
+/// An owned value of type `to` made from `x: from` by walk `h`, as a C expression.
+pub(crate) fn rebuild(
+    t: &mut Types<'_>,
+    h: Helper2,
+    from: &Type,
+    to: &Type,
+    x: &str,
+    sp: &str,
+) -> String {
+    match (h, from, to) {
+        (Helper2::DeltaLift, Type::Real, _) => {
+            format!("(({}){{{x}, 0}})", t.c(to))
+        }
+        (Helper2::DeltaInputs, Type::Real, _) => {
+            format!("(({}){{{x}, fx_tape_input({sp})}})", t.c(to))
+        }
+        (Helper2::DeltaPrimal, _, Type::Real) if is_delta_real(from) => format!("{x}.f0"),
+        (Helper2::DeltaRead, _, Type::Real) if is_delta_real(from) => {
+            format!("fx_tape_adjoint({x}.f1)")
+        }
+        // `T(Int) = T(Bool) = ()`.
+        (Helper2::DeltaRead, _, Type::Unit) => "0".into(),
+        _ if from == to && !has_rc(to) => x.into(),
+        _ if from == to && matches!(to, Type::Array(_) | Type::Enum(_)) => {
+            format!("(({})fx_inc_ret({x}))", t.c(to))
+        }
+        _ => format!("{}({x}, {sp})", t.helper2(h, from, to)),
+    }
+}
+
+/// The statement that seeds the deltas of `y: dy` with the cotangent `w: tw`.
+fn seed(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str) -> String {
+    match tw {
+        Type::Real => format!("fx_tape_seed({y}.f1, {w});"),
+        Type::Unit | Type::Int | Type::Bool => String::new(),
+        _ => format!("{}({y}, {w});", t.helper2(Helper2::DeltaSeed, dy, tw)),
+    }
+}
+
+/// The C function of walk `h` at (`x`, `t`) (its prototype is `types.rs`'s).
+pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: &str) -> String {
+    let m = types.module();
+    let (cx, ct) = (types.c(x), types.c(t));
+    let sp = "s0, s1, s2";
+    let mut s = String::new();
+    if h == Helper2::DeltaSeed {
+        let _ = writeln!(s, "static void {name}({cx} x, {ct} t) {{");
+        match (x, t) {
+            (Type::Tuple(xs), Type::Tuple(ts)) => {
+                for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
+                    let st = seed(types, xi, ti, &format!("x.f{i}"), &format!("t.f{i}"));
+                    let _ = writeln!(s, "  {st}");
+                }
+            }
+            (Type::Array(xe), Type::Array(te)) => {
+                let (cxe, cte) = (types.c(xe), types.c(te));
+                let st = seed(types, xe, te, "xd[i]", "td[i]");
+                let _ = writeln!(
+                    s,
+                    "  if (!t) return;\n  {cxe} *xd = FX_DATA(x, {cxe}); {cte} *td = FX_DATA(t, {cte});\n  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {st} }}"
+                );
+            }
+            (Type::Enum(xe), Type::Enum(te)) => {
+                let _ = writeln!(s, "  if (!t) return;\n  switch (x->tag) {{");
+                for (tag, v) in m.enum_def(*xe).variants.iter().enumerate() {
+                    let xs = types.variant_struct(*xe, tag as u32);
+                    let ts = types.variant_struct(*te, tag as u32);
+                    let _ = write!(s, "  case {tag}:");
+                    for (j, (fx, ft)) in v
+                        .fields
+                        .iter()
+                        .zip(&m.enum_def(*te).variants[tag].fields)
+                        .enumerate()
+                    {
+                        let st = seed(
+                            types,
+                            fx,
+                            ft,
+                            &format!("(({xs}*)x)->f{j}"),
+                            &format!("(({ts}*)t)->f{j}"),
+                        );
+                        let _ = write!(s, " {st}");
+                    }
+                    let _ = writeln!(s, " break;");
+                }
+                s.push_str("  }\n");
+            }
+            _ => {}
+        }
+        s.push_str("}\n");
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "static {ct} {name}({cx} x, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+    );
+    match (x, t) {
+        (Type::Tuple(xs), Type::Tuple(ts)) => {
+            let _ = writeln!(s, "  {ct} r;");
+            for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
+                let f = rebuild(types, h, xi, ti, &format!("x.f{i}"), sp);
+                let _ = writeln!(s, "  r.f{i} = {f};");
+            }
+            s.push_str("  return r;\n");
+        }
+        (Type::Array(xe), Type::Array(te)) => {
+            let (cxe, cte) = (types.c(xe), types.c(te));
+            let f = rebuild(types, h, xe, te, "xd[i]", sp);
+            let _ = writeln!(
+                s,
+                "  int64_t n = FX_LEN(x);\n  fx_arr *r = fx_arr_new(n, sizeof({cte}), \"an array\", {sp});\n  {cxe} *xd = FX_DATA(x, {cxe}); {cte} *rd = FX_DATA(r, {cte});\n  for (int64_t i = 0; i < n; i++) rd[i] = {f};\n  return r;"
+            );
+        }
+        (Type::Enum(xe), Type::Enum(te)) => {
+            s.push_str("  switch (x->tag) {\n");
+            for (tag, v) in m.enum_def(*xe).variants.iter().enumerate() {
+                let xs = types.variant_struct(*xe, tag as u32);
+                let ts = types.variant_struct(*te, tag as u32);
+                if v.fields.is_empty() {
+                    let _ = writeln!(s, "  case {tag}: return (fx_enum*)&{ts}_unit;");
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "  case {tag}: {{ {ts} *r = ({ts}*)fx_alloc(sizeof({ts}), {sp}); r->h.tag = {tag};"
+                );
+                for (j, (fx, ft)) in v
+                    .fields
+                    .iter()
+                    .zip(&m.enum_def(*te).variants[tag].fields)
+                    .enumerate()
+                {
+                    let f = rebuild(types, h, fx, ft, &format!("(({xs}*)x)->f{j}"), sp);
+                    let _ = writeln!(s, "    r->f{j} = {f};");
+                }
+                s.push_str("    return (fx_enum*)r; }\n");
+            }
+            s.push_str("  }\n  return NULL;\n");
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "  (void)x; fx_fail({sp}, \"internal error: no delta walk here\");"
+            );
+        }
+    }
+    s.push_str("}\n");
+    s
+}
