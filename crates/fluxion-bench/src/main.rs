@@ -337,10 +337,12 @@ fn backend_table() {
         }
     }
     println!(
-        "\n### GMM (k = 25, n = 1000): native primal / plain Rust objective, gradient (`--ad chad`, native) / native primal\n"
+        "\n### GMM (k = 25, n = 1000): native primal / plain Rust objective, native gradient (`--ad chad`, `--ad delta`) / native primal\n"
     );
-    println!("| d | primal / Rust | gradient / primal | C compile (primal, gradient) |");
-    println!("|---|---|---|---|");
+    println!(
+        "| d | primal / Rust | gradient / primal, chad | gradient / primal, delta | C compile (primal, chad, delta) |"
+    );
+    println!("|---|---|---|---|---|");
     for d in [10, 20] {
         let g = Gmm::generate(d, 25, 1000, GMM_SEED);
         let rust_t = measure_rust(REPS, min, || {
@@ -352,6 +354,19 @@ fn backend_table() {
             let args = g2.args();
             let primal = NativeEntry::new(programs::GMM, "primal", AdMode::Chad)?;
             let gradient = NativeEntry::new(programs::GMM, "gradient", AdMode::Chad)?;
+            let delta = NativeEntry::new(programs::GMM, "gradient", AdMode::Delta)?;
+            // The two modes' gradients agree (reals printed with `{:?}`, to 1e-9).
+            let reals = |v: &fluxion_driver::interp::Value| {
+                fluxion_driver::gradcheck::parse_reals(&format!("{v:?}").replace("Real", ""))
+            };
+            let (c, dl) = (reals(&gradient.call(&args)?), reals(&delta.call(&args)?));
+            let agree = c.len() == dl.len()
+                && c.iter()
+                    .zip(&dl)
+                    .all(|(a, b)| (a - b).abs() <= 1e-9 * a.abs().max(1.0));
+            if !agree || c.is_empty() {
+                return Err("the chad and delta gradients differ".into());
+            }
             let value = match primal.call(&args)? {
                 fluxion_driver::interp::Value::Real(v) => v,
                 other => return Err(format!("primal returned {other:?}")),
@@ -361,17 +376,23 @@ fn backend_table() {
             }
             let p = primal.measure(&args, REPS, min)?;
             let gr = gradient.measure(&args, REPS, min)?;
-            Ok((p, gr, primal.c_compile, gradient.c_compile))
+            let gd = delta.measure(&args, REPS, min)?;
+            Ok((
+                p,
+                gr,
+                gd,
+                [primal.c_compile, gradient.c_compile, delta.c_compile],
+            ))
         });
         match result {
-            Ok((p, gr, cp, cg)) => println!(
-                "| {d} | {:.2}x | {:.2} | {}, {} |",
+            Ok((p, gr, gd, cc)) => println!(
+                "| {d} | {:.2}x | {:.2} | {:.2} | {} |",
                 p.as_secs_f64() / rust_t.as_secs_f64(),
                 gr.as_secs_f64() / p.as_secs_f64(),
-                fmt_time(cp),
-                fmt_time(cg)
+                gd.as_secs_f64() / p.as_secs_f64(),
+                cc.map(fmt_time).join(", ")
             ),
-            Err(e) => println!("| {d} | failed: {e} | | |"),
+            Err(e) => println!("| {d} | failed: {e} | | | |"),
         }
     }
 }
