@@ -30,6 +30,20 @@ impl Module {
         &self.codes[id.0 as usize]
     }
 
+    /// The name of the source function `id` was made from: a translation's original's
+    /// (`dot`, not `dot_chad`), as messages to the user name it.
+    pub fn source_name(&self, mut id: CodeId) -> &str {
+        let mut steps = 0;
+        while let Some(&from) = self.translated_from.get(&id) {
+            steps += 1;
+            if from == id || steps > self.codes.len() {
+                break;
+            }
+            id = from;
+        }
+        &self.code(id).name
+    }
+
     pub fn var(&self, id: VarId) -> &VarInfo {
         &self.vars[id.0 as usize]
     }

@@ -15,6 +15,10 @@ use crate::ty::{EnumId, Type};
 
 /// A source location: source id and byte range (the same shape as the front end's
 /// span; Core does not depend on the front end).
+/// The source id of the prelude (the library every program is compiled with): a fault
+/// inside its functions is reported at the user's call that reached it.
+pub const PRELUDE_SOURCE: u32 = 0;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Span {
     pub source: u32,

@@ -31,7 +31,7 @@ use fluxion_syntax::ast;
 /// The prelude's source text.
 pub const PRELUDE: &str = include_str!("prelude.flx");
 /// Source id of the prelude; the user's file is [`USER_SOURCE`].
-pub const PRELUDE_SOURCE: u32 = 0;
+pub const PRELUDE_SOURCE: u32 = fluxion_core::PRELUDE_SOURCE;
 pub const USER_SOURCE: u32 = 1;
 
 /// Stack given to the evaluation thread, and the part of it the interpreter may use.

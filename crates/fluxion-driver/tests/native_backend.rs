@@ -194,6 +194,37 @@ fn runtime_errors_are_the_interpreters() {
     assert!(err.contains("stack depth exceeded"), "{err}");
 }
 
+/// A fault inside a prelude function is reported at the user's call, naming the
+/// function (not its translation: `dot`, not `dot_chad`), in every mode natively as in
+/// the interpreter — in the primal, inside a differentiated function, and in its
+/// backward pass.
+#[test]
+fn faults_in_prelude_functions_are_reported_at_the_users_call_natively() {
+    let programs = [
+        "fn main() -> Real { dot([1.0, 2.0], [1.0]) }",
+        "fn main() -> [Real] { matvec([[1.0]], [1.0, 5.0]) }",
+        "fn f(x: [Real]) -> Real { dot(x, [1.0]) * logsumexp(x) }
+fn main() -> [Real] { grad(f, [1.0, 2.0]) }",
+        "fn f(x: [Real]) -> Real { logsumexp(slice(x, 0, 0)) + x[0] }
+fn main() -> [Real] { grad(f, [1.0]) }",
+    ];
+    for src in programs {
+        for mode in MODES {
+            let (interp, _) = run(src, mode, Backend::Interp);
+            let (native, notes) = run(src, mode, Backend::Native);
+            let what = format!("--ad {}: {src}", mode.name());
+            assert!(notes.is_empty(), "{what}: {notes:?}");
+            let err = interp.clone().expect_err(&what);
+            assert!(err.contains("a prelude function"), "{what}: {err}");
+            assert!(
+                !err.contains("_chad") && !err.contains("_delta"),
+                "{what}: {err}"
+            );
+            assert_eq!(interp, native, "{what}");
+        }
+    }
+}
+
 /// Results and literals of any size: a two-million-constructor list comes back (the
 /// result is read without recursion), a 5,000-element literal compiles in moments (it
 /// is static data, not a statement per element).

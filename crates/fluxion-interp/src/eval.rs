@@ -220,7 +220,7 @@ impl Interp {
     fn attribute_to_caller(&self, e: RuntimeError, id: CodeId, call: Span) -> RuntimeError {
         match self.library_source {
             Some(lib) if e.span.source == lib && call.source != lib => {
-                let name = self.module().code(id).name.clone();
+                let name = self.module().source_name(id).to_string();
                 RuntimeError {
                     span: call,
                     message: format!("{} (in `{name}`, a prelude function)", e.message),

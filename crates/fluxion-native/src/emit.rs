@@ -66,6 +66,7 @@ pub fn emit_module(
         translations,
         owned: Vec::new(),
         on_stack: HashSet::new(),
+        sites: 0,
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -225,6 +226,8 @@ pub(crate) struct Emitter<'m> {
     on_stack: HashSet<VarId>,
     /// What `%chad_of` chooses among.
     translations: &'m Translations,
+    /// Calls of prelude functions from the user's code so far (names their saved site).
+    sites: usize,
 }
 
 fn var(v: VarId) -> String {
@@ -507,14 +510,21 @@ impl<'m> Emitter<'m> {
                     call.push_str(", ");
                     call.push_str(&atom(a));
                 }
-                let _ = writeln!(s, "{pad}{ct} {name} = {call});");
+                call.push(')');
+                let site = self.library_call_site(Some(*c), span);
+                self.call_at_site(site, &format!("{ct} {name} = {call};"), &pad, s);
                 Ok(true)
             }
             Rhs::Call(f, args) => {
                 let _ = writeln!(s, "{pad}FX_CALL_CHECK({sp});");
                 let args: Vec<String> = args.iter().map(atom).collect();
                 let call = self.call(f, &args);
-                let _ = writeln!(s, "{pad}{ct} {name} = {call};");
+                let callee = match f {
+                    Atom::Var(x) => self.known.get(x).copied(),
+                    Atom::Lit(_) => None,
+                };
+                let site = self.library_call_site(callee, span);
+                self.call_at_site(site, &format!("{ct} {name} = {call};"), &pad, s);
                 Ok(true)
             }
             Rhs::If(c, t, e) => {
@@ -580,6 +590,44 @@ impl<'m> Emitter<'m> {
                 }
             }
         }
+    }
+
+    /// The prelude function a call at `span` of code `callee` enters from the user's
+    /// code, if it does: a fault inside it is reported at this call, naming it, as
+    /// the interpreter's `attribute_to_caller` does (calls of closures whose code is
+    /// not known here are not tracked: a fault there keeps the prelude's location).
+    fn library_call_site(&self, callee: Option<CodeId>, span: Span) -> Option<(String, Span)> {
+        let callee = callee?;
+        let library = fluxion_core::PRELUDE_SOURCE;
+        (span.source != library && self.m.code(callee).span.source == library)
+            .then(|| (self.m.source_name(callee).to_string(), span))
+    }
+
+    /// `stmt` (a call), with the innermost user call of a prelude function set to this
+    /// one around it when `site` names the function.
+    fn call_at_site(
+        &mut self,
+        site: Option<(String, Span)>,
+        stmt: &str,
+        pad: &str,
+        s: &mut String,
+    ) {
+        let Some((fname, span)) = site else {
+            let _ = writeln!(s, "{pad}{stmt}");
+            return;
+        };
+        self.sites += 1;
+        let saved = format!("site_{}", self.sites);
+        let _ = writeln!(
+            s,
+            "{pad}fx_site_t {saved} = fx_site; fx_site.name = \"{}\"; fx_site.src = {}; fx_site.start = {}; fx_site.end = {};",
+            fname.escape_default(),
+            span.source,
+            span.start,
+            span.end
+        );
+        let _ = writeln!(s, "{pad}{stmt}");
+        let _ = writeln!(s, "{pad}fx_site = {saved};");
     }
 
     /// A call of closure `f` (a direct call when its code is known).

@@ -53,11 +53,28 @@ int64_t fx_live(void) { return fx_live_objects; }
 static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
 #include <stdarg.h>
+/* The innermost call of a prelude function from the user's code (source 0 is the
+ * prelude): a fault inside the prelude is the user's mistake at that call, reported
+ * there and naming the function, as the interpreter's attribute_to_caller does. Set
+ * around such calls (saved and restored by the caller), cleared on entry. */
+typedef struct {
+  const char *name;
+  uint32_t src, start, end;
+} fx_site_t;
+static fx_site_t fx_site;
+
 static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(fx_err->message, sizeof fx_err->message, fmt, ap);
   va_end(ap);
+  if (src == 0 && fx_site.name) {
+    size_t used = strlen(fx_err->message);
+    snprintf(fx_err->message + used, sizeof fx_err->message - used, " (in `%s`, a prelude function)", fx_site.name);
+    src = fx_site.src;
+    start = fx_site.start;
+    end = fx_site.end;
+  }
   fx_err->source = src;
   fx_err->start = start;
   fx_err->end = end;
@@ -498,4 +515,5 @@ void fx_free_words(uint64_t *words) { free(words); }
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
   fx_tape_reset();                           \
+  fx_site.name = NULL;                       \
   if (setjmp(fx_jmp)) return 1;
