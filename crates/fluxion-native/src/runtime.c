@@ -382,17 +382,19 @@ static void *fx_tape_grow(void *p, int64_t *cap, int64_t need, size_t elem, uint
   return q;
 }
 
-/* Room for one more node of up to `terms` terms. */
-static void fx_tape_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
-  if (__builtin_expect(fx_tape.depth == 0, 0)) fx_fail(src, start, end, "internal error: a delta outside a reverse pass");
-  if (__builtin_expect(fx_tape.len >= (int64_t)UINT32_MAX, 0))
-    fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
-  if (__builtin_expect(fx_tape.len + 2 > fx_tape.cap_nodes, 0)) {
+/* The checks and growth behind fx_tape_reserve (out of line: the fast path is three
+ * comparisons). The node capacity never passes 2^32 - 1, so the id limit is met here. */
+static void fx_tape_reserve_slow(int64_t terms, uint32_t src, uint32_t start, uint32_t end)
+    __attribute__((noinline, cold));
+static void fx_tape_reserve_slow(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  if (fx_tape.depth == 0) fx_fail(src, start, end, "internal error: a delta outside a reverse pass");
+  if (fx_tape.len + 2 > (int64_t)UINT32_MAX) fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
+  if (fx_tape.len + 2 > fx_tape.cap_nodes) {
     int64_t cap = fx_tape.cap_nodes;
     fx_tape.starts = (int64_t *)fx_tape_grow(fx_tape.starts, &cap, fx_tape.len + 2, sizeof(int64_t), src, start, end);
     fx_tape.cap_nodes = cap;
   }
-  if (__builtin_expect(fx_tape.nterms + terms > fx_tape.cap_terms, 0)) {
+  if (fx_tape.nterms + terms > fx_tape.cap_terms) {
     int64_t cap = fx_tape.cap_terms;
     fx_tape.coefs = (double *)fx_tape_grow(fx_tape.coefs, &cap, fx_tape.nterms + terms, sizeof(double), src, start, end);
     cap = fx_tape.cap_terms;
@@ -400,6 +402,12 @@ static void fx_tape_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_
         (uint32_t *)fx_tape_grow(fx_tape.parents, &cap, fx_tape.nterms + terms, sizeof(uint32_t), src, start, end);
     fx_tape.cap_terms = cap;
   }
+}
+/* Room for one more node of up to `terms` terms. */
+static inline void fx_tape_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  if (__builtin_expect(fx_tape.depth == 0 || fx_tape.len + 2 > fx_tape.cap_nodes ||
+                           fx_tape.nterms + terms > fx_tape.cap_terms, 0))
+    fx_tape_reserve_slow(terms, src, start, end);
 }
 /* A term of the node being made (after fx_tape_reserve). Terms on the zero delta add
  * nothing; a zero coefficient is kept (an infinite adjoint times it is NaN, as IEEE
