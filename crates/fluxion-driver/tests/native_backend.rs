@@ -564,6 +564,15 @@ fn delta_mode_runs_natively() {
              map(|f| { let (_, pb) = vjp(f, 0.8); pb(Yes((1.5, ()))) }, fs)
          }",
         "fn main() -> [Real] { let (_, pb) = vjp(|x: [Real]| map(|y| y * y, x), [1.0, 2.0]); pb([1.0]) }",
+        // Captured closures known at the operator are translated and lifted too: a
+        // local one, and one capturing another that captures an array.
+        "fn main() -> (Real, Real) {
+             let h = |x: Real| x * x;
+             let ws = [1.0, 2.0, 3.0];
+             let g = |x: Real| sum(map(|w| sin(w * x), ws));
+             let k = |x: Real| g(x) * h(x);
+             (grad(|x: Real| h(x) + h(x * 2.0), 3.0), grad(k, 0.5))
+         }",
     ];
     for src in programs {
         let (interp, _) = run(src, AdMode::Delta, Backend::Interp);

@@ -43,46 +43,33 @@ pub(crate) fn expand(
     v: VarId,
     span: Span,
 ) -> Option<Vec<Binding>> {
-    let Atom::Var(f) = args[0] else { return None };
-    let known = closures.get(&f).filter(|(_, captures)| {
-        captures.iter().all(|a| match a {
-            Atom::Var(x) => scope.contains(x),
-            Atom::Lit(_) => true,
-        })
-    });
     let mut lifts = Vec::new();
-    let (make, translated, params) = match known {
-        Some((code, captures)) => {
-            let (code, captures) = (*code, captures.clone());
-            let params = translatable(m, code, rewritten)?;
-            let translated = translate(m, code, TypeMap::Delta)?;
-            let capture_tys: Vec<Type> = m
-                .code(code)
-                .captures
-                .iter()
-                .map(|x| m.var_ty(*x).clone())
-                .collect();
-            let mut lifted = Vec::new();
-            for (c, t) in captures.iter().zip(&capture_tys) {
-                let dt = m.map_type(t, TypeMap::Delta);
-                let var = m.fresh_var("lifted", dt);
-                lifts.push(Binding {
-                    var,
-                    rhs: Rhs::Prim(Prim::DeltaLift, vec![*c]),
-                    span,
-                });
-                lifted.push(Atom::Var(var));
-            }
-            (Rhs::Closure(translated, lifted), translated, params)
-        }
-        None => translated_at_run_time(m, table, rewritten, args[0], TypeMap::Delta)?,
+    let mut site = Site {
+        m,
+        table,
+        closures,
+        rewritten,
+        scope,
+        span,
     };
+    let (make, translated, params) = site.delta_closure(args[0], &mut lifts, 0)?;
+    let first_order = params
+        .iter()
+        .chain([&site.m.code(translated).ret])
+        .all(|t| !contains_fn(t, site.m));
+    if !first_order {
+        return None;
+    }
+    let m = site.m;
     let a = verify::differentiated_argument(&params);
     let ret = m.code(translated).ret.clone();
     let original_ret = match m.translated_from.get(&translated) {
         Some(c) => m.code(*c).ret.clone(),
         None => return None,
     };
+    if contains_fn(&original_ret, m) {
+        return None;
+    }
     let da = m.map_type(&a, TypeMap::Delta);
     let Type::Tuple(result) = m.var_ty(v).clone() else {
         return None;
@@ -121,9 +108,74 @@ pub(crate) fn expand(
     Some(e.out)
 }
 
-/// The parameter types of `code` if its delta translation can run natively: no
-/// function in its captures, parameters or result (the walks are over first-order
-/// values), nothing rewritten by the resolution reached.
+/// What the resolution of one `%delta_vjp` reads.
+struct Site<'a, 'm> {
+    m: &'m mut Module,
+    table: &'a mut Translations,
+    closures: &'a ClosureBindings,
+    rewritten: &'a HashSet<CodeId>,
+    scope: &'a HashSet<VarId>,
+    span: Span,
+}
+
+impl Site<'_, '_> {
+    /// The closure `f` as its delta translation (`Δ(code)` with its captures lifted:
+    /// reals with the zero delta, captured closures translated the same way, as the
+    /// interpreter's `lift` does), the bindings that lift the captures appended to
+    /// `lifts`: the right-hand side making it, the translated code and the parameter
+    /// types. A closure the compiler cannot see goes through `%chad_of(f, 2)`.
+    fn delta_closure(
+        &mut self,
+        f: Atom,
+        lifts: &mut Vec<Binding>,
+        depth: usize,
+    ) -> Option<(Rhs, CodeId, Vec<Type>)> {
+        let Atom::Var(fv) = f else { return None };
+        let scope = self.scope;
+        let known = self.closures.get(&fv).filter(|(_, captures)| {
+            captures.iter().all(|a| match a {
+                Atom::Var(x) => scope.contains(x),
+                Atom::Lit(_) => true,
+            })
+        });
+        let Some((code, captures)) = known.cloned() else {
+            return translated_at_run_time(self.m, self.table, self.rewritten, f, TypeMap::Delta);
+        };
+        if depth > 8 || reaches(self.m, code, self.rewritten) {
+            return None;
+        }
+        let c = self.m.code(code);
+        let params: Vec<Type> = c.params.iter().map(|p| self.m.var_ty(*p).clone()).collect();
+        let capture_tys: Vec<Type> = c
+            .captures
+            .iter()
+            .map(|x| self.m.var_ty(*x).clone())
+            .collect();
+        let translated = translate(self.m, code, TypeMap::Delta)?;
+        let mut lifted = Vec::new();
+        for (c, t) in captures.iter().zip(&capture_tys) {
+            let rhs = match t {
+                _ if !contains_fn(t, self.m) => Rhs::Prim(Prim::DeltaLift, vec![*c]),
+                Type::Fn(..) => self.delta_closure(*c, lifts, depth + 1)?.0,
+                // A function inside a tuple, array or enum: not walked here.
+                _ => return None,
+            };
+            let dt = self.m.map_type(t, TypeMap::Delta);
+            let var = self.m.fresh_var("lifted", dt);
+            lifts.push(Binding {
+                var,
+                rhs,
+                span: self.span,
+            });
+            lifted.push(Atom::Var(var));
+        }
+        Some((Rhs::Closure(translated, lifted), translated, params))
+    }
+}
+
+/// The parameter types of `code` if its delta translation can be chosen at run time by
+/// `%chad_of(f, 2)`: no function in its captures (their lifting is a first-order walk),
+/// parameters or result, nothing rewritten by the resolution reached.
 pub(crate) fn translatable(
     m: &Module,
     code: CodeId,
