@@ -217,7 +217,8 @@ pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: 
             );
         }
         (Type::Enum(xe), Type::Enum(te)) => {
-            s.push_str("  switch (x->tag) {\n");
+            // A recursive enum (a list) is walked by recursion: deep is an error.
+            s.push_str("  FX_STACK_CHECK(s0, s1, s2);\n  switch (x->tag) {\n");
             for (tag, v) in m.enum_def(*xe).variants.iter().enumerate() {
                 let xs = types.variant_struct(*xe, tag as u32);
                 let ts = types.variant_struct(*te, tag as u32);
