@@ -17,7 +17,8 @@ use std::fmt::Write;
 
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
-use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
+use crate::emit::{Emitter as FnEmitter, Unsupported};
+use crate::prims::Operands;
 use crate::types::{Helper2, Types, has_rc};
 
 /// C for a delta primitive binding `v: ty`; whether `v` owns its value.
@@ -33,10 +34,7 @@ pub(crate) fn emit(
     pad: &str,
 ) -> Result<bool, Unsupported> {
     let m = e.module();
-    let ct = e.types().c(ty);
-    let name = format!("v{}", v.0);
-    let sp = spans(span);
-    let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
+    let Operands { ct, name, sp, a } = Operands::of(e, args, v, ty, span);
     let aty = |i: usize| m.atom_ty(&args[i]);
     let mut line = |text: String| {
         let _ = writeln!(s, "{pad}{text}");

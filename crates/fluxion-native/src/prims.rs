@@ -48,6 +48,35 @@ fn real_fn(p: Prim) -> Option<&'static str> {
     })
 }
 
+/// The C pieces a primitive's binding `v: ty = p(args)` is written with.
+pub(crate) struct Operands {
+    /// The C type of `v`.
+    pub ct: String,
+    /// `v`'s C name.
+    pub name: String,
+    /// The span as the runtime's three arguments.
+    pub sp: String,
+    /// The arguments as C expressions.
+    pub a: Vec<String>,
+}
+
+impl Operands {
+    pub(crate) fn of(
+        e: &mut FnEmitter<'_>,
+        args: &[Atom],
+        v: VarId,
+        ty: &Type,
+        span: Span,
+    ) -> Operands {
+        Operands {
+            ct: e.types().c(ty),
+            name: format!("v{}", v.0),
+            sp: spans(span),
+            a: args.iter().map(|x| e.atom(x)).collect(),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emit(
     e: &mut FnEmitter<'_>,
@@ -61,10 +90,7 @@ pub(crate) fn emit(
 ) -> Result<bool, Unsupported> {
     use Prim::*;
     let m = e.module();
-    let ct = e.types().c(ty);
-    let name = format!("v{}", v.0);
-    let sp = spans(span);
-    let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
+    let Operands { ct, name, sp, a } = Operands::of(e, args, v, ty, span);
     let aty = |i: usize| m.atom_ty(&args[i]);
     let line = |s: &mut String, text: String| {
         let _ = writeln!(s, "{pad}{text}");
