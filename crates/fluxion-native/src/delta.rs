@@ -27,7 +27,7 @@ use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap
 
 use crate::emit::contains_fn;
 use crate::resolve::{
-    ClosureBindings, Emit, Translations, reaches, translate, translated_at_run_time,
+    ClosureBindings, Emit, Translations, known_closure, reaches, translate, translated_at_run_time,
 };
 
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
@@ -53,27 +53,18 @@ pub(crate) fn expand(
         span,
     };
     let (make, translated, params) = site.delta_closure(args[0], &mut lifts, 0)?;
-    let first_order = params
-        .iter()
-        .chain([&site.m.code(translated).ret])
-        .all(|t| !contains_fn(t, site.m));
-    if !first_order {
-        return None;
-    }
     let m = site.m;
-    let a = verify::differentiated_argument(&params);
-    let ret = m.code(translated).ret.clone();
-    let original_ret = match m.translated_from.get(&translated) {
-        Some(c) => m.code(*c).ret.clone(),
-        None => return None,
-    };
-    if contains_fn(&original_ret, m) {
-        return None;
-    }
-    let da = m.map_type(&a, TypeMap::Delta);
+    // `v: (B, T(A))`; the walks are over first-order `A` and `B`.
     let Type::Tuple(result) = m.var_ty(v).clone() else {
         return None;
     };
+    let (b, ta) = (result[0].clone(), result[1].clone());
+    if params.iter().chain([&b]).any(|t| contains_fn(t, m)) {
+        return None;
+    }
+    let a = verify::differentiated_argument(&params);
+    let ret = m.code(translated).ret.clone();
+    let da = m.map_type(&a, TypeMap::Delta);
     let dparams: Vec<Type> = params
         .iter()
         .map(|t| m.map_type(t, TypeMap::Delta))
@@ -89,7 +80,7 @@ pub(crate) fn expand(
     let xd = e.bind("xd", da, Rhs::Prim(Prim::DeltaInputs, vec![x]));
     let xs = e.split(xd, params.len());
     let r = e.bind("r", ret, Rhs::Call(fd, xs));
-    let y = e.bind("y", original_ret, Rhs::Prim(Prim::DeltaPrimal, vec![r]));
+    let y = e.bind("y", b, Rhs::Prim(Prim::DeltaPrimal, vec![r]));
     e.bind(
         "check",
         Type::Unit,
@@ -97,7 +88,7 @@ pub(crate) fn expand(
     );
     let g = e.bind(
         "x_bar",
-        result[1].clone(),
+        ta,
         Rhs::Prim(Prim::DeltaGrad, vec![mark, r, w, xd]),
     );
     e.out.push(Binding {
@@ -131,14 +122,7 @@ impl Site<'_, '_> {
         depth: usize,
     ) -> Option<(Rhs, CodeId, Vec<Type>)> {
         let Atom::Var(fv) = f else { return None };
-        let scope = self.scope;
-        let known = self.closures.get(&fv).filter(|(_, captures)| {
-            captures.iter().all(|a| match a {
-                Atom::Var(x) => scope.contains(x),
-                Atom::Lit(_) => true,
-            })
-        });
-        let Some((code, captures)) = known.cloned() else {
+        let Some((code, captures)) = known_closure(self.closures, self.scope, fv).cloned() else {
             return translated_at_run_time(self.m, self.table, self.rewritten, f, TypeMap::Delta);
         };
         if depth > 8 || reaches(self.m, code, self.rewritten) {

@@ -121,7 +121,10 @@ pub(crate) fn contains_fn(t: &Type, m: &Module) -> bool {
 /// (variables are bound once in a module, so this holds wherever the variable is used
 /// — in a lambda that captured it too, whose calls of it are then direct), and the
 /// codes some closure is made of.
-fn closures_of(m: &Module, codes: &[CodeId]) -> (HashMap<VarId, CodeId>, HashSet<CodeId>) {
+pub(crate) fn closures_of(
+    m: &Module,
+    codes: &[CodeId],
+) -> (HashMap<VarId, CodeId>, HashSet<CodeId>) {
     let (mut known, mut made) = (HashMap::new(), HashSet::new());
     for c in codes {
         fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| match &b.rhs {

@@ -36,16 +36,11 @@ pub fn resolve_operators(
     let closures = closure_bindings(m);
     let first_new = m.codes.len();
     let live = fluxion_opt::reachable_codes(m, &[entry]);
-    let mut made = HashSet::new();
-    for (i, code) in m.codes.iter().enumerate() {
-        if live[i] {
-            fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
-                if let Rhs::Closure(c, _) = &b.rhs {
-                    made.insert(*c);
-                }
-            });
-        }
-    }
+    let live_codes: Vec<CodeId> = (0..first_new)
+        .filter(|&i| live[i])
+        .map(|i| CodeId(i as u32))
+        .collect();
+    let (_, made) = crate::emit::closures_of(m, &live_codes);
     let mut table = Translations {
         first_new,
         codes: HashMap::new(),
@@ -227,12 +222,7 @@ fn expand(
     } else {
         TypeMap::ChadFwd
     };
-    let known = closures.get(&f).filter(|(_, captures)| {
-        captures.iter().all(|a| match a {
-            Atom::Var(x) => scope.set.contains(x),
-            Atom::Lit(_) => true,
-        })
-    });
+    let known = known_closure(closures, &scope.set, f);
     // The translated closure: of the known code with the same captures, or, where the
     // closure is not known here, chosen at run time among every code of its type
     // (`%chad_of`), each translated ahead of time.
@@ -314,9 +304,24 @@ fn expand(
     Some(e.out)
 }
 
+/// `f`'s code and captures where `f` is bound to a closure whose captures are in
+/// `scope` (variables are bound once in a module, so the binding holds here).
+pub(crate) fn known_closure<'c>(
+    closures: &'c ClosureBindings,
+    scope: &HashSet<VarId>,
+    f: VarId,
+) -> Option<&'c (CodeId, Vec<Atom>)> {
+    closures.get(&f).filter(|(_, captures)| {
+        captures.iter().all(|a| match a {
+            Atom::Var(x) => scope.contains(x),
+            Atom::Lit(_) => true,
+        })
+    })
+}
+
 /// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
-/// in `layer`, chosen at run time among the translations of every live code of `f`'s
-/// type, all made here: the right-hand side, one of the translated codes and the
+/// in `layer`, chosen at run time among the translations of every code of `f`'s type
+/// that the entry makes a closure of, all made here: the right-hand side, one of the translated codes and the
 /// parameter types; `None` where one of them cannot be made.
 pub(crate) fn translated_at_run_time(
     m: &mut Module,
