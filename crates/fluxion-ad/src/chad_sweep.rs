@@ -116,6 +116,7 @@ fn is_operator(p: Prim) -> bool {
                 | DeltaTaylor
                 | ChadVjp
                 | ChadOf
+                | ClosureCapture
                 | DeltaLift
                 | DeltaOpen
                 | DeltaInputs

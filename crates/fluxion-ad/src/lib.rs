@@ -8,7 +8,9 @@
 //! - `coordinates` — coordinates of tangent spaces (`tdim`, `tbasis`, ...);
 //! - `layer` — memo keys and `primal(v)` of translated values;
 //! - `structural` — the structure-preserving translation skeleton;
-//! - `pullback_by_jvps` — `wᵀ·J` and the Jacobian by one JVP per coordinate.
+//! - `pullback_by_jvps` — `wᵀ·J` and the Jacobian by one JVP per coordinate;
+//! - `push_forward` — the run time's `jvp`/`taylor` steps (lift, combine, take apart)
+//!   as Core, for resolving them ahead of time.
 //!
 //! Transformations, each one module over those layers:
 //! - [`forward_code`] (`forward`) — dual numbers; [`taylor_code`] (`taylor`) — jets;
@@ -41,6 +43,7 @@ mod jets;
 mod layer;
 mod mode;
 mod pullback_by_jvps;
+mod push_forward;
 mod structural;
 mod tangent;
 mod taylor;
@@ -55,6 +58,7 @@ pub use forward::forward_code;
 pub use layer::is_translated;
 pub use mode::{AdMode, FwdMode};
 pub use pullback_by_jvps::vjp_by_forward;
+pub use push_forward::{lift_code, push_forward_code, vjp_by_push_forward};
 pub use taylor::taylor_code;
 
 /// A program the transformation cannot handle (reported as a runtime error where the
@@ -100,6 +104,7 @@ mod layering {
         ("jets", include_str!("jets.rs")),
         ("layer", include_str!("layer.rs")),
         ("pullback_by_jvps", include_str!("pullback_by_jvps.rs")),
+        ("push_forward", include_str!("push_forward.rs")),
         ("vjp_primitive", include_str!("vjp_primitive.rs")),
         ("structural", include_str!("structural.rs")),
         ("tangent", include_str!("tangent.rs")),

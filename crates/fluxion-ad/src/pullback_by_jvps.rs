@@ -3,15 +3,22 @@
 //! layer that cannot carry a reverse pass translates `%delta_vjp` (Taylor mode, or the
 //! delta layer itself: reverse-over-reverse becomes reverse-over-forward).
 
-use fluxion_core::{Atom, Prim, Type};
+use fluxion_core::{Atom, CodeId, Prim, Type};
 
 use crate::builder::{Builder, int};
 use crate::coordinates::{basis_of, coords_of, dim_of, dot, from_coords};
-use crate::helpers::{helper, var_of};
+use crate::helpers::{call, helper, var_of};
 use crate::mode::{Site, call_at, jvp_tangent};
+use crate::push_forward::push_forward;
 
 /// `wᵀ·J` of `f` at `x` (`y = f(x)`) by one JVP per input coordinate.
 pub(crate) fn pullback_at(b: &mut Builder, s: &Site, y: Atom, w: Atom) -> Atom {
+    pullback_with(b, s, None, y, w)
+}
+
+/// [`pullback_at`], each JVP by `jvp` — or, with `push: Some(code)`, by that
+/// [`crate::push_forward::push_forward`] code applied to `s.f`, already translated.
+fn pullback_with(b: &mut Builder, s: &Site, push: Option<CodeId>, y: Atom, w: Atom) -> Atom {
     let (f, x, a_ty, ret) = (s.f, s.x, s.a.clone(), s.b.clone());
     // A cotangent must have the result's shape (constructors, lengths).
     b.prim(Prim::CheckTangent, &[y, w], Type::Unit);
@@ -20,7 +27,13 @@ pub(crate) fn pullback_at(b: &mut Builder, s: &Site, y: Atom, w: Atom) -> Atom {
     let n = dim_of(b, &a_ty, Atom::Var(x));
     let column = b.lambda("pullback_coord", &[f, x, wv], vec![Type::Int], |b, ps| {
         let e = basis_of(b, &a_ty, Atom::Var(x), ps[0]);
-        let jv = jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &ret);
+        let jv = match push {
+            Some(pf) => {
+                let pushed = call(b, pf, vec![Atom::Var(f), Atom::Var(x), e]);
+                b.proj(&pushed, 1)
+            }
+            None => jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &ret),
+        };
         let jc = coords_of(b, &ret, jv);
         dot(b, jc, Atom::Var(wv))
     });
@@ -58,6 +71,41 @@ pub(crate) fn vjp_by_forward_code(b: &mut Builder, fty: &Type) -> fluxion_core::
             let y = call_at(b, ps[0], ps[1], n_params, ret);
             let y = var_of(b, y);
             let xbar = pullback_at(b, &site, Atom::Var(y), ps[2]);
+            b.tuple("vjp", vec![Atom::Var(y), xbar])
+        },
+    )
+}
+
+/// A code `(f, Tf(f), x, w) -> (f(x), wᵀ·J)` for functions of type `fty`: the value by
+/// `f`, each JVP by pushing the forward-translated closure (`push_forward.rs`).
+pub(crate) fn vjp_by_push_forward_code(b: &mut Builder, fty: &Type) -> CodeId {
+    let Type::Fn(params, ret) = fty else {
+        unreachable!("vjp of a non-function")
+    };
+    let a = fluxion_core::verify::differentiated_argument(params);
+    let ret = (**ret).clone();
+    let ffty = b.m.map_type(fty, fluxion_core::TypeMap::Fwd);
+    let (ta, tb) = (b.m.tangent_type(&a), b.m.tangent_type(&ret));
+    let result = Type::Tuple(vec![ret.clone(), ta]);
+    let n_params = params.len();
+    let pf = push_forward(b, fluxion_core::TypeMap::Fwd, fty);
+    helper(
+        b,
+        "vjp_by_push_forward",
+        fty,
+        vec![fty.clone(), ffty, a.clone(), tb],
+        result,
+        |b, ps| {
+            let site = Site {
+                f: var_of(b, ps[1]),
+                x: var_of(b, ps[2]),
+                a,
+                b: ret.clone(),
+                n_params,
+            };
+            let y = call_at(b, ps[0], ps[2], n_params, ret);
+            let y = var_of(b, y);
+            let xbar = pullback_with(b, &site, Some(pf), Atom::Var(y), ps[3]);
             b.tuple("vjp", vec![Atom::Var(y), xbar])
         },
     )

@@ -385,8 +385,8 @@ impl<L: Layer> Translate<'_, L> {
             // Only delta- and CHAD-translated code has these, and it is never
             // translated again.
             DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinScale | LinProj | LinField
-            | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | DeltaOpen
-            | DeltaInputs | DeltaPrimal | DeltaGrad => {
+            | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | ClosureCapture
+            | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()

@@ -99,6 +99,12 @@ prims! {
     // to the zero delta, as `%delta_lift` does). Its binding's type is the translated
     // function type (trusted, like the delta primitives').
     ChadOf => "%chad_of",
+    // Internal, made only by the native backend's resolution: `%capture(f, i, c)` is
+    // the i-th captured value of the closure `f`, which the resolution knows is made of
+    // code `c` (variables are bound once, so `f`'s binding says so): how a translated
+    // closure is built where the captures themselves are out of scope. Its binding's
+    // type (`c`'s i-th capture's) is trusted.
+    ClosureCapture => "%capture",
     // Internal, made only by the native backend's ahead-of-time resolution of
     // `%delta_vjp(f, x, w)` (its steps, which the interpreter's `delta.rs` takes at run
     // time, as Core): `%delta_lift(v)` is `v: A` as `Δ(A)` with the zero delta on every
@@ -342,8 +348,8 @@ impl Prim {
             // `%delta_vjp` is checked like the differential operators; the others act
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
-            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf | DeltaLift
-            | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => return None,
+            DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf | ClosureCapture
+            | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => return None,
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

@@ -69,6 +69,12 @@ pub fn compile(
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
     let translations = fluxion_native::resolve_operators(&mut resolved, code, opt);
+    if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
+        eprintln!(
+            "{}",
+            fluxion_core::print::print_reachable(&resolved, &[code])
+        );
+    }
     if cfg!(debug_assertions)
         && let Err(errors) = fluxion_core::verify::verify_codes_from(&resolved, 0)
     {

@@ -447,7 +447,8 @@ impl Interp {
             }
             // Only the native backend's resolved modules hold it; the interpreter runs
             // the module as expanded, before that resolution.
-            ChadOf | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
+            ChadOf | ClosureCapture | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal
+            | DeltaGrad => {
                 return fail(
                     span,
                     format!("internal error: `{}` reached the interpreter", p.name()),

@@ -26,9 +26,8 @@ use std::collections::HashSet;
 use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap, VarId, verify};
 
 use crate::emit::contains_fn;
-use crate::resolve::{
-    ClosureBindings, Emit, Translations, known_closure, reaches, translate, translated_at_run_time,
-};
+use crate::lift::Site;
+use crate::resolve::{ClosureBindings, Emit, Translations, holds_operator};
 
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
 /// for the interpreter.
@@ -52,7 +51,7 @@ pub(crate) fn expand(
         scope,
         span,
     };
-    let (make, translated, params) = site.delta_closure(args[0], &mut lifts, 0)?;
+    let (make, translated, params) = site.closure(args[0], TypeMap::Delta, &mut lifts, 0)?;
     let m = site.m;
     // `v: (B, T(A))`; the walks are over first-order `A` and `B`.
     let Type::Tuple(result) = m.var_ty(v).clone() else {
@@ -99,67 +98,9 @@ pub(crate) fn expand(
     Some(e.out)
 }
 
-/// What the resolution of one `%delta_vjp` reads.
-struct Site<'a, 'm> {
-    m: &'m mut Module,
-    table: &'a mut Translations,
-    closures: &'a ClosureBindings,
-    rewritten: &'a HashSet<CodeId>,
-    scope: &'a HashSet<VarId>,
-    span: Span,
-}
-
-impl Site<'_, '_> {
-    /// The closure `f` as its delta translation (`Δ(code)` with its captures lifted:
-    /// reals with the zero delta, captured closures translated the same way, as the
-    /// interpreter's `lift` does), the bindings that lift the captures appended to
-    /// `lifts`: the right-hand side making it, the translated code and the parameter
-    /// types. A closure the compiler cannot see goes through `%chad_of(f, 2)`.
-    fn delta_closure(
-        &mut self,
-        f: Atom,
-        lifts: &mut Vec<Binding>,
-        depth: usize,
-    ) -> Option<(Rhs, CodeId, Vec<Type>)> {
-        let Atom::Var(fv) = f else { return None };
-        let Some((code, captures)) = known_closure(self.closures, self.scope, fv).cloned() else {
-            return translated_at_run_time(self.m, self.table, self.rewritten, f, TypeMap::Delta);
-        };
-        if depth > 8 || reaches(self.m, code, self.rewritten) {
-            return None;
-        }
-        let c = self.m.code(code);
-        let params: Vec<Type> = c.params.iter().map(|p| self.m.var_ty(*p).clone()).collect();
-        let capture_tys: Vec<Type> = c
-            .captures
-            .iter()
-            .map(|x| self.m.var_ty(*x).clone())
-            .collect();
-        let translated = translate(self.m, code, TypeMap::Delta)?;
-        let mut lifted = Vec::new();
-        for (c, t) in captures.iter().zip(&capture_tys) {
-            let rhs = match t {
-                _ if !contains_fn(t, self.m) => Rhs::Prim(Prim::DeltaLift, vec![*c]),
-                Type::Fn(..) => self.delta_closure(*c, lifts, depth + 1)?.0,
-                // A function inside a tuple, array or enum: not walked here.
-                _ => return None,
-            };
-            let dt = self.m.map_type(t, TypeMap::Delta);
-            let var = self.m.fresh_var("lifted", dt);
-            lifts.push(Binding {
-                var,
-                rhs,
-                span: self.span,
-            });
-            lifted.push(Atom::Var(var));
-        }
-        Some((Rhs::Closure(translated, lifted), translated, params))
-    }
-}
-
 /// The parameter types of `code` if its delta translation can be chosen at run time by
 /// `%chad_of(f, 2)`: no function in its captures (their lifting is a first-order walk),
-/// parameters or result, nothing rewritten by the resolution reached.
+/// parameters or result, no operator applied in it or what it reaches.
 pub(crate) fn translatable(
     m: &Module,
     code: CodeId,
@@ -172,5 +113,5 @@ pub(crate) fn translatable(
         .chain(c.captures.iter().map(|x| m.var_ty(*x)))
         .chain([&c.ret])
         .all(|t| !contains_fn(t, m));
-    (first_order && !reaches(m, code, rewritten)).then_some(params)
+    (first_order && !holds_operator(m, code, rewritten)).then_some(params)
 }

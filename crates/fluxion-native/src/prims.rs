@@ -474,6 +474,12 @@ pub(crate) fn emit(
             let x = e.types().dense_expr(&aty(0), &aty(1), &a[0], &a[1], &sp);
             decl(s, x);
         }
+        ClosureCapture => {
+            // Borrowed from the closure's environment, like a projection.
+            let (i, c) = (e.lit_int(&args[1]), e.lit_int(&args[2]));
+            decl(s, format!("((env_{c}*){})->c{i}", a[0]));
+            return Ok(false);
+        }
         ChadOf => {
             // The closure with its code's translation: same captures, same layout.
             let direction = e.lit_int(&args[1]);

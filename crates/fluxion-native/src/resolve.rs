@@ -33,40 +33,49 @@ pub fn resolve_operators(
     entry: CodeId,
     opt: fluxion_opt::OptLevel,
 ) -> Translations {
-    let closures = closure_bindings(m);
     let first_new = m.codes.len();
     let live = fluxion_opt::reachable_codes(m, &[entry]);
-    let live_codes: Vec<CodeId> = (0..first_new)
+    let mut table = Translations {
+        first_new,
+        ..Translations::default()
+    };
+    let mut rewritten = HashSet::new();
+    // Rounds: the codes the entry reaches, then the codes the round before made whose
+    // operators are still to resolve (a forward translation of a function applying an
+    // operator applies its translation: forward-over-reverse).
+    let mut round: Vec<CodeId> = (0..first_new)
         .filter(|&i| live[i])
         .map(|i| CodeId(i as u32))
         .collect();
-    let (_, made) = crate::emit::closures_of(m, &live_codes);
-    let mut table = Translations {
-        first_new,
-        codes: HashMap::new(),
-        live,
-        made,
-    };
-    let mut rewritten = HashSet::new();
-    for i in 0..first_new {
-        let id = CodeId(i as u32);
-        // The codes the optimiser inlined or fused from stay behind, unreachable.
-        if !table.live[i] || !mentions_operator(&m.code(id).body) {
-            continue;
+    let mut seen = round.clone();
+    while !round.is_empty() {
+        let closures = closure_bindings(m);
+        table.made = crate::emit::closures_of(m, &seen).1;
+        let made_before = m.codes.len();
+        for &id in &round {
+            if !mentions_operator(&m.code(id).body) {
+                continue;
+            }
+            let i = id.0 as usize;
+            let code = m.code(id);
+            let mut scope = Scope::default();
+            for v in code.params.iter().chain(&code.captures) {
+                scope.bind(*v);
+            }
+            // A copy: translating a code below may read this one (a lambda nested in
+            // the code translated), which must keep its body meanwhile.
+            let mut body = m.codes[i].body.clone();
+            rewrite_body(m, &mut table, &closures, &rewritten, &mut scope, &mut body);
+            if body != m.codes[i].body {
+                let original = std::mem::replace(&mut m.codes[i].body, body);
+                table.originals.insert(id, original);
+                rewritten.insert(id);
+            }
         }
-        let code = m.code(id);
-        let mut scope = Scope::default();
-        for v in code.params.iter().chain(&code.captures) {
-            scope.bind(*v);
-        }
-        // A copy: translating a code below may read this one (a lambda nested in the
-        // code translated), which must keep its body meanwhile.
-        let mut body = m.codes[i].body.clone();
-        rewrite_body(m, &mut table, &closures, &rewritten, &mut scope, &mut body);
-        if body != m.codes[i].body {
-            m.codes[i].body = body;
-            rewritten.insert(id);
-        }
+        round = (made_before..m.codes.len())
+            .map(|i| CodeId(i as u32))
+            .collect();
+        seen.extend(&round);
     }
     if m.codes.len() > first_new && opt == fluxion_opt::OptLevel::On {
         let mut report = fluxion_opt::Report::default();
@@ -83,12 +92,15 @@ pub struct Translations {
     pub first_new: usize,
     /// (original code, `%chad_of` direction: see [`direction`]) to its translation.
     pub codes: HashMap<(CodeId, i64), CodeId>,
-    /// Which codes before `first_new` the entry reaches (by calls and closures, derived
-    /// codes too): only those are resolved.
-    live: Vec<bool>,
-    /// The codes closures are made of in those: only those are candidates of `%chad_of`
-    /// (a closure of another code cannot reach it).
+    /// The codes closures are made of in the codes resolved: only those are candidates
+    /// of `%chad_of` (a closure of another code cannot reach it).
     made: HashSet<CodeId>,
+    /// The bodies of the codes rewritten here as they were: the forward layers
+    /// translate those (`translate_original`).
+    originals: HashMap<CodeId, Body>,
+    /// The codes the forward layers made here: closures of these are candidates of
+    /// `%chad_of` like the program's own.
+    pushed: HashSet<CodeId>,
 }
 
 fn mentions_operator(body: &Body) -> bool {
@@ -96,23 +108,50 @@ fn mentions_operator(body: &Body) -> bool {
     fluxion_core::visit::for_each_binding(body, &mut |b| {
         found |= matches!(
             b.rhs,
-            Rhs::Prim(Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp, _)
+            Rhs::Prim(
+                Prim::ChadVjp
+                    | Prim::DeltaVjp
+                    | Prim::Jvp
+                    | Prim::Taylor
+                    | Prim::DeltaJvp
+                    | Prim::DeltaTaylor,
+                _
+            )
         );
     });
     found
 }
 
-/// Every `let v = Closure(code, captures)` of the module.
+/// Every `let v = Closure(code, captures)` of the module, and every copy
+/// `let w = v` of one (the optimiser leaves copies of closures behind).
 fn closure_bindings(m: &Module) -> ClosureBindings {
     let mut out = HashMap::new();
+    let mut copies = Vec::new();
     for c in &m.codes {
-        fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
-            if let Rhs::Closure(code, args) = &b.rhs {
+        fluxion_core::visit::for_each_binding(&c.body, &mut |b| match &b.rhs {
+            Rhs::Closure(code, args) => {
                 out.insert(b.var, (*code, args.clone()));
             }
+            Rhs::Atom(Atom::Var(x)) if matches!(m.var_ty(b.var), Type::Fn(..)) => {
+                copies.push((b.var, *x));
+            }
+            _ => {}
         });
     }
-    out
+    // Copies of copies, in any order.
+    loop {
+        let before = out.len();
+        for (v, x) in &copies {
+            if !out.contains_key(v)
+                && let Some(made) = out.get(x).cloned()
+            {
+                out.insert(*v, made);
+            }
+        }
+        if out.len() == before {
+            break out;
+        }
+    }
 }
 
 /// Every `let v = Closure(code, captures)` of the module, by `v`.
@@ -175,17 +214,30 @@ fn rewrite_body(
                     scope.undo(mark);
                 }
             }
-            Rhs::Prim(p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp), args) => {
+            Rhs::Prim(p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp | Prim::Taylor), args) => {
                 let (p, args) = (*p, args.clone());
-                let expansion = if p == Prim::DeltaVjp {
-                    crate::delta::expand(
+                let expansion = match p {
+                    Prim::DeltaVjp => crate::delta::expand(
                         m, table, closures, rewritten, &scope.set, &args, b.var, b.span,
-                    )
-                } else {
-                    expand(
+                    ),
+                    Prim::Taylor => None,
+                    _ => expand(
                         m, table, closures, rewritten, scope, p, &args, b.var, b.span,
-                    )
-                };
+                    ),
+                }
+                .or_else(|| {
+                    // A function applying an operator itself, or Taylor mode: pushed
+                    // forward through its forward or Taylor translation.
+                    let mut site = crate::lift::Site {
+                        m,
+                        table,
+                        closures,
+                        rewritten,
+                        scope: &scope.set,
+                        span: b.span,
+                    };
+                    crate::push::expand(&mut site, p, &args, b.var)
+                });
                 if let Some(expansion) = expansion {
                     for e in expansion {
                         scope.bind(e.var);
@@ -222,15 +274,17 @@ fn expand(
     } else {
         TypeMap::ChadFwd
     };
-    let known = known_closure(closures, &scope.set, f);
-    // The translated closure: of the known code with the same captures, or, where the
-    // closure is not known here, chosen at run time among every code of its type
-    // (`%chad_of`), each translated ahead of time.
-    let (make, translated, params) = match known {
+    // The translated closure: of the known code with the same captures (those out of
+    // scope here read out of the closure), or, where the closure is not known here,
+    // chosen at run time among every code of its type (`%chad_of`), each translated
+    // ahead of time.
+    let mut reads = Vec::new();
+    let (make, translated, params) = match closures.get(&f) {
         Some((code, captures)) => {
             let (code, captures) = (*code, captures.clone());
             let params = translatable(m, code, layer, rewritten)?;
             let translated = translate(m, code, layer)?;
+            let captures = captures_here(m, &scope.set, args[0], code, &captures, &mut reads, span);
             (Rhs::Closure(translated, captures), translated, params)
         }
         None => translated_at_run_time(m, table, rewritten, args[0], layer)?,
@@ -249,7 +303,7 @@ fn expand(
     }
     let mut e = Emit {
         m,
-        out: Vec::new(),
+        out: reads,
         span,
     };
     let (x, w) = (args[1], args[2]);
@@ -304,19 +358,40 @@ fn expand(
     Some(e.out)
 }
 
-/// `f`'s code and captures where `f` is bound to a closure whose captures are in
-/// `scope` (variables are bound once in a module, so the binding holds here).
-pub(crate) fn known_closure<'c>(
-    closures: &'c ClosureBindings,
+/// The captures of the closure `f` (made of `code` with `captures`) as atoms in scope
+/// here: each in scope itself, or read out of `f` (`%capture`, bound in `reads`).
+pub(crate) fn captures_here(
+    m: &mut Module,
     scope: &HashSet<VarId>,
-    f: VarId,
-) -> Option<&'c (CodeId, Vec<Atom>)> {
-    closures.get(&f).filter(|(_, captures)| {
-        captures.iter().all(|a| match a {
-            Atom::Var(x) => scope.contains(x),
-            Atom::Lit(_) => true,
+    f: Atom,
+    code: CodeId,
+    captures: &[Atom],
+    reads: &mut Vec<Binding>,
+    span: Span,
+) -> Vec<Atom> {
+    let capture_vars = m.code(code).captures.clone();
+    captures
+        .iter()
+        .zip(capture_vars)
+        .enumerate()
+        .map(|(i, (c, cv))| match c {
+            Atom::Var(v) if !scope.contains(v) => {
+                let var = m.fresh_var("capture", m.var_ty(cv).clone());
+                let read = vec![
+                    f,
+                    Atom::Lit(Lit::Int(i as i64)),
+                    Atom::Lit(Lit::Int(code.0 as i64)),
+                ];
+                reads.push(Binding {
+                    var,
+                    rhs: Rhs::Prim(Prim::ClosureCapture, read),
+                    span,
+                });
+                Atom::Var(var)
+            }
+            _ => *c,
         })
-    })
+        .collect()
 }
 
 /// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
@@ -331,12 +406,15 @@ pub(crate) fn translated_at_run_time(
     layer: TypeMap,
 ) -> Option<(Rhs, CodeId, Vec<Type>)> {
     let fty = m.atom_ty(&f);
-    let candidates: Vec<CodeId> = (0..table.first_new)
-        .map(|i| CodeId(i as u32))
+    let mut candidates: Vec<CodeId> = table
+        .made
+        .iter()
+        .copied()
         .filter(|c| {
-            table.made.contains(c) && m.code_ty(*c) == fty && !m.translated_from.contains_key(c)
+            m.code_ty(*c) == fty && (!m.translated_from.contains_key(c) || table.pushed.contains(c))
         })
         .collect();
+    candidates.sort();
     let mut params = None;
     for &c in &candidates {
         params = Some(translatable(m, c, layer, rewritten)?);
@@ -390,7 +468,7 @@ fn chad_translatable(
         .all(|c| m.is_fixed(m.var_ty(*c), layer));
     if !fixed
         || fluxion_ad::chad_unsupported(m, code, layer).is_some()
-        || reaches(m, code, rewritten)
+        || holds_operator(m, code, rewritten)
     {
         return None;
     }
@@ -410,7 +488,10 @@ pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<
     let translated = match layer {
         TypeMap::Chad => fluxion_ad::chad_code(m, code),
         TypeMap::Delta => fluxion_ad::delta_code(m, code),
-        _ => fluxion_ad::chad_fwd_code(m, code),
+        TypeMap::ChadFwd => fluxion_ad::chad_fwd_code(m, code),
+        TypeMap::Fwd => fluxion_ad::forward_code(m, code),
+        TypeMap::Taylor(k) => fluxion_ad::taylor_code(m, code, k),
+        TypeMap::Tangent => return None,
     };
     match translated {
         Ok(t) => Some(t),
@@ -424,14 +505,39 @@ pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<
     }
 }
 
-/// Whether `code` or a code it calls or closes over was rewritten here: its body then
-/// holds calls of translated code (CHAD types, linear blocks), which CHAD does not
-/// translate again.
-pub(crate) fn reaches(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
+/// `code`'s translation by a forward layer (memoised by fluxion-ad) of the code as
+/// written: the bodies the resolution rewrote are put back while it translates (their
+/// operators translate by the layer's own rules, forward-over-reverse), and the codes
+/// it makes are noted as made by a push forward.
+pub(crate) fn translate_original(
+    m: &mut Module,
+    table: &mut Translations,
+    code: CodeId,
+    layer: TypeMap,
+) -> Option<CodeId> {
+    let swap = |m: &mut Module, table: &mut Translations| {
+        for (c, body) in table.originals.iter_mut() {
+            std::mem::swap(&mut m.codes[c.0 as usize].body, body);
+        }
+    };
+    let before = m.codes.len();
+    swap(m, table);
+    let translated = translate(m, code, layer);
+    swap(m, table);
+    table
+        .pushed
+        .extend((before..m.codes.len()).map(|i| CodeId(i as u32)));
+    translated
+}
+
+/// Whether `code` or a code it calls or closes over applies an operator, or did before
+/// the resolution rewrote it (its body then holds calls of translated code — CHAD
+/// types, linear blocks, the tape — which no layer translates again).
+pub(crate) fn holds_operator(m: &Module, code: CodeId, rewritten: &HashSet<CodeId>) -> bool {
     let mut seen = HashSet::from([code]);
     let mut work = vec![code];
     while let Some(c) = work.pop() {
-        if rewritten.contains(&c) {
+        if rewritten.contains(&c) || mentions_operator(&m.code(c).body) {
             return true;
         }
         fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {

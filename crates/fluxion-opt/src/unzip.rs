@@ -180,6 +180,7 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | DeltaTaylor
             | ChadVjp
             | ChadOf
+            | ClosureCapture
             | DeltaOpen
             | DeltaInputs
             | DeltaGrad

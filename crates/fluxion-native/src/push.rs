@@ -1,0 +1,71 @@
+//! Operators resolved by pushing forward: `taylor`, and `jvp`, `%chad_vjp` and
+//! `%delta_vjp` of a function that applies an operator itself (nested operators:
+//! `hessian`, `grad` of `grad`), which the reverse layers and forward CHAD do not
+//! translate. As the interpreter does at run time (`fluxion-interp/src/ad.rs`):
+//!
+//! ```text
+//! let g = Closure(L(code), lifted captures)  -- forward_code / taylor_code of the code
+//!                                            -- as written (seed 004 §4, seed 001 §3.2)
+//! jvp(f, x, dx)       = push_forward_L(g, x, dx)     -- combine, call, take apart
+//! taylor(f, x, v, k)  = push_forward_Tk(g, x, v)
+//! %…_vjp(f, x, w)     = vjp_by_push_forward(f, g, x, w) -- one push per coordinate
+//! ```
+//!
+//! The translation of an operator inside `code` is the layer's own rule (the forward
+//! layer carries `%delta_vjp` through as `%delta_vjp(Tf f, x, swap w)`: forward-over-
+//! reverse); the translated code's operators are resolved in the next round. The
+//! reverse operators by pushing forward cost one pass per input coordinate, as the
+//! interpreter's `%chad_vjp` of such a function does.
+
+use fluxion_core::{Atom, Binding, Lit, Prim, Rhs, Type, TypeMap, VarId};
+
+use crate::emit::contains_fn;
+use crate::lift::Site;
+use crate::resolve::Emit;
+
+/// The bindings that compute `v = p(args)` by pushing forward, or `None` where the
+/// operator stays for the interpreter (a closure not known here, a function inside the
+/// argument or result, a Taylor order not written as a constant).
+pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
+    let layer = match p {
+        Prim::Taylor => match args.get(3)? {
+            Atom::Lit(Lit::Int(k)) if (1..=64).contains(k) => TypeMap::Taylor(*k as u32),
+            _ => return None,
+        },
+        Prim::Jvp | Prim::ChadVjp | Prim::DeltaVjp => TypeMap::Fwd,
+        _ => return None,
+    };
+    let fty = site.m.atom_ty(&args[0]);
+    let Type::Fn(params, ret) = &fty else {
+        return None;
+    };
+    if params
+        .iter()
+        .chain([&**ret])
+        .any(|t| contains_fn(t, site.m))
+    {
+        return None;
+    }
+    let mut lifts = Vec::new();
+    let (make, _, _) = site.closure(args[0], layer, &mut lifts, 0)?;
+    let lfty = site.m.map_type(&fty, layer);
+    let span = site.span;
+    let mut e = Emit {
+        m: site.m,
+        out: lifts,
+        span,
+    };
+    let g = e.bind("pushed_f", lfty, make);
+    let rhs = match p {
+        Prim::Jvp | Prim::Taylor => {
+            let code = fluxion_ad::push_forward_code(e.m, layer, &fty);
+            Rhs::CallDirect(code, vec![g, args[1], args[2]])
+        }
+        _ => {
+            let code = fluxion_ad::vjp_by_push_forward(e.m, &fty);
+            Rhs::CallDirect(code, vec![args[0], g, args[1], args[2]])
+        }
+    };
+    e.out.push(Binding { var: v, rhs, span });
+    Some(e.out)
+}
