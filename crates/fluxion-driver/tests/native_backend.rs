@@ -155,6 +155,66 @@ fn closures_unknown_at_compile_time_are_differentiated_natively() {
     }
 }
 
+/// Nested operators (`hessian`, `grad` of `grad`, `vjp` inside a differentiated
+/// function, `jacobian` of `grad`, `jvp` of `grad`) and `taylor` run natively in every
+/// mode: the forward or Taylor translation of a function that applies an operator is
+/// pushed forward, its inner operators resolved in turn (forward-over-reverse).
+#[test]
+fn nested_operators_and_taylor_run_natively() {
+    let programs = [
+        "fn main() -> [[Real]] {
+             let a = 1.5;
+             let w = [0.5, -1.0, 2.0];
+             hessian(|x| a * sum(map2(|u, v| u * v * sin(u), x, w)) + exp(x[0] * x[2]), [0.3, 0.7, -0.2])
+         }",
+        "fn f(x: Real, y: Real) -> Real { x * x * y + sin(x * y) }
+         fn g(y: Real) -> Real { grad(|x| f(x, y), 1.3) }
+         fn main() -> (Real, Real) { (grad(g, 0.7), diff(|y| grad(g, y), 0.4)) }",
+        "fn main() -> ([Real], [[Real]]) {
+             taylor(|v| map(|x| exp(x) * cos(x) / (1.0 + x * x), v), [0.1, 0.2, 0.3], [1.0, 0.5, -1.0], 5)
+         }",
+        "fn h(p: (Real, Real)) -> (Real, Real) { (p.0 * p.1, sqrt(p.0 + p.1 * p.1)) }
+         fn main() -> ((Real, Real), [(Real, Real)]) { taylor(h, (1.0, 2.0), (0.5, 0.25), 3) }",
+        "fn main() -> Real {
+             grad(|x| { let (y, pb) = vjp(|z| z * z * x, 2.0); pb(1.0) * y }, 1.5)
+         }",
+        "fn loss(x: [Real]) -> Real { log(sum(map(|v| exp(v), x))) }
+         fn main() -> [[Real]] { jacobian(|x| grad(loss, x), [0.1, -0.4, 0.9, 0.2]) }",
+        "enum L { Nil, Cons(Real, L) }
+         fn total(l: L) -> Real { match l { Nil => 0.0, Cons(h, t) => h * h * h + total(t) } }
+         fn list(x: [Real], i: Int) -> L { if i >= length(x) { Nil } else { Cons(x[i], list(x, i + 1)) } }
+         fn main() -> [[Real]] { hessian(|x| total(list(x, 0)) * x[1], [1.0, 2.0, 3.0]) }",
+        "fn main() -> (Real, [Real]) {
+             taylor(|x| fold(|acc, i| acc * x + to_real(i), 0.0, range(6)), 0.7, 1.0, 6)
+         }",
+        "fn f(v: [Real]) -> Real { sum(map(|x| x * x * x, v)) * v[0] }
+         fn main() -> ([Real], [Real]) { jvp(|v| grad(f, v), [1.0, 2.0], [0.5, -0.5]) }",
+        "fn main() -> (Real, Real) {
+             value_and_grad(|y| { let (v, g) = value_and_grad(|x| x * exp(x * y), 0.5); v + g * g }, 0.3)
+         }",
+        "enum Shape { Circle(Real), Rect(Real, Real) }
+         fn area(s: Shape) -> Real { match s { Circle(r) => 3.0 * r * r, Rect(w, h) => w * h } }
+         fn main() -> (Shape, [Shape]) { taylor(|s| match s { Circle(r) => Circle(area(s) * r), Rect(w, h) => Rect(h, area(s)) }, Rect(2.0, 3.0), Rect(1.0, 0.5), 2) }",
+    ];
+    for src in programs {
+        for mode in MODES {
+            let (interp, _) = run(src, mode, Backend::Interp);
+            let (native, notes) = run(src, mode, Backend::Native);
+            assert!(
+                notes.is_empty(),
+                "--ad {}: fell back: {notes:?}\n{src}",
+                mode.name()
+            );
+            let (a, b) = (interp.expect("runs"), native.expect("runs"));
+            assert!(
+                same_value(&a, &b),
+                "--ad {}: {a} vs {b}\n{src}",
+                mode.name()
+            );
+        }
+    }
+}
+
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
 #[test]
 fn runtime_errors_are_the_interpreters() {
