@@ -27,7 +27,7 @@ use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap
 
 use crate::emit::contains_fn;
 use crate::lift::Site;
-use crate::resolve::{ClosureBindings, Emit, Translations, holds_operator};
+use crate::resolve::{ClosureBindings, Emit, Translations};
 
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
 /// for the interpreter.
@@ -96,22 +96,4 @@ pub(crate) fn expand(
         span,
     });
     Some(e.out)
-}
-
-/// The parameter types of `code` if its delta translation can be chosen at run time by
-/// `%chad_of(f, 2)`: no function in its captures (their lifting is a first-order walk),
-/// parameters or result, no operator applied in it or what it reaches.
-pub(crate) fn translatable(
-    m: &Module,
-    code: CodeId,
-    rewritten: &HashSet<CodeId>,
-) -> Option<Vec<Type>> {
-    let c = m.code(code);
-    let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
-    let first_order = params
-        .iter()
-        .chain(c.captures.iter().map(|x| m.var_ty(*x)))
-        .chain([&c.ret])
-        .all(|t| !contains_fn(t, m));
-    (first_order && !holds_operator(m, code, rewritten)).then_some(params)
 }

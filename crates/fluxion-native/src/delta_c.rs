@@ -114,6 +114,9 @@ pub(crate) fn rebuild(
         (Helper2::DeltaLift, Type::Real, _) => {
             format!("(({}){{{x}, 0}})", t.c(to))
         }
+        (Helper2::FwdLift, Type::Real, _) => {
+            format!("(({}){{{x}, 0.0}})", t.c(to))
+        }
         (Helper2::DeltaInputs, Type::Real, _) => {
             format!("(({}){{{x}, fx_tape_input({sp})}})", t.c(to))
         }

@@ -46,17 +46,30 @@ pub fn emit_module(
     let (codes, known, closures) = loop {
         let codes = reachable(m, &roots);
         let (known, mut closures) = closures_of(m, &codes);
-        let picked: Vec<CodeId> = translations
-            .codes
-            .iter()
-            .filter(|((c, _), _)| closures.contains(c))
-            .map(|(_, t)| *t)
-            .collect();
-        if picked.iter().all(|t| codes.contains(t)) {
+        // `%chad_of` makes closures of the translations it picks, which may be picked
+        // from in turn (a forward translation's delta translation).
+        loop {
+            let before = closures.len();
+            let picked: Vec<CodeId> = translations
+                .codes
+                .iter()
+                .filter(|((c, _), _)| closures.contains(c))
+                .map(|(_, t)| *t)
+                .collect();
             closures.extend(picked);
+            if closures.len() == before {
+                break;
+            }
+        }
+        let missing: Vec<CodeId> = closures
+            .iter()
+            .filter(|c| !codes.contains(c))
+            .copied()
+            .collect();
+        if missing.is_empty() {
             break (codes, known, closures);
         }
-        roots.extend(picked);
+        roots.extend(missing);
     };
     let mut e = Emitter {
         m,
@@ -67,6 +80,7 @@ pub fn emit_module(
         owned: Vec::new(),
         on_stack: HashSet::new(),
         sites: 0,
+        chad_of: Vec::new(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -75,6 +89,19 @@ pub fn emit_module(
         functions.push_str(&e.function(c)?);
     }
     let entry_fn = e.entry(entry, &params, &ret);
+    // `%chad_of` helpers (one may ask for another: a captured closure's type).
+    let mut chad_of = String::new();
+    let mut done = 0;
+    while done < e.chad_of.len() {
+        let (fty, d) = e.chad_of[done].clone();
+        let _ = writeln!(
+            protos,
+            "static fx_clo *fx_of_{done}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2);"
+        );
+        chad_of.push_str(&e.chad_of_body(done, &fty, d)?);
+        done += 1;
+    }
+    functions.push_str(&chad_of);
     let mut envs = String::new();
     let mut closures: Vec<CodeId> = e.closures.iter().copied().collect();
     closures.sort();
@@ -231,6 +258,8 @@ pub(crate) struct Emitter<'m> {
     translations: &'m Translations,
     /// Calls of prelude functions from the user's code so far (names their saved site).
     sites: usize,
+    /// The `%chad_of` helpers asked for: (function type, direction), by index.
+    chad_of: Vec<(Type, i64)>,
 }
 
 fn var(v: VarId) -> String {
@@ -676,6 +705,90 @@ impl<'m> Emitter<'m> {
     pub(crate) fn lit_int(&self, a: &Atom) -> i64 {
         lit_int(a)
     }
+    /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
+    pub(crate) fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {
+        let key = (fty.clone(), d);
+        let i = match self.chad_of.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                self.chad_of.push(key);
+                self.chad_of.len() - 1
+            }
+        };
+        format!("fx_of_{i}")
+    }
+
+    /// `%chad_of(f, d)` for closures of type `fty`, helper `i`: by `f`'s code, a new
+    /// closure of its translation with the captures as the translation needs them —
+    /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta) or
+    /// the zero tangent (forward layer), a captured closure translated the same way.
+    /// Every code of the type that a closure is made of must have its translation here,
+    /// or the program is not compiled (no closure can miss one at run time).
+    fn chad_of_body(&mut self, i: usize, fty: &Type, d: i64) -> Result<String, Unsupported> {
+        let m = self.m;
+        let choices = self.translations_of(fty, d);
+        let mut all: Vec<CodeId> = self
+            .closures
+            .iter()
+            .copied()
+            .filter(|c| self.translations.is_candidate(m, *c) && m.code_ty(*c) == *fty)
+            .collect();
+        all.sort();
+        if all.iter().any(|c| !choices.iter().any(|(o, _)| o == c)) {
+            return Err(Unsupported(
+                "a closure the compiler cannot see may be of a code it cannot translate ahead of time".into(),
+            ));
+        }
+        let sp = "s0, s1, s2";
+        let mut s = format!(
+            "static fx_clo *fx_of_{i}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2) {{\n"
+        );
+        for (c, t) in choices {
+            let (c, t) = (c.0, t.0);
+            let _ = write!(
+                s,
+                "  if (f->code == (void*)fn_{c}) {{\n    env_{t} *n = (env_{t}*)fx_alloc(sizeof(env_{t}), {sp}); n->h.code = (void*)fn_{t}; n->h.drop = drop_{t};\n"
+            );
+            let captures = m.code(CodeId(c)).captures.clone();
+            let translated = m.code(CodeId(t)).captures.clone();
+            for (j, (cv, tv)) in captures.iter().zip(&translated).enumerate() {
+                let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
+                let old = format!("((env_{c}*)f)->c{j}");
+                let field = format!("n->c{j}");
+                let value = match (d, &cty) {
+                    (2 | 3, Type::Fn(..)) => {
+                        let h = self.chad_of_helper(&cty, d);
+                        format!("{h}({old}, {sp})")
+                    }
+                    (2, _) => crate::delta_c::rebuild(
+                        &mut self.types,
+                        crate::types::Helper2::DeltaLift,
+                        &cty,
+                        &tty,
+                        &old,
+                        sp,
+                    ),
+                    (3, _) => crate::delta_c::rebuild(
+                        &mut self.types,
+                        crate::types::Helper2::FwdLift,
+                        &cty,
+                        &tty,
+                        &old,
+                        sp,
+                    ),
+                    _ => {
+                        let inc = self.types.inc(&cty, &field);
+                        format!("{old}; {inc}")
+                    }
+                };
+                let _ = writeln!(s, "    {field} = {value};");
+            }
+            s.push_str("    return (fx_clo*)n;\n  }\n");
+        }
+        s.push_str("  fx_fail(s0, s1, s2, \"internal error: a closure without an ahead-of-time translation\");\n  return NULL;\n}\n");
+        Ok(s)
+    }
+
     /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),
     /// for the codes some closure of this program is made of.
     pub(crate) fn translations_of(&mut self, fty: &Type, direction: i64) -> Vec<(CodeId, CodeId)> {

@@ -30,9 +30,9 @@ pub(crate) struct Site<'a, 'm> {
 impl Site<'_, '_> {
     /// The closure `f` as its translation by `layer` (delta, forward or Taylor), the
     /// bindings that lift its captures appended to `lifts`: the right-hand side making
-    /// it, the translated code and the parameter types. Under delta a closure the
-    /// compiler cannot see goes through `%chad_of(f, 2)`; the forward layers need it
-    /// known. Delta translates no code that applies an operator (the caller computes
+    /// it, the translated code and the parameter types. Under delta and the forward
+    /// layer a closure the compiler cannot see goes through `%chad_of(f, 2 or 3)`;
+    /// Taylor needs it known. Delta translates no code that applies an operator (the caller computes
     /// such a reverse pass by pushing forward); the forward layers translate the code
     /// as written, before the resolution rewrote its operators.
     pub(crate) fn closure(
@@ -61,7 +61,7 @@ impl Site<'_, '_> {
             return Some(known);
         }
         lifts.truncate(before);
-        if layer == TypeMap::Delta {
+        if matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
             return translated_at_run_time(self.m, self.table, self.rewritten, value, layer);
         }
         None

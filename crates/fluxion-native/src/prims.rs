@@ -481,50 +481,10 @@ pub(crate) fn emit(
             return Ok(false);
         }
         ChadOf => {
-            // The closure with its code's translation: same captures, same layout.
-            let direction = e.lit_int(&args[1]);
-            let choices = e.translations_of(&aty(0), direction);
-            line(s, format!("{ct} {name};"));
-            let mut chain = String::new();
-            for (c, t) in choices {
-                let (c, t) = (c.0, t.0);
-                let captures = m.code(fluxion_core::CodeId(c)).captures.clone();
-                let mut copy = format!(
-                    "env_{t} *n = (env_{t}*)fx_alloc(sizeof(env_{t}), {sp}); n->h.code = (void*)fn_{t}; n->h.drop = drop_{t};"
-                );
-                let translated_captures = m.code(fluxion_core::CodeId(t)).captures.clone();
-                for (i, (cv, tv)) in captures.iter().zip(&translated_captures).enumerate() {
-                    let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
-                    let field = format!("n->c{i}");
-                    let old = format!("((env_{c}*){})->c{i}", a[0]);
-                    if direction == 2 {
-                        // Delta: every real of the captures with the zero delta.
-                        let lifted = crate::delta_c::rebuild(
-                            e.types(),
-                            crate::types::Helper2::DeltaLift,
-                            &cty,
-                            &tty,
-                            &old,
-                            &sp,
-                        );
-                        let _ = write!(copy, " {field} = {lifted};");
-                    } else {
-                        let inc = e.types().inc(&cty, &field);
-                        let _ = write!(copy, " {field} = {old}; {inc}");
-                    }
-                }
-                let _ = write!(
-                    chain,
-                    "if ({0}->code == (void*)fn_{c}) {{ {copy} {name} = (fx_clo*)n; }} else ",
-                    a[0]
-                );
-            }
-            line(
-                s,
-                format!(
-                    "{chain}fx_fail({sp}, \"internal error: a closure without an ahead-of-time translation\");"
-                ),
-            );
+            // The closure with its code's translation (`%chad_of`'s helper per function
+            // type and direction, emit.rs).
+            let f = e.chad_of_helper(&aty(0), e.lit_int(&args[1]));
+            decl(s, format!("{f}({}, {sp})", a[0]));
         }
         DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
             return crate::delta_c::emit(e, p, args, v, ty, span, s, pad);

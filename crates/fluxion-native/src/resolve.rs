@@ -21,6 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::emit::contains_fn;
 use fluxion_core::{
     Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
 };
@@ -48,9 +49,15 @@ pub fn resolve_operators(
         .map(|i| CodeId(i as u32))
         .collect();
     let mut seen = round.clone();
-    while !round.is_empty() {
+    // A closure the compiler cannot see is translated for every code of its type, so a
+    // function that differentiates its argument and is itself a closure of that type
+    // (Halley's method iterated) would make a translation of a translation without
+    // end: the rounds stop, and what they left runs in the interpreter.
+    let mut rounds = 0;
+    while !round.is_empty() && rounds < MAX_ROUNDS {
+        rounds += 1;
         let closures = closure_bindings(m);
-        table.made = crate::emit::closures_of(m, &seen).1;
+        table.made.extend(crate::emit::closures_of(m, &seen).1);
         let made_before = m.codes.len();
         for &id in &round {
             if !mentions_operator(&m.code(id).body) {
@@ -85,6 +92,10 @@ pub fn resolve_operators(
     table
 }
 
+/// How many times the resolution resolves the operators of the codes it made itself
+/// (each round one more level of nested operators).
+const MAX_ROUNDS: usize = 6;
+
 /// The translations `%chad_of` chooses among at run time: (original code, forward?) to
 /// the translated code. Codes from `first_new` on were made by the resolution.
 #[derive(Clone, Debug, Default)]
@@ -101,6 +112,26 @@ pub struct Translations {
     /// The codes the forward layers made here: closures of these are candidates of
     /// `%chad_of` like the program's own.
     pushed: HashSet<CodeId>,
+}
+
+impl Translations {
+    /// The codes of type `fty` that `%chad_of` may meet: those the program makes
+    /// closures of (its own, or made by a forward layer here — not by a reverse
+    /// layer's translation, whose closures never reach an operator), in id order.
+    pub(crate) fn candidates(&self, m: &Module, fty: &Type) -> Vec<CodeId> {
+        let mut out: Vec<CodeId> = self
+            .made
+            .iter()
+            .copied()
+            .filter(|c| self.is_candidate(m, *c) && m.code_ty(*c) == *fty)
+            .collect();
+        out.sort();
+        out
+    }
+
+    pub(crate) fn is_candidate(&self, m: &Module, c: CodeId) -> bool {
+        !m.translated_from.contains_key(&c) || self.pushed.contains(&c)
+    }
 }
 
 fn mentions_operator(body: &Body) -> bool {
@@ -396,8 +427,10 @@ pub(crate) fn captures_here(
 
 /// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
 /// in `layer`, chosen at run time among the translations of every code of `f`'s type
-/// that the entry makes a closure of, all made here: the right-hand side, one of the translated codes and the
-/// parameter types; `None` where one of them cannot be made.
+/// that the program makes a closure of, all made here (and, under delta and the forward
+/// layer, those of the closures they capture, which the run time translates the same
+/// way): the right-hand side, one of the translated codes and the parameter types;
+/// `None` where one of them cannot be made.
 pub(crate) fn translated_at_run_time(
     m: &mut Module,
     table: &mut Translations,
@@ -406,28 +439,57 @@ pub(crate) fn translated_at_run_time(
     layer: TypeMap,
 ) -> Option<(Rhs, CodeId, Vec<Type>)> {
     let fty = m.atom_ty(&f);
-    let mut candidates: Vec<CodeId> = table
-        .made
-        .iter()
-        .copied()
-        .filter(|c| {
-            m.code_ty(*c) == fty && (!m.translated_from.contains_key(c) || table.pushed.contains(c))
-        })
-        .collect();
-    candidates.sort();
+    let mut types = Vec::new();
+    let (translated, params) = translate_candidates(m, table, rewritten, &fty, layer, &mut types)?;
+    let d = Atom::Lit(Lit::Int(direction(layer)));
+    Some((Rhs::Prim(Prim::ChadOf, vec![f, d]), translated, params))
+}
+
+/// Translates every candidate of function type `fty` in `layer` (and of the function
+/// types they capture; `done` holds the types seen): one translated code and the
+/// parameter types.
+fn translate_candidates(
+    m: &mut Module,
+    table: &mut Translations,
+    rewritten: &HashSet<CodeId>,
+    fty: &Type,
+    layer: TypeMap,
+    done: &mut Vec<Type>,
+) -> Option<(CodeId, Vec<Type>)> {
+    done.push(fty.clone());
+    let candidates = table.candidates(m, fty);
     let mut params = None;
+    let mut captured = Vec::new();
     for &c in &candidates {
         params = Some(translatable(m, c, layer, rewritten)?);
+        for x in &m.code(c).captures {
+            let t = m.var_ty(*x);
+            if matches!(t, Type::Fn(..)) && !done.contains(t) && !captured.contains(t) {
+                captured.push(t.clone());
+            }
+        }
     }
     let params = params?;
     let mut translated = None;
     for c in candidates {
-        let t = translate(m, c, layer)?;
+        let t = if layer == TypeMap::Fwd {
+            translate_original(m, table, c, layer)?
+        } else {
+            translate(m, c, layer)?
+        };
         table.codes.insert((c, direction(layer)), t);
+        if layer == TypeMap::Fwd {
+            // `%chad_of` makes closures of it at run time, which may meet an operator.
+            table.made.insert(t);
+        }
         translated = Some(t);
     }
-    let d = Atom::Lit(Lit::Int(direction(layer)));
-    Some((Rhs::Prim(Prim::ChadOf, vec![f, d]), translated?, params))
+    for t in captured {
+        if !done.contains(&t) {
+            translate_candidates(m, table, rewritten, &t, layer, done)?;
+        }
+    }
+    Some((translated?, params))
 }
 
 /// `%chad_of`'s second argument for a layer.
@@ -435,22 +497,34 @@ pub(crate) fn direction(layer: TypeMap) -> i64 {
     match layer {
         TypeMap::ChadFwd => 1,
         TypeMap::Delta => 2,
+        TypeMap::Fwd => 3,
         _ => 0,
     }
 }
 
-/// The parameter types of `code` if `layer` can translate it ahead of time.
+/// The parameter types of `code` if `layer` can translate it ahead of time for
+/// `%chad_of` to choose at run time: CHAD's with first-order captures, delta's and the
+/// forward layer's with captures that are first-order or functions (translated at run
+/// time in turn); argument and result first-order; under the reverse layers, no
+/// operator applied in it.
 fn translatable(
     m: &Module,
     code: CodeId,
     layer: TypeMap,
     rewritten: &HashSet<CodeId>,
 ) -> Option<Vec<Type>> {
-    if layer == TypeMap::Delta {
-        crate::delta::translatable(m, code, rewritten)
-    } else {
-        chad_translatable(m, code, layer, rewritten)
+    if !matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
+        return chad_translatable(m, code, layer, rewritten);
     }
+    let c = m.code(code);
+    let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
+    let first_order = params.iter().chain([&c.ret]).all(|t| !contains_fn(t, m));
+    let captures = c.captures.iter().all(|x| {
+        let t = m.var_ty(*x);
+        matches!(t, Type::Fn(..)) || !contains_fn(t, m)
+    });
+    let operators = layer == TypeMap::Delta && holds_operator(m, code, rewritten);
+    (first_order && captures && !operators).then_some(params)
 }
 
 /// The parameter types of `code` if CHAD (`layer`) can translate it ahead of time:

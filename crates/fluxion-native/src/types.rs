@@ -53,6 +53,9 @@ pub enum Helper2 {
     DeltaPrimal,
     DeltaSeed,
     DeltaRead,
+    /// `A` → `Tf(A)` with the zero tangent on every real (a closure's capture lifted
+    /// into the forward layer at run time, `%chad_of(f, 3)`; the same walk).
+    FwdLift,
 }
 
 /// The types and helpers of one translation unit.
@@ -233,6 +236,7 @@ impl<'m> Types<'m> {
                 Helper2::Dense => "dense",
                 Helper2::Check => "check",
                 Helper2::DeltaLift => "dlift",
+                Helper2::FwdLift => "flift",
                 Helper2::DeltaInputs => "dinputs",
                 Helper2::DeltaPrimal => "dprimal",
                 Helper2::DeltaSeed => "dseed",
@@ -252,6 +256,7 @@ impl<'m> Types<'m> {
                 ),
                 Helper2::DeltaSeed => format!("static void {name}({cx} x, {ct} t)"),
                 Helper2::DeltaLift
+                | Helper2::FwdLift
                 | Helper2::DeltaInputs
                 | Helper2::DeltaPrimal
                 | Helper2::DeltaRead => {
@@ -706,6 +711,7 @@ impl<'m> Types<'m> {
         let mut s = String::new();
         match h {
             Helper2::DeltaLift
+            | Helper2::FwdLift
             | Helper2::DeltaInputs
             | Helper2::DeltaPrimal
             | Helper2::DeltaSeed
