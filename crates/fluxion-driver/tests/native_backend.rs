@@ -117,6 +117,27 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
     );
 }
 
+/// Each program runs natively in every mode (no note) and gives the interpreter's value.
+fn assert_native_with_the_interpreters_values(programs: &[&str]) {
+    for src in programs {
+        for mode in MODES {
+            let (interp, _) = run(src, mode, Backend::Interp);
+            let (native, notes) = run(src, mode, Backend::Native);
+            assert!(
+                notes.is_empty(),
+                "--ad {}: fell back: {notes:?}\n{src}",
+                mode.name()
+            );
+            let (a, b) = (interp.expect("runs"), native.expect("runs"));
+            assert!(
+                same_value(&a, &b),
+                "--ad {}: {a} vs {b}\n{src}",
+                mode.name()
+            );
+        }
+    }
+}
+
 /// A closure the compiler cannot see (returned by a call, taken from an array, passed
 /// in) is differentiated natively too: `%chad_of` picks its code's translation, made
 /// ahead of time for every code of its type, by the closure's code at run time.
@@ -151,25 +172,7 @@ fn closures_unknown_at_compile_time_are_differentiated_natively() {
               curvature(|v| exp(v[0] + v[1]), [0.1, 0.2]))
          }",
     ];
-    for src in programs {
-        for mode in MODES {
-            let (interp, _) = run(src, mode, Backend::Interp);
-            let (native, notes) = run(src, mode, Backend::Native);
-            assert!(
-                notes.is_empty(),
-                "--ad {}: fell back: {notes:?}
-{src}",
-                mode.name()
-            );
-            let (a, b) = (interp.expect("runs"), native.expect("runs"));
-            assert!(
-                same_value(&a, &b),
-                "--ad {}: {a} vs {b}
-{src}",
-                mode.name()
-            );
-        }
-    }
+    assert_native_with_the_interpreters_values(&programs);
 }
 
 /// Nested operators (`hessian`, `grad` of `grad`, `vjp` inside a differentiated
@@ -213,23 +216,7 @@ fn nested_operators_and_taylor_run_natively() {
          fn area(s: Shape) -> Real { match s { Circle(r) => 3.0 * r * r, Rect(w, h) => w * h } }
          fn main() -> (Shape, [Shape]) { taylor(|s| match s { Circle(r) => Circle(area(s) * r), Rect(w, h) => Rect(h, area(s)) }, Rect(2.0, 3.0), Rect(1.0, 0.5), 2) }",
     ];
-    for src in programs {
-        for mode in MODES {
-            let (interp, _) = run(src, mode, Backend::Interp);
-            let (native, notes) = run(src, mode, Backend::Native);
-            assert!(
-                notes.is_empty(),
-                "--ad {}: fell back: {notes:?}\n{src}",
-                mode.name()
-            );
-            let (a, b) = (interp.expect("runs"), native.expect("runs"));
-            assert!(
-                same_value(&a, &b),
-                "--ad {}: {a} vs {b}\n{src}",
-                mode.name()
-            );
-        }
-    }
+    assert_native_with_the_interpreters_values(&programs);
 }
 
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
