@@ -219,6 +219,40 @@ fn nested_operators_and_taylor_run_natively() {
     assert_native_with_the_interpreters_values(&programs);
 }
 
+/// `--ad delta`: a `%delta_sum` of a loop whose element makes one tape node is fused
+/// (`delta_fuse.rs`: the elements' terms go straight into the sum's node, no array):
+/// the gradients are bit-identical to the interpreter's, whose tape has a node per
+/// element — also where elements share an input (its adjoint's sum keeps its order),
+/// where loops nest, for an empty array, and for a loop that is not fused (two nodes
+/// per element); a length mismatch and a too-long loop fail as the array would have.
+#[test]
+fn fused_delta_sums_give_the_interpreters_bits() {
+    let programs = [
+        "fn main() -> [Real] { grad(|v: [Real]| sum(map(|x| x * v[0], v)), [1.0e16, 1.0, -1.0e16, 1.0]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| dot(v, v) + sum(map2(|a, b| a * b * 1.0, v, map(exp, v))), [0.1, 0.2, 0.3]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sumbuild(length(v), |i| sumbuild(i, |j| v[i] * v[j])), [0.3, 1.1, -0.7, 2.0]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sumbuild(length(v), |i| v[i] * v[0] * 3.0), [0.3, 1.1, -0.7]) }",
+        "fn main() -> (Real, [Real]) { grad(|p: (Real, [Real])| p.0 + sum(map(|x| x * x, p.1)), (2.0, [])) }",
+        "fn main() -> Real { grad(|x: Real| sum(map2(|a, b| a * b, [x, x], [1.0])), 1.0) }",
+        "fn main() -> Real { grad(|x: Real| sumbuild(100000000000000, |i| x * to_real(i)), 1.0) }",
+        "fn main() -> Real { grad(|x: Real| sumbuild(-2, |i| x * to_real(i)), 1.0) }",
+    ];
+    for src in programs {
+        let (interp, _) = run(src, AdMode::Delta, Backend::Interp);
+        let (native, notes) = run(src, AdMode::Delta, Backend::Native);
+        assert!(notes.is_empty(), "fell back: {notes:?}\n{src}");
+        assert_eq!(interp, native, "{src}");
+    }
+    let fused = compile("prog.flx", programs[0])
+        .unwrap_or_else(|f| panic!("{}", f.render()))
+        .show_with("c", Some("main"), AdMode::Delta)
+        .expect("C");
+    assert!(
+        fused.contains("fx_scratch_close("),
+        "the loop was not fused:\n{fused}"
+    );
+}
+
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
 #[test]
 fn runtime_errors_are_the_interpreters() {

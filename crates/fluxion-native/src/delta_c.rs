@@ -40,6 +40,14 @@ pub(crate) fn emit(
         let _ = writeln!(s, "{pad}{text}");
     };
     match p {
+        Prim::DeltaPush if e.terms_of() == Some(v) => {
+            // A fused loop's element (delta_fuse.rs): the terms go to the sum's node.
+            let mut text = String::new();
+            for pair in a.chunks(2) {
+                let _ = write!(text, "fx_scratch_term({}, {}); ", pair[0], pair[1]);
+            }
+            line(format!("{text}{ct} {name} = 0;"));
+        }
         Prim::DeltaPush => {
             let mut text = format!("fx_tape_reserve({}, {sp});", a.len() / 2);
             for pair in a.chunks(2) {

@@ -81,6 +81,8 @@ pub fn emit_module(
         on_stack: HashSet::new(),
         sites: 0,
         chad_of: Vec::new(),
+        terms_variants: Vec::new(),
+        terms_of: None,
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -88,6 +90,15 @@ pub fn emit_module(
         let _ = writeln!(protos, "{};", e.signature(c));
         functions.push_str(&e.function(c)?);
     }
+    // The terms variants of fused loops' element functions (leaves: they ask for none).
+    for i in 0.. {
+        let Some(&c) = e.terms_variants.get(i) else {
+            break;
+        };
+        let _ = writeln!(protos, "{};", e.signature_named(c, "_t"));
+        functions.push_str(&e.function_named(c, "_t")?);
+    }
+    e.terms_of = None;
     let entry_fn = e.entry(entry, &params, &ret);
     // `%chad_of` helpers (one may ask for another: a captured closure's type).
     let mut chad_of = String::new();
@@ -260,6 +271,10 @@ pub(crate) struct Emitter<'m> {
     sites: usize,
     /// The `%chad_of` helpers asked for: (function type, direction), by index.
     chad_of: Vec<(Type, i64)>,
+    /// Codes whose terms variant (`delta_fuse.rs`) a fused loop calls.
+    terms_variants: Vec<CodeId>,
+    /// In a terms variant, the `%delta` whose terms go to the scratch.
+    terms_of: Option<VarId>,
 }
 
 fn var(v: VarId) -> String {
@@ -305,9 +320,14 @@ fn lit_int(a: &Atom) -> i64 {
 
 impl<'m> Emitter<'m> {
     fn signature(&mut self, c: CodeId) -> String {
+        self.signature_named(c, "")
+    }
+
+    /// The signature of `fn_N` followed by `suffix` (a variant of code `c`).
+    fn signature_named(&mut self, c: CodeId, suffix: &str) -> String {
         let code = self.m.code(c);
         let ret = self.types.c(&code.ret);
-        let mut s = format!("static {ret} fn_{}(fx_clo *self_", c.0);
+        let mut s = format!("static {ret} fn_{}{suffix}(fx_clo *self_", c.0);
         for p in &code.params {
             let t = self.types.c(self.m.var_ty(*p));
             let _ = write!(s, ", {t} {}", var(*p));
@@ -339,10 +359,21 @@ impl<'m> Emitter<'m> {
     }
 
     fn function(&mut self, c: CodeId) -> Result<String, Unsupported> {
+        self.function_named(c, "")
+    }
+
+    /// C function `fn_N` + `suffix` of code `c`; with the suffix `_t`, its terms
+    /// variant (`delta_fuse.rs`).
+    fn function_named(&mut self, c: CodeId, suffix: &str) -> Result<String, Unsupported> {
         self.owned.clear();
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
-        let mut s = self.signature(c);
+        self.terms_of = if suffix == "_t" {
+            crate::delta_fuse::leaf_delta(self.m, c).map(|(v, _)| v)
+        } else {
+            None
+        };
+        let mut s = self.signature_named(c, suffix);
         s.push_str(" {\n");
         // Calls check the stack where they are made; a closure's code can also be
         // entered from a built-in's loop, so it checks on entry too.
@@ -399,12 +430,24 @@ impl<'m> Emitter<'m> {
     ) -> Result<(), Unsupported> {
         let pad = "  ".repeat(depth);
         self.owned.push(Vec::new());
-        for bind in &b.bindings {
+        let mut k = 0;
+        while k < b.bindings.len() {
+            let known = |x: VarId| self.known.get(&x).copied();
+            if let Some(fusion) =
+                crate::delta_fuse::fusable(self.m, &known, &b.bindings, &b.result, k)
+            {
+                let (loop_, sum) = (&b.bindings[k], &b.bindings[k + 1]);
+                crate::delta_fuse::emit(self, loop_, sum, &fusion, s, &pad);
+                k += 2;
+                continue;
+            }
+            let bind = &b.bindings[k];
             let ty = self.m.var_ty(bind.var).clone();
             let owns = self.binding(bind.var, &ty, &bind.rhs, bind.span, s, depth)?;
             if owns && has_rc(&ty) {
                 self.owned.last_mut().expect("a block").push(bind.var);
             }
+            k += 1;
         }
         let mut owned = self.owned.pop().expect("a block");
         match b.result {
@@ -704,6 +747,17 @@ impl<'m> Emitter<'m> {
     }
     pub(crate) fn lit_int(&self, a: &Atom) -> i64 {
         lit_int(a)
+    }
+    /// The name of code `c`'s terms variant, emitted with the module.
+    pub(crate) fn terms_variant(&mut self, c: CodeId) -> String {
+        if !self.terms_variants.contains(&c) {
+            self.terms_variants.push(c);
+        }
+        format!("fn_{}_t", c.0)
+    }
+    /// In a terms variant, the `%delta` whose terms go to the scratch.
+    pub(crate) fn terms_of(&self) -> Option<VarId> {
+        self.terms_of
     }
     /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
     pub(crate) fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {

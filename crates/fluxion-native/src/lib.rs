@@ -19,6 +19,7 @@
 mod abi;
 mod delta;
 mod delta_c;
+mod delta_fuse;
 mod emit;
 mod lift;
 mod prims;

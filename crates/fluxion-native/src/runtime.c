@@ -203,6 +203,15 @@ static inline void fx_length(int64_t n, const char *what, uint32_t src, uint32_t
             (long long)FX_MAX_ARRAY_LEN);
 }
 
+/* The checks of fx_arr_new without the array, for a loop fused into its consumer that
+ * would have made it (a length the interpreter refuses is refused here too). */
+static void fx_arr_check(int64_t n, size_t elem, const char *what, uint32_t src, uint32_t start, uint32_t end) {
+  fx_length(n, what, src, start, end);
+  uint64_t bytes = sizeof(fx_arr) + (uint64_t)n * elem;
+  if (fx_memory_used + bytes > fx_memory_limit)
+    fx_fail(src, start, end, "memory budget of %llu bytes exceeded", (unsigned long long)fx_memory_limit);
+}
+
 static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src, uint32_t start, uint32_t end) {
   fx_length(n, what, src, start, end);
   fx_arr *a = (fx_arr *)fx_alloc(sizeof(fx_arr) + (uint64_t)n * elem, src, start, end);
@@ -363,7 +372,17 @@ static struct {
   int64_t mark;
 } fx_tape;
 
+/* The terms of a fused `%delta_sum` over a loop (delta_fuse.rs): each element writes
+ * its K terms here instead of making a node of its own; the sum's node then takes
+ * them, the last element's first, in the order the sweep met the elements' nodes. */
+static struct {
+  int64_t len, cap;
+  double *coefs;
+  int64_t *ids;
+} fx_scratch;
+
 static void fx_tape_reset(void) {
+  fx_scratch.len = 0;
   fx_tape.len = 1;
   fx_tape.depth = 0;
   fx_tape.nterms = 0;
@@ -459,6 +478,36 @@ static void fx_tape_sweep(void) {
       if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
     }
   }
+}
+/* Room for `terms` more scratch terms; where they start. */
+static int64_t fx_scratch_open(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t need = fx_scratch.len + terms;
+  if (need > fx_scratch.cap) {
+    int64_t cap = fx_scratch.cap;
+    fx_scratch.coefs = (double *)fx_tape_grow(fx_scratch.coefs, &cap, need, sizeof(double), src, start, end);
+    cap = fx_scratch.cap;
+    fx_scratch.ids = (int64_t *)fx_tape_grow(fx_scratch.ids, &cap, need, sizeof(int64_t), src, start, end);
+    fx_scratch.cap = cap;
+  }
+  return fx_scratch.len;
+}
+static inline void fx_scratch_term(double c, int64_t id) {
+  fx_scratch.coefs[fx_scratch.len] = c;
+  fx_scratch.ids[fx_scratch.len] = id;
+  fx_scratch.len++;
+}
+/* The sum's node of the scratch terms from `base` on, `k` per element (0 for no
+ * element, as `%delta_sum` of an empty array). */
+static int64_t fx_scratch_close(int64_t base, int64_t k, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t n = fx_scratch.len - base, id = 0;
+  if (n > 0) {
+    fx_tape_reserve(n, src, start, end);
+    for (int64_t g = base + n - k; g >= base; g -= k)
+      for (int64_t j = g; j < g + k; j++) fx_tape_term(fx_scratch.coefs[j], fx_scratch.ids[j]);
+    id = fx_tape_node();
+  }
+  fx_scratch.len = base;
+  return id;
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
