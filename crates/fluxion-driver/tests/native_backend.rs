@@ -223,8 +223,8 @@ fn nested_operators_and_taylor_run_natively() {
 /// (`delta_fuse.rs`: the elements' terms go straight into the sum's node, no array):
 /// the gradients are bit-identical to the interpreter's, whose tape has a node per
 /// element — also where elements share an input (its adjoint's sum keeps its order),
-/// where loops nest, for an empty array, and for a loop that is not fused (two nodes
-/// per element); a length mismatch and a too-long loop fail as the array would have.
+/// where loops nest, for an empty array, where a factor is constant (its terms are on
+/// the zero delta), and for a loop that is not fused (two nodes per element); a length mismatch and a too-long loop fail as the array would have.
 #[test]
 fn fused_delta_sums_give_the_interpreters_bits() {
     let programs = [
@@ -232,6 +232,7 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         "fn main() -> [Real] { grad(|v: [Real]| dot(v, v) + sum(map2(|a, b| a * b * 1.0, v, map(exp, v))), [0.1, 0.2, 0.3]) }",
         "fn main() -> [Real] { grad(|v: [Real]| sumbuild(length(v), |i| sumbuild(i, |j| v[i] * v[j])), [0.3, 1.1, -0.7, 2.0]) }",
         "fn main() -> [Real] { grad(|v: [Real]| sumbuild(length(v), |i| v[i] * v[0] * 3.0), [0.3, 1.1, -0.7]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sum(map2(|a, b| a * b, v, [1.0, -2.0, 3.0])), [0.3, 1.1, -0.7]) }",
         "fn main() -> (Real, [Real]) { grad(|p: (Real, [Real])| p.0 + sum(map(|x| x * x, p.1)), (2.0, [])) }",
         "fn main() -> Real { grad(|x: Real| sum(map2(|a, b| a * b, [x, x], [1.0])), 1.0) }",
         "fn main() -> Real { grad(|x: Real| sumbuild(100000000000000, |i| x * to_real(i)), 1.0) }",
@@ -248,7 +249,7 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         .show_with("c", Some("main"), AdMode::Delta)
         .expect("C");
     assert!(
-        fused.contains("fx_scratch_close("),
+        fused.contains("fx_tape_fused_close("),
         "the loop was not fused:\n{fused}"
     );
 }

@@ -42,11 +42,16 @@ pub(crate) fn emit(
     match p {
         Prim::DeltaPush if e.terms_of() == Some(v) => {
             // A fused loop's element (delta_fuse.rs): the terms go to the sum's node.
-            let mut text = String::new();
-            for pair in a.chunks(2) {
-                let _ = write!(text, "fx_scratch_term({}, {}); ", pair[0], pair[1]);
+            let mut text = format!("{{ int64_t at = fx_tape_fused_terms({});", a.len() / 2);
+            for (j, pair) in a.chunks(2).enumerate() {
+                let _ = write!(
+                    text,
+                    " fx_tape.coefs[at + {j}] = {}; fx_tape.parents[at + {j}] = (uint32_t){};",
+                    pair[0], pair[1]
+                );
             }
-            line(format!("{text}{ct} {name} = 0;"));
+            line(format!("{text} }}"));
+            line(format!("{ct} {name} = 0;"));
         }
         Prim::DeltaPush => {
             let mut text = format!("fx_tape_reserve({}, {sp});", a.len() / 2);

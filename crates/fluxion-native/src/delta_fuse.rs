@@ -12,8 +12,8 @@
 //! order and are bit-identical to the interpreter's.
 //!
 //! The element function, a lambda of known code, is compiled a second time as
-//! `fn_N_t`, whose final `%delta` writes its terms into the runtime's scratch
-//! (`fx_scratch_term`) and yields the id 0.
+//! `fn_N_t`, whose final `%delta` writes its terms into the room the sum's node has
+//! on the tape (`fx_tape_fused_*` in `runtime.c`) and yields the id 0.
 
 use std::fmt::Write;
 
@@ -167,7 +167,7 @@ pub(crate) fn emit(
     let _ = writeln!(s, "{pad}{ct} {name};");
     let _ = writeln!(
         s,
-        "{pad}{{ int64_t n = {len}; fx_arr_check(n, sizeof({pair}), \"{what}\", {lsp}); int64_t base = fx_scratch_open(n * {k}, {ssp}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += {variant}({f}, {}).f0; {name}.f0 = t; {name}.f1 = fx_scratch_close(base, {k}, {ssp}); }}",
+        "{pad}{{ int64_t n = {len}; fx_arr_check(n, sizeof({pair}), \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += {variant}({f}, {}).f0; {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}",
         call_args.join(", ")
     );
 }

@@ -377,7 +377,8 @@ impl<'m> Emitter<'m> {
         s.push_str(" {\n");
         // Calls check the stack where they are made; a closure's code can also be
         // entered from a built-in's loop, so it checks on entry too.
-        if self.closures.contains(&c) {
+        // (A terms variant is a leaf, called by the fused loop: it calls nothing.)
+        if self.closures.contains(&c) && suffix.is_empty() {
             let _ = writeln!(s, "  FX_STACK_CHECK({});", span_args(code.span));
         }
         if code.kind == CodeKind::Lambda || !code.captures.is_empty() {

@@ -364,7 +364,7 @@ static double fx_lgamma(double x) {
  * buffers are kept between calls and reset on entry; they are not heap objects of
  * the program (not in the memory budget, as in the interpreter). */
 static struct {
-  int64_t len, depth, cap_nodes, nterms, cap_terms;
+  int64_t len, depth, cap_nodes, nterms, cap_terms, cursor;
   int64_t *starts;
   double *coefs;
   uint32_t *parents;
@@ -372,17 +372,7 @@ static struct {
   int64_t mark;
 } fx_tape;
 
-/* The terms of a fused `%delta_sum` over a loop (delta_fuse.rs): each element writes
- * its K terms here instead of making a node of its own; the sum's node then takes
- * them, the last element's first, in the order the sweep met the elements' nodes. */
-static struct {
-  int64_t len, cap;
-  double *coefs;
-  int64_t *ids;
-} fx_scratch;
-
 static void fx_tape_reset(void) {
-  fx_scratch.len = 0;
   fx_tape.len = 1;
   fx_tape.depth = 0;
   fx_tape.nterms = 0;
@@ -479,35 +469,23 @@ static void fx_tape_sweep(void) {
     }
   }
 }
-/* Room for `terms` more scratch terms; where they start. */
-static int64_t fx_scratch_open(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
-  int64_t need = fx_scratch.len + terms;
-  if (need > fx_scratch.cap) {
-    int64_t cap = fx_scratch.cap;
-    fx_scratch.coefs = (double *)fx_tape_grow(fx_scratch.coefs, &cap, need, sizeof(double), src, start, end);
-    cap = fx_scratch.cap;
-    fx_scratch.ids = (int64_t *)fx_tape_grow(fx_scratch.ids, &cap, need, sizeof(int64_t), src, start, end);
-    fx_scratch.cap = cap;
-  }
-  return fx_scratch.len;
+/* A fused `%delta_sum` over a loop (delta_fuse.rs): the sum's node gets room for
+ * the `n·k` terms of its `n` elements, which each element writes in its turn below
+ * the last (fx_tape_fused_terms), so that they lie last element first, in the order
+ * the sweep met the elements' own nodes. An element makes no node, so the room stays
+ * the node's. Terms on the zero delta are kept: the sweep skips them (id 0 is below
+ * every mark). */
+static inline void fx_tape_fused_open(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape_reserve(terms, src, start, end);
+  fx_tape.cursor = fx_tape.nterms + terms;
 }
-static inline void fx_scratch_term(double c, int64_t id) {
-  fx_scratch.coefs[fx_scratch.len] = c;
-  fx_scratch.ids[fx_scratch.len] = id;
-  fx_scratch.len++;
-}
-/* The sum's node of the scratch terms from `base` on, `k` per element (0 for no
- * element, as `%delta_sum` of an empty array). */
-static int64_t fx_scratch_close(int64_t base, int64_t k, uint32_t src, uint32_t start, uint32_t end) {
-  int64_t n = fx_scratch.len - base, id = 0;
-  if (n > 0) {
-    fx_tape_reserve(n, src, start, end);
-    for (int64_t g = base + n - k; g >= base; g -= k)
-      for (int64_t j = g; j < g + k; j++) fx_tape_term(fx_scratch.coefs[j], fx_scratch.ids[j]);
-    id = fx_tape_node();
-  }
-  fx_scratch.len = base;
-  return id;
+/* Where an element's `k` terms go. */
+static inline int64_t fx_tape_fused_terms(int64_t k) { return fx_tape.cursor -= k; }
+/* The sum's node of `terms` terms (none: the zero delta, as `%delta_sum` of []). */
+static inline int64_t fx_tape_fused_close(int64_t terms) {
+  if (terms == 0) return 0;
+  fx_tape.nterms += terms;
+  return fx_tape_node();
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
