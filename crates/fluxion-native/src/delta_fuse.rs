@@ -104,7 +104,7 @@ pub(crate) fn leaf_delta(m: &Module, c: CodeId) -> Option<(VarId, usize)> {
 fn mentions(bindings: &[Binding], result: &Atom, v: VarId) -> bool {
     let body = fluxion_core::Body {
         bindings: bindings.to_vec(),
-        result: result.clone(),
+        result: *result,
     };
     free_vars(&body).contains(&v)
 }
