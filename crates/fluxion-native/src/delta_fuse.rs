@@ -20,7 +20,7 @@ use std::fmt::Write;
 use fluxion_core::visit::free_vars;
 use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Type, VarId};
 
-use crate::emit::{Emitter, span_args};
+use crate::emit::{Emitter, span_args, var};
 
 /// A fusable pair of bindings: the loop (`build`, `map` or `map2` of a lambda of
 /// code `code`) and the `%delta_sum` of its array right after it.
@@ -47,12 +47,7 @@ pub(crate) fn fusable(
     if sum_args.as_slice() != [Atom::Var(loop_.var)] {
         return None;
     }
-    let f = match &loop_.rhs {
-        Rhs::Prim(Prim::Build, args) if args.len() == 2 => &args[1],
-        Rhs::Prim(Prim::Map, args) if args.len() == 2 => &args[0],
-        Rhs::Prim(Prim::Map2, args) if args.len() == 3 => &args[0],
-        _ => return None,
-    };
+    let (_, _, f) = element_fn(&loop_.rhs)?;
     let Atom::Var(f) = f else { return None };
     let code = known(*f)?;
     if mentions(&bindings[k + 2..], result, loop_.var) {
@@ -60,6 +55,17 @@ pub(crate) fn fusable(
     }
     let (_, terms) = leaf_delta(m, code)?;
     Some(Fusion { code, terms })
+}
+
+/// A loop that makes an array by calling a function per element: the primitive
+/// (`build`, `map` or `map2`), its arguments and the function among them.
+fn element_fn(rhs: &Rhs) -> Option<(Prim, &[Atom], &Atom)> {
+    match rhs {
+        Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => Some((*p, args, &args[1])),
+        Rhs::Prim(p @ Prim::Map, args) if args.len() == 2 => Some((*p, args, &args[0])),
+        Rhs::Prim(p @ Prim::Map2, args) if args.len() == 3 => Some((*p, args, &args[0])),
+        _ => None,
+    }
 }
 
 /// For a code whose body makes exactly one tape node — a `%delta` whose id is used
@@ -109,7 +115,8 @@ fn mentions(bindings: &[Binding], result: &Atom, v: VarId) -> bool {
     free_vars(&body).contains(&v)
 }
 
-/// The fused loop and sum, binding the sum's `(Real, Int)` to `name`.
+/// The fused loop and sum, binding the sum's `(Real, Int)` to the sum's variable
+/// (`fusable` said the pair is one).
 pub(crate) fn emit(
     e: &mut Emitter<'_>,
     loop_: &Binding,
@@ -120,11 +127,12 @@ pub(crate) fn emit(
 ) {
     let m = e.module();
     let (lsp, ssp) = (span_args(loop_.span), span_args(sum.span));
-    let name = format!("v{}", sum.var.0);
+    let name = var(sum.var);
     let ct = e.types().c(m.var_ty(sum.var));
-    let Rhs::Prim(p, args) = &loop_.rhs else {
+    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
         return;
     };
+    let f = e.atom(f);
     let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
     let elem_c = |e: &mut Emitter<'_>, x: &Atom| match m.atom_ty(x) {
         Type::Array(t) => e.types().c(&t),
@@ -157,10 +165,6 @@ pub(crate) fn emit(
                 ],
             )
         }
-    };
-    let f = match p {
-        Prim::Build => &a[1],
-        _ => &a[0],
     };
     let pair = e.types().c(&Type::Tuple(vec![Type::Real, Type::Int]));
     let k = fusion.terms;

@@ -90,13 +90,11 @@ pub fn emit_module(
         let _ = writeln!(protos, "{};", e.signature(c));
         functions.push_str(&e.function(c)?);
     }
-    // The terms variants of fused loops' element functions (leaves: they ask for none).
-    for i in 0.. {
-        let Some(&c) = e.terms_variants.get(i) else {
-            break;
-        };
-        let _ = writeln!(protos, "{};", e.signature_named(c, "_t"));
-        functions.push_str(&e.function_named(c, "_t")?);
+    // The terms variants of fused loops' element functions (leaves: they fuse nothing,
+    // so they ask for no variant in turn).
+    for c in std::mem::take(&mut e.terms_variants) {
+        let _ = writeln!(protos, "{};", e.signature_named(c, TERMS_SUFFIX));
+        functions.push_str(&e.function_named(c, TERMS_SUFFIX)?);
     }
     e.terms_of = None;
     let entry_fn = e.entry(entry, &params, &ret);
@@ -273,11 +271,14 @@ pub(crate) struct Emitter<'m> {
     chad_of: Vec<(Type, i64)>,
     /// Codes whose terms variant (`delta_fuse.rs`) a fused loop calls.
     terms_variants: Vec<CodeId>,
-    /// In a terms variant, the `%delta` whose terms go to the scratch.
+    /// In a terms variant, the `%delta` whose terms go into the sum's node.
     terms_of: Option<VarId>,
 }
 
-fn var(v: VarId) -> String {
+/// The C name of a terms variant is its code's `fn_N` with this suffix.
+const TERMS_SUFFIX: &str = "_t";
+
+pub(crate) fn var(v: VarId) -> String {
     format!("v{}", v.0)
 }
 
@@ -368,7 +369,7 @@ impl<'m> Emitter<'m> {
         self.owned.clear();
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
-        self.terms_of = if suffix == "_t" {
+        self.terms_of = if suffix == TERMS_SUFFIX {
             crate::delta_fuse::leaf_delta(self.m, c).map(|(v, _)| v)
         } else {
             None
@@ -754,9 +755,9 @@ impl<'m> Emitter<'m> {
         if !self.terms_variants.contains(&c) {
             self.terms_variants.push(c);
         }
-        format!("fn_{}_t", c.0)
+        format!("fn_{}{TERMS_SUFFIX}", c.0)
     }
-    /// In a terms variant, the `%delta` whose terms go to the scratch.
+    /// In a terms variant, the `%delta` whose terms go into the sum's node.
     pub(crate) fn terms_of(&self) -> Option<VarId> {
         self.terms_of
     }

@@ -103,9 +103,14 @@ typedef struct {
 #define FX_POOL_CLASSES 16
 static void *fx_pool[FX_POOL_CLASSES];
 
-static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
+/* Whether `bytes` more fit in the memory budget (else the budget's runtime error). */
+static inline void fx_budget(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
   if (fx_memory_used + bytes > fx_memory_limit)
     fx_fail(src, start, end, "memory budget of %llu bytes exceeded", (unsigned long long)fx_memory_limit);
+}
+
+static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
+  fx_budget(bytes, src, start, end);
   uint64_t cls = (bytes + 15) / 16 - 1;
   fx_hdr *h;
   if (cls < FX_POOL_CLASSES && fx_pool[cls]) {
@@ -207,9 +212,7 @@ static inline void fx_length(int64_t n, const char *what, uint32_t src, uint32_t
  * would have made it (a length the interpreter refuses is refused here too). */
 static void fx_arr_check(int64_t n, size_t elem, const char *what, uint32_t src, uint32_t start, uint32_t end) {
   fx_length(n, what, src, start, end);
-  uint64_t bytes = sizeof(fx_arr) + (uint64_t)n * elem;
-  if (fx_memory_used + bytes > fx_memory_limit)
-    fx_fail(src, start, end, "memory budget of %llu bytes exceeded", (unsigned long long)fx_memory_limit);
+  fx_budget(sizeof(fx_arr) + (uint64_t)n * elem, src, start, end);
 }
 
 static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src, uint32_t start, uint32_t end) {
