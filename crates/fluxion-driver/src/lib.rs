@@ -583,6 +583,10 @@ pub fn call_with_notes(
             memory_limit,
             options.opt,
         ) {
+            native::Native::Ran(Err(e)) if e.needs_interpreter => notes.push(format!(
+                "note: running in the interpreter: {} (at run time)",
+                e.message
+            )),
             native::Native::Ran(result) => {
                 let result = match result {
                     Ok(value) => Ok(Output {

@@ -202,10 +202,15 @@ impl Session {
                 let start = Instant::now();
                 let result = program.call(module, &args, NATIVE_STACK, memory);
                 let elapsed = start.elapsed();
-                return result.map(|v| (v, elapsed)).map_err(|e| {
-                    let d = Diagnostic::new(Phase::Runtime, Some(e.span), e.message);
-                    fluxion_driver::render(&[d], &loaded.sources)
-                });
+                match result {
+                    Ok(v) => return Ok((v, elapsed)),
+                    // A closure without an ahead-of-time translation: the interpreter.
+                    Err(e) if e.needs_interpreter => {}
+                    Err(e) => {
+                        let d = Diagnostic::new(Phase::Runtime, Some(e.span), e.message);
+                        return Err(fluxion_driver::render(&[d], &loaded.sources));
+                    }
+                }
             }
             let start = Instant::now();
             let result = loaded

@@ -10,8 +10,9 @@
 //!              fx_error *err, const fx_config *cfg); /*   fx_free_words          */
 //! ```
 //!
-//! `fx_entry` returns 0 with the result, or 1 with a runtime error (message and source
-//! span) in `err`; `cfg` bounds the stack and the heap. A program the backend cannot
+//! `fx_entry` returns 0 with the result, 1 with a runtime error (message and source
+//! span) in `err`, or 2 when the run needs the interpreter (a closure without an
+//! ahead-of-time translation met an operator: `RuntimeError::needs_interpreter`); `cfg` bounds the stack and the heap. A program the backend cannot
 //! compile — one that applies a differential operator the run time would have to
 //! translate (`resolve.rs` collects the translations it can ahead of time) — is
 //! reported as [`Unsupported`], and the caller runs it in the interpreter.
@@ -64,6 +65,10 @@ pub enum NativeError {
 pub struct RuntimeError {
     pub message: String,
     pub span: Span,
+    /// Not the program's error: a closure met an operator whose translation of its code
+    /// was not made ahead of time; the caller runs the program in the interpreter
+    /// (programs have no effects, so running again from the start is the same run).
+    pub needs_interpreter: bool,
 }
 
 #[repr(C)]
@@ -171,6 +176,7 @@ impl NativeProgram {
         let internal = |message: &str| RuntimeError {
             message: format!("internal error: {message}"),
             span: Span::default(),
+            needs_interpreter: false,
         };
         let mut words = Vec::new();
         for (a, t) in args.iter().zip(&self.params) {
@@ -215,6 +221,7 @@ impl NativeProgram {
                     start: err.start,
                     end: err.end,
                 },
+                needs_interpreter: status == 2,
             });
         }
         // SAFETY: on success `out` holds `n_out` words.

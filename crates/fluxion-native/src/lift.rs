@@ -13,8 +13,8 @@ use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap
 
 use crate::emit::contains_fn;
 use crate::resolve::{
-    ClosureBindings, Translations, captures_here, holds_operator, translate, translate_original,
-    translated_at_run_time,
+    ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
+    translate_original, translated_at_run_time,
 };
 
 /// What building one operator's translated closure reads.
@@ -62,7 +62,13 @@ impl Site<'_, '_> {
         }
         lifts.truncate(before);
         if matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
-            return translated_at_run_time(self.m, self.table, self.rewritten, value, layer);
+            // A closure of known code that did not translate above is not chosen at run
+            // time either (the caller pushes forward instead).
+            let known = self.closures.get(&fv).map(|(code, _)| *code);
+            return translated_at_run_time(self.m, self.table, self.rewritten, value, layer)
+                .filter(|_| {
+                    known.is_none_or(|c| self.table.codes.contains_key(&(c, direction(layer))))
+                });
         }
         None
     }

@@ -52,7 +52,8 @@ pub fn resolve_operators(
     // A closure the compiler cannot see is translated for every code of its type, so a
     // function that differentiates its argument and is itself a closure of that type
     // (Halley's method iterated) would make a translation of a translation without
-    // end: the rounds stop, and what they left runs in the interpreter.
+    // end: the rounds stop, and the translations they left unfinished are dropped
+    // (`drop_unfinished`).
     let mut rounds = 0;
     while !round.is_empty() && rounds < MAX_ROUNDS {
         rounds += 1;
@@ -84,6 +85,7 @@ pub fn resolve_operators(
             .collect();
         seen.extend(&round);
     }
+    drop_unfinished(m, &mut table);
     if m.codes.len() > first_new && opt == fluxion_opt::OptLevel::On {
         let mut report = fluxion_opt::Report::default();
         // Optimising is an improvement only; a failure leaves the codes as made.
@@ -92,9 +94,37 @@ pub fn resolve_operators(
     table
 }
 
+/// Drops the translations that still apply an operator when the rounds end, or reach
+/// a code that does: a function that differentiates its argument and is itself a
+/// candidate of that argument's type (Halley's method iterated) makes a tower of
+/// translations as deep as the rounds go, whose top no closure of the program reaches
+/// at run time. `%chad_of` meeting a closure of a dropped translation's code hands the
+/// run to the interpreter (`fx_miss`); a code the entry reaches directly that still
+/// applies an operator leaves the program to the interpreter, as before.
+fn drop_unfinished(m: &Module, table: &mut Translations) {
+    let n = m.codes.len();
+    let mut unfinished: Vec<bool> = m.codes.iter().map(|c| mentions_operator(&c.body)).collect();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, c) in m.codes.iter().enumerate() {
+        fluxion_core::visit::for_each_code_ref(&c.body, &mut |d| users[d.0 as usize].push(i));
+    }
+    let mut stack: Vec<usize> = (0..n).filter(|&i| unfinished[i]).collect();
+    while let Some(c) = stack.pop() {
+        for &u in &users[c] {
+            if !std::mem::replace(&mut unfinished[u], true) {
+                stack.push(u);
+            }
+        }
+    }
+    table.codes.retain(|_, t| !unfinished[t.0 as usize]);
+}
+
 /// How many times the resolution resolves the operators of the codes it made itself
-/// (each round one more level of nested operators).
-const MAX_ROUNDS: usize = 6;
+/// (each round one more level of nested operators). A tower of translations
+/// (`drop_unfinished`) doubles the C with each round: Halley's method iterated is
+/// 2.6k lines after 3 rounds, 4.6k after 4, 24k after 6 (7 s in the C compiler);
+/// four nested `diff`s still compile in 4.
+const MAX_ROUNDS: usize = 4;
 
 /// The translations `%chad_of` chooses among at run time: (original code, forward?) to
 /// the translated code. Codes from `first_new` on were made by the resolution.
@@ -112,6 +142,9 @@ pub struct Translations {
     /// The codes the forward layers made here: closures of these are candidates of
     /// `%chad_of` like the program's own.
     pushed: HashSet<CodeId>,
+    /// Whether `%chad_of` may go without the candidates that do not translate (the
+    /// last resort of `rewrite_body`).
+    partial: bool,
 }
 
 impl Translations {
@@ -247,27 +280,19 @@ fn rewrite_body(
             }
             Rhs::Prim(p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp | Prim::Taylor), args) => {
                 let (p, args) = (*p, args.clone());
-                let expansion = match p {
-                    Prim::DeltaVjp => crate::delta::expand(
-                        m, table, closures, rewritten, &scope.set, &args, b.var, b.span,
-                    ),
-                    Prim::Taylor => None,
-                    _ => expand(
+                let expand_here = |m: &mut Module, table: &mut Translations| {
+                    expand_operator(
                         m, table, closures, rewritten, scope, p, &args, b.var, b.span,
-                    ),
-                }
-                .or_else(|| {
-                    // A function applying an operator itself, or Taylor mode: pushed
-                    // forward through its forward or Taylor translation.
-                    let mut site = crate::lift::Site {
-                        m,
-                        table,
-                        closures,
-                        rewritten,
-                        scope: &scope.set,
-                        span: b.span,
-                    };
-                    crate::push::expand(&mut site, p, &args, b.var)
+                    )
+                };
+                // Where no way works with every candidate of `%chad_of` translated, one
+                // with those that translate (the others hand the run to the interpreter
+                // if they meet the operator: `fx_miss`).
+                let expansion = expand_here(m, table).or_else(|| {
+                    table.partial = true;
+                    let expansion = expand_here(m, table);
+                    table.partial = false;
+                    expansion
                 });
                 if let Some(expansion) = expansion {
                     for e in expansion {
@@ -283,6 +308,42 @@ fn rewrite_body(
         out.push(b);
     }
     body.bindings = out;
+}
+
+/// The bindings that compute the operator `v = p(args)`: by the translation of its
+/// function (CHAD, forward CHAD, delta) or, for a function applying an operator itself
+/// and for Taylor mode, by pushing forward through its forward or Taylor translation;
+/// `None` where the operator stays for the interpreter.
+#[allow(clippy::too_many_arguments)]
+fn expand_operator(
+    m: &mut Module,
+    table: &mut Translations,
+    closures: &ClosureBindings,
+    rewritten: &HashSet<CodeId>,
+    scope: &Scope,
+    p: Prim,
+    args: &[Atom],
+    v: VarId,
+    span: Span,
+) -> Option<Vec<Binding>> {
+    match p {
+        Prim::DeltaVjp => {
+            crate::delta::expand(m, table, closures, rewritten, &scope.set, args, v, span)
+        }
+        Prim::Taylor => None,
+        _ => expand(m, table, closures, rewritten, scope, p, args, v, span),
+    }
+    .or_else(|| {
+        let mut site = crate::lift::Site {
+            m,
+            table,
+            closures,
+            rewritten,
+            scope: &scope.set,
+            span,
+        };
+        crate::push::expand(&mut site, p, args, v)
+    })
 }
 
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
@@ -457,11 +518,20 @@ fn translate_candidates(
     done: &mut Vec<Type>,
 ) -> Option<(CodeId, Vec<Type>)> {
     done.push(fty.clone());
-    let candidates = table.candidates(m, fty);
-    let mut params = None;
+    // A candidate that cannot be translated is left out: a closure of its code meeting
+    // the operator at run time hands the run to the interpreter (`fx_miss`).
+    let all = table.candidates(m, fty);
+    let candidates: Vec<CodeId> = all
+        .iter()
+        .copied()
+        .filter(|&c| translatable(m, c, layer, rewritten).is_some())
+        .collect();
+    if !table.partial && candidates.len() < all.len() {
+        return None;
+    }
+    let params = translatable(m, *candidates.first()?, layer, rewritten)?;
     let mut captured = Vec::new();
     for &c in &candidates {
-        params = Some(translatable(m, c, layer, rewritten)?);
         for x in &m.code(c).captures {
             let t = m.var_ty(*x);
             if matches!(t, Type::Fn(..)) && !done.contains(t) && !captured.contains(t) {
@@ -469,13 +539,18 @@ fn translate_candidates(
             }
         }
     }
-    let params = params?;
     let mut translated = None;
     for c in candidates {
         let t = if layer == TypeMap::Fwd {
-            translate_original(m, table, c, layer)?
+            translate_original(m, table, c, layer)
         } else {
-            translate(m, c, layer)?
+            translate(m, c, layer)
+        };
+        let Some(t) = t else {
+            if table.partial {
+                continue;
+            }
+            return None;
         };
         table.codes.insert((c, direction(layer)), t);
         if layer == TypeMap::Fwd {

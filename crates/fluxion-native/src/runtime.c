@@ -81,6 +81,19 @@ static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt,
   longjmp(fx_jmp, 1);
 }
 
+/* What fx_entry returns after a longjmp: 1 for a runtime error, 2 when the run needs
+ * the interpreter (fx_miss). */
+static int fx_fail_status;
+
+/* A closure met an operator whose translation of its code was not made ahead of time
+ * (resolve.rs leaves out what it cannot translate): the caller runs the program in
+ * the interpreter instead, which translates at run time. */
+static void fx_miss(uint32_t src, uint32_t start, uint32_t end) __attribute__((noreturn));
+static void fx_miss(uint32_t src, uint32_t start, uint32_t end) {
+  fx_fail_status = 2;
+  fx_fail(src, start, end, "a closure met a differential operator with no translation made ahead of time");
+}
+
 /* Deep recursion is an error, not a segfault: checked before every call (with the
  * call's span, as the interpreter reports it) and, with 64 KiB more room, on entry to
  * every function (which catches recursion through a higher-order built-in's loop). */
@@ -554,4 +567,5 @@ void fx_free_words(uint64_t *words) { free(words); }
   fx_memory_used = 0;                        \
   fx_tape_reset();                           \
   fx_site.name = NULL;                       \
-  if (setjmp(fx_jmp)) return 1;
+  fx_fail_status = 1;                        \
+  if (setjmp(fx_jmp)) return fx_fail_status;
