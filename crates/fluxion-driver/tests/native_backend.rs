@@ -595,7 +595,9 @@ fn generated_programs_agree_with_the_interpreter() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let expr = format!("(f({x}), grad(f, {x}), jvp(f, {x}, {x}))");
+        // `jvp` of `grad`: forward-over-reverse, pushed through the forward layer.
+        let expr =
+            format!("(f({x}), grad(f, {x}), jvp(f, {x}, {x}), jvp(|v| grad(f, v), {x}, {x}))");
         for mode in [AdMode::Chad, AdMode::Delta] {
             let interp = fluxion_driver::gradcheck::eval_literal(
                 &g.source,
