@@ -64,7 +64,7 @@ pub(crate) fn push_forward(b: &mut Builder, layer: TypeMap, fty: &Type) -> CodeI
     helper(b, &name, fty, vec![lfty, a.clone(), ta], result, |b, ps| {
         let (g, x, v) = (ps[0], ps[1], ps[2]);
         // A direction must have the point's shape (constructors, lengths).
-        b.prim(Prim::CheckTangent, &[x, v], Type::Unit);
+        b.prim(Prim::CheckDirection, &[x, v], Type::Unit);
         let v = b.prim(Prim::TanDense, &[x, v], b.ty(&v));
         let point = combine(b, layer, &a, x, Some(v));
         let r = call_at(b, g, point, n_params, lret);

@@ -59,6 +59,9 @@ prims! {
     // Internal: checks that a (co)tangent has the shape of a value — the same
     // constructors and array lengths — or stops with a runtime error.
     CheckTangent => "%check_tangent",
+    // Internal: the same check of a direction `dx` against its point `x` (`jvp`,
+    // `taylor`), with the forward layer's words for the error.
+    CheckDirection => "%check_direction",
     // Internal: the algebra of tangent and cotangent values (fluxion-ad's `tangent.rs`).
     // `%tzero()` is the symbolic zero of any tangent type — no length, no constructor,
     // never a dense value; `%tplus(u, v)` adds two tangents of one type (zero is its
@@ -328,7 +331,7 @@ impl Prim {
             Slice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
             Maximum | Minimum => poly(vec![C::Num], vec![arr(v(0))], v(0)),
             Argmax => poly(vec![C::Num], vec![arr(v(0))], S::Int),
-            CheckTangent => poly(vec![C::Any, C::Any], vec![v(0), v(1)], S::Unit),
+            CheckTangent | CheckDirection => poly(vec![C::Any, C::Any], vec![v(0), v(1)], S::Unit),
             // The tangent-type side conditions are the verifier's (`tangent_prim`).
             TanPlus => poly(vec![C::Any], vec![v(0), v(0)], v(0)),
             TanDense => poly(vec![C::Any, C::Any], vec![v(0), v(1)], v(1)),

@@ -324,6 +324,30 @@ fn runtime_errors_are_the_interpreters() {
         assert!(interp.is_err(), "{src}: the interpreter gave {interp:?}");
         assert_eq!(interp, native, "{src}");
     }
+    // A direction or cotangent of the wrong shape, in every mode: the interpreter's
+    // words and place (found by hand: natively a direction was called a cotangent, and
+    // a fault in a generated helper was blamed on "a prelude function").
+    let shapes = [
+        "fn f(v: [Real]) -> Real { sum(map(|x| x * x * x, v)) * v[0] }
+         fn main() -> Real { jvp(f, [1.0, 2.0], [0.5]).1 }",
+        "fn f(v: [Real]) -> Real { sum(map(|x| x * x * x, v)) * v[0] }
+         fn main() -> [Real] { jvp(|v| grad(f, v), [1.0, 2.0], [0.5]).1 }",
+        "fn main() -> [[Real]] { taylor(|v| map(exp, v), [1.0, 2.0], [1.0], 2).1 }",
+        "enum Shape { Circle(Real), Rect(Real, Real) }
+         fn area(s: Shape) -> Real { match s { Circle(r) => 3.0 * r * r, Rect(w, h) => w * h } }
+         fn main() -> Real { jvp(area, Circle(1.0), Rect(1.0, 2.0)).1 }",
+        "fn main() -> [Real] { vjp(|v| map(exp, v), [1.0, 2.0]).1([1.0]) }",
+    ];
+    for src in shapes {
+        for mode in MODES {
+            let (interp, _) = run(src, mode, Backend::Interp);
+            let (native, notes) = run(src, mode, Backend::Native);
+            assert!(notes.is_empty(), "{src}: {notes:?}");
+            let err = interp.clone().expect_err("a shape error");
+            assert!(!err.contains("prelude"), "{err}");
+            assert_eq!(interp, native, "--ad {}: {src}", mode.name());
+        }
+    }
     // Mutual runaway recursion stops too (at whichever call reaches the limit: the
     // depths differ between the backends, so the place may be either call).
     let src =

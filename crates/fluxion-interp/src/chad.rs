@@ -60,12 +60,7 @@ impl Interp {
         let (params, _) = self.signature(clo.code, span)?;
         let n = params.len();
         let (x, dx) = (&args[1], &args[2]);
-        if let Err(why) = crate::prims::same_shape(x, dx) {
-            return fail(
-                span,
-                format!("the direction does not have the shape of the point: {why}"),
-            );
-        }
+        crate::prims::check_direction(x, dx, span)?;
         let (y, pushforward) = self.chad_call(clo, TypeMap::ChadFwd, x, n, span)?;
         let mut inputs = split_args(dx.clone(), n, span)?;
         inputs.push(Value::Zero);

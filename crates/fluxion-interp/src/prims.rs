@@ -490,6 +490,10 @@ impl Interp {
                 check_cotangent(a(0), a(1), span)?;
                 Value::Unit
             }
+            CheckDirection => {
+                check_direction(a(0), a(1), span)?;
+                Value::Unit
+            }
         })
     }
 }
@@ -505,13 +509,43 @@ pub(crate) fn check_cotangent(y: &Value, w: &Value, span: Span) -> EvalResult<()
     })
 }
 
+/// The runtime error of a direction `dx` without the shape of its point `x` (`jvp`,
+/// `taylor`), in the forward layer's words whichever way the operator runs.
+pub(crate) fn check_direction(x: &Value, dx: &Value, span: Span) -> EvalResult<()> {
+    shape_against(x, dx, &DIRECTION_WORDS).or_else(|why| fail(span, why))
+}
+
 /// Whether a tangent `t` has the shape of the value `v`: the same constructors and
 /// array lengths all the way down (leaves are not compared).
 pub(crate) fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
+    shape_against(v, t, &SHAPE_WORDS)
+}
+
+/// How a shape mismatch is worded: another constructor; an array of length `m` (the
+/// tangent's) where the value's has `n`.
+pub(crate) struct ShapeWords {
+    constructor: &'static str,
+    length: fn(usize, usize) -> String,
+}
+
+const SHAPE_WORDS: ShapeWords = ShapeWords {
+    constructor: "another constructor",
+    length: |n, m| format!("an array of length {m} where the result has {n}"),
+};
+
+/// A direction against its point (`%check_direction`): the words of the forward
+/// layer's `combine` (`ad.rs`), which `jvp` and `taylor` meet in the interpreter.
+const DIRECTION_WORDS: ShapeWords = ShapeWords {
+    constructor: "the direction of an enum value must have the same constructor",
+    length: |n, m| format!("the direction has length {m} but the point has length {n}"),
+};
+
+fn shape_against(v: &Value, t: &Value, words: &ShapeWords) -> Result<(), String> {
+    let same_shape = |x: &Value, y: &Value| shape_against(x, y, words);
     match (v, t) {
         (Value::Enum(a, xs), Value::Enum(b, ys)) => {
             if a != b {
-                return Err("another constructor".into());
+                return Err(words.constructor.into());
             }
             xs.iter()
                 .zip(ys.iter())
@@ -528,9 +562,7 @@ pub(crate) fn same_shape(v: &Value, t: &Value) -> Result<(), String> {
             _ => Ok(()),
         },
         (x, y) => match (x.array_len(), y.array_len()) {
-            (Some(n), Some(m)) if n != m => {
-                Err(format!("an array of length {m} where the result has {n}"))
-            }
+            (Some(n), Some(m)) if n != m => Err((words.length)(n, m)),
             (Some(n), Some(_)) => (0..n).try_for_each(|i| {
                 same_shape(
                     &x.array_get(i).expect("in range"),

@@ -673,11 +673,23 @@ impl<'m> Emitter<'m> {
     /// code, if it does: a fault inside it is reported at this call, naming it, as
     /// the interpreter's `attribute_to_caller` does (calls of closures whose code is
     /// not known here are not tracked: a fault there keeps the prelude's location).
+    /// A helper code the AD layers generate (`push_forward_*`, `vjp_by_push_forward_*`:
+    /// no source span) is not the user's to know: a fault inside it is reported at the
+    /// call without a name, as the interpreter reports it at the operator.
     fn library_call_site(&self, callee: Option<CodeId>, span: Span) -> Option<(String, Span)> {
         let callee = callee?;
         let library = fluxion_core::PRELUDE_SOURCE;
-        (span.source != library && self.m.code(callee).span.source == library)
-            .then(|| (self.m.source_name(callee).to_string(), span))
+        let at = self.m.code(callee).span;
+        if span.source == library || at.source != library {
+            return None;
+        }
+        let generated = at == Span::default();
+        let name = if generated {
+            String::new()
+        } else {
+            self.m.source_name(callee).to_string()
+        };
+        Some((name, span))
     }
 
     /// `stmt` (a call), with the innermost user call of a prelude function set to this

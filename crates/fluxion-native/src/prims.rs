@@ -10,7 +10,7 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
 use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
-use crate::types::{Helper, has_array, has_rc};
+use crate::types::{Helper, Helper2, has_array, has_rc};
 
 fn elem(t: &Type) -> Type {
     match t {
@@ -454,8 +454,13 @@ pub(crate) fn emit(
             );
             return Ok(false);
         }
-        CheckTangent => {
-            if let Some(c) = e.types().check_stmt(&aty(0), &aty(1), &a[0], &a[1], &sp) {
+        CheckTangent | CheckDirection => {
+            let h = if p == CheckTangent {
+                Helper2::Check
+            } else {
+                Helper2::CheckDirection
+            };
+            if let Some(c) = e.types().check_stmt(h, &aty(0), &aty(1), &a[0], &a[1], &sp) {
                 line(s, c);
             }
             decl(s, "0".into());

@@ -434,7 +434,7 @@ fn expand(
         e.bind(
             "check",
             Type::Unit,
-            Rhs::Prim(Prim::CheckTangent, vec![x, w]),
+            Rhs::Prim(Prim::CheckDirection, vec![x, w]),
         );
         let mut inputs = e.split(w, params.len());
         let fn_ct = lin_params.last()?.clone();

@@ -70,7 +70,9 @@ static void fx_fail(uint32_t src, uint32_t start, uint32_t end, const char *fmt,
   va_end(ap);
   if (src == 0 && fx_site.name) {
     size_t used = strlen(fx_err->message);
-    snprintf(fx_err->message + used, sizeof fx_err->message - used, " (in `%s`, a prelude function)", fx_site.name);
+    /* An unnamed site: a helper the AD layers generated, not the user's to know. */
+    if (fx_site.name[0])
+      snprintf(fx_err->message + used, sizeof fx_err->message - used, " (in `%s`, a prelude function)", fx_site.name);
     src = fx_site.src;
     start = fx_site.start;
     end = fx_site.end;

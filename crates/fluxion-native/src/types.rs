@@ -46,6 +46,8 @@ pub enum Helper2 {
     Dense,
     /// `%check_tangent(x, t)`: same constructors and lengths.
     Check,
+    /// `%check_direction(x, t)`: the same, worded for a direction and its point.
+    CheckDirection,
     /// The delta walks of `delta_c.rs`: `A` → `Δ(A)` with zero deltas / fresh inputs,
     /// `Δ(B)` → `B`, seeding `(Δ(B), T(B))`, and `Δ(A)` → `T(A)` from the adjoints.
     DeltaLift,
@@ -235,6 +237,7 @@ impl<'m> Types<'m> {
             match h {
                 Helper2::Dense => "dense",
                 Helper2::Check => "check",
+                Helper2::CheckDirection => "checkdir",
                 Helper2::DeltaLift => "dlift",
                 Helper2::FwdLift => "flift",
                 Helper2::DeltaInputs => "dinputs",
@@ -251,7 +254,7 @@ impl<'m> Types<'m> {
                 Helper2::Dense => format!(
                     "static {ct} {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
-                Helper2::Check => format!(
+                Helper2::Check | Helper2::CheckDirection => format!(
                     "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
                 Helper2::DeltaSeed => format!("static void {name}({cx} x, {ct} t)"),
@@ -789,7 +792,8 @@ impl<'m> Types<'m> {
                     }
                 }
             }
-            Helper2::Check => {
+            Helper2::Check | Helper2::CheckDirection => {
+                let direction = h == Helper2::CheckDirection;
                 let _ = writeln!(
                     s,
                     "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
@@ -798,20 +802,31 @@ impl<'m> Types<'m> {
                 match (x, t) {
                     (Type::Tuple(xs), Type::Tuple(ts)) => {
                         for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
-                            if let Some(c) =
-                                self.check_stmt(xi, ti, &format!("x.f{i}"), &format!("t.f{i}"), sp)
-                            {
+                            if let Some(c) = self.check_stmt(
+                                h,
+                                xi,
+                                ti,
+                                &format!("x.f{i}"),
+                                &format!("t.f{i}"),
+                                sp,
+                            ) {
                                 let _ = writeln!(s, "  {c}");
                             }
                         }
                     }
                     (Type::Array(xe), Type::Array(te)) => {
                         let (cxe, cte) = (self.c(xe), self.c(te));
+                        let words = if direction {
+                            "the direction has length %lld but the point has length %lld"
+                        } else {
+                            "the cotangent does not have the shape of the function's result: an array of length %lld where the result has %lld"
+                        };
                         let _ = writeln!(
                             s,
-                            "  if (!t) return;\n  if (FX_LEN(t) != FX_LEN(x)) fx_fail({sp}, \"the cotangent does not have the shape of the function's result: an array of length %lld where the result has %lld\", (long long)FX_LEN(t), (long long)FX_LEN(x));"
+                            "  if (!t) return;\n  if (FX_LEN(t) != FX_LEN(x)) fx_fail({sp}, \"{words}\", (long long)FX_LEN(t), (long long)FX_LEN(x));"
                         );
                         if let Some(c) = self.check_stmt(
+                            h,
                             xe,
                             te,
                             &format!("FX_DATA(x, {cxe})[i]"),
@@ -825,7 +840,15 @@ impl<'m> Types<'m> {
                     (Type::Enum(xe), Type::Enum(te)) => {
                         let def = self.m.enum_def(*xe).clone();
                         let tdef = self.m.enum_def(*te).clone();
-                        s.push_str("  if (!t) return;\n  if (t->tag != x->tag) fx_fail(s0, s1, s2, \"the cotangent does not have the shape of the function's result: another constructor\");\n  switch (x->tag) {\n");
+                        let words = if direction {
+                            "the direction of an enum value must have the same constructor"
+                        } else {
+                            "the cotangent does not have the shape of the function's result: another constructor"
+                        };
+                        let _ = writeln!(
+                            s,
+                            "  if (!t) return;\n  if (t->tag != x->tag) fx_fail(s0, s1, s2, \"{words}\");\n  switch (x->tag) {{"
+                        );
                         for (tag, v) in def.variants.iter().enumerate() {
                             let xs = self.variant_struct(*xe, tag as u32);
                             let ts = self.variant_struct(*te, tag as u32);
@@ -834,6 +857,7 @@ impl<'m> Types<'m> {
                                 v.fields.iter().zip(&tdef.variants[tag].fields).enumerate()
                             {
                                 if let Some(c) = self.check_stmt(
+                                    h,
                                     fx,
                                     ft,
                                     &format!("(({xs}*)x)->f{j}"),
@@ -864,9 +888,11 @@ impl<'m> Types<'m> {
         }
     }
 
-    /// `%check_tangent(x, t)` as a statement, if anything can differ.
+    /// `%check_tangent(x, t)` (`h` = `Check`) or `%check_direction(x, t)`
+    /// (`CheckDirection`) as a statement, if anything can differ.
     pub fn check_stmt(
         &mut self,
+        h: Helper2,
         x: &Type,
         t: &Type,
         xe: &str,
@@ -883,10 +909,7 @@ impl<'m> Types<'m> {
         if !shaped(x) || !shaped(t) {
             return None;
         }
-        Some(format!(
-            "{}({xe}, {te}, {span});",
-            self.helper2(Helper2::Check, x, t)
-        ))
+        Some(format!("{}({xe}, {te}, {span});", self.helper2(h, x, t)))
     }
 }
 
