@@ -480,6 +480,58 @@ fn compiled_code_frees_everything_it_allocates() {
     assert!(checked >= 40, "only {checked} runs checked");
 }
 
+/// A call that fails frees what it held (every live object is on one list, runtime.c's
+/// `fx_free_all`): arrays, closures and enum values alive at an index error, deep in a
+/// recursion at the stack limit, and in the middle of a delta gradient; the next call
+/// of the same library then runs as if none had failed.
+#[test]
+fn a_failed_call_frees_what_it_held() {
+    let tc = test_toolchain("leaks");
+    let programs = [
+        (
+            "enum T { Leaf(Real), Node(T, T) }
+             fn main() -> Real {
+                 let a = build(1000, |i| to_real(i));
+                 let b = map(|x| [x, x], a);
+                 let t = Node(Leaf(a[1]), Leaf(b[3][1]));
+                 let k = |i: Int| b[i][0] + a[i];
+                 match t { Node(_, _) => k(2000), Leaf(x) => x }
+             }",
+            "index 2000 out of range",
+        ),
+        (
+            "fn f(n: Int) -> Real { let b = [to_real(n), 1.0]; f(n + 1) + b[1] }
+             fn main() -> Real { f(0) }",
+            "stack depth exceeded",
+        ),
+        (
+            "fn main() -> [Real] {
+                 grad(|v| { let w = map(|x| [x, x * x], v); w[0][1] + w[5][0] }, [1.0, 2.0])
+             }",
+            "index 5 out of range",
+        ),
+    ];
+    for (src, error) in programs {
+        let (src, tc) = (src.to_string(), tc.clone());
+        let (err, live, again) = with_big_stack(move || {
+            let (prog, module) =
+                compile_expr(&src, "main()", AdMode::Delta, &tc).expect("compiles");
+            let err = prog
+                .call(&module, &[], 64 << 20, 1 << 32)
+                .expect_err("fails");
+            let live = prog.live_objects();
+            let again = prog
+                .call(&module, &[], 64 << 20, 1 << 32)
+                .map(|_| ())
+                .map_err(|e| e.message);
+            (err.message, live, again)
+        });
+        assert!(err.contains(error), "{err}");
+        assert_eq!(live, 0, "objects left after: {err}");
+        assert_eq!(again, Err(err));
+    }
+}
+
 #[test]
 fn a_second_compile_of_the_same_program_comes_from_the_cache() {
     let tc = test_toolchain("cache");

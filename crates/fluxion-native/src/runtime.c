@@ -7,8 +7,7 @@
  * enum or function tangent; -0.0 is the zero of a Real tangent (the unit of +).
  *
  * Errors: fx_fail records the message and source span and longjmps to the entry
- * point, which returns 1. Memory held at that moment is not freed (the caller is
- * told; the CLI exits). */
+ * point, which frees every object still live (fx_free_all) and returns 1. */
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -107,11 +106,15 @@ static void fx_miss(uint32_t src, uint32_t start, uint32_t end) {
 #define FX_STACK_CHECK(src, start, end) FX_STACK_CHECK_AT(fx_entry_limit, src, start, end)
 #define FX_CALL_CHECK(src, start, end) FX_STACK_CHECK_AT(fx_stack_limit, src, start, end)
 
-/* Every heap object starts with this header. */
-typedef struct {
+/* Every heap object starts with this header. A live object is on one circular list
+ * (from the sentinel fx_all), so a call that fails frees what it held (fx_free_all);
+ * an object in a free list keeps its next free object in `next`. */
+typedef struct fx_hdr {
   int64_t rc;
   uint64_t bytes;
+  struct fx_hdr *prev, *next;
 } fx_hdr;
+static fx_hdr fx_all = {0, 0, &fx_all, &fx_all};
 
 /* Small objects (closures, enum values, lazy cotangents: CHAD makes many per element)
  * come from per-size free lists instead of malloc: 16-byte classes up to 256 bytes. */
@@ -130,13 +133,17 @@ static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end
   fx_hdr *h;
   if (cls < FX_POOL_CLASSES && fx_pool[cls]) {
     h = (fx_hdr *)fx_pool[cls];
-    fx_pool[cls] = *(void **)((char *)h + sizeof(fx_hdr));
+    fx_pool[cls] = h->next;
   } else {
     h = (fx_hdr *)malloc(cls < FX_POOL_CLASSES ? (cls + 1) * 16 : bytes);
     if (!h) fx_fail(src, start, end, "out of memory: an allocation of %llu bytes failed", (unsigned long long)bytes);
   }
   h->rc = 1;
   h->bytes = bytes;
+  h->prev = &fx_all;
+  h->next = fx_all.next;
+  fx_all.next->prev = h;
+  fx_all.next = h;
   fx_memory_used += bytes;
   fx_live_objects++;
   return h;
@@ -147,8 +154,10 @@ static void fx_release(void *p) {
   uint64_t bytes = h->bytes, cls = (bytes + 15) / 16 - 1;
   fx_memory_used -= bytes;
   fx_live_objects--;
+  h->prev->next = h->next;
+  h->next->prev = h->prev;
   if (cls < FX_POOL_CLASSES) {
-    *(void **)((char *)h + sizeof(fx_hdr)) = fx_pool[cls];
+    h->next = (fx_hdr *)fx_pool[cls];
     fx_pool[cls] = h;
   } else {
     free(h);
@@ -158,14 +167,29 @@ static void fx_release(void *p) {
 /* Returns the free lists to malloc (after each entry call). */
 static void fx_pool_clear(void) {
   for (int c = 0; c < FX_POOL_CLASSES; c++) {
-    void *p = fx_pool[c];
+    fx_hdr *p = (fx_hdr *)fx_pool[c];
     while (p) {
-      void *next = *(void **)((char *)p + sizeof(fx_hdr));
+      fx_hdr *next = p->next;
       free(p);
       p = next;
     }
     fx_pool[c] = NULL;
   }
+}
+
+/* After a runtime error: frees every object still live (what the failed call held;
+ * no object outlives a call — results leave as words), then the free lists. */
+static void fx_free_all(void) {
+  fx_hdr *p = fx_all.next;
+  while (p != &fx_all) {
+    fx_hdr *next = p->next;
+    free(p);
+    p = next;
+  }
+  fx_all.prev = fx_all.next = &fx_all;
+  fx_live_objects = 0;
+  fx_memory_used = 0;
+  fx_pool_clear();
 }
 
 static inline void fx_inc(void *p) {
@@ -570,4 +594,7 @@ void fx_free_words(uint64_t *words) { free(words); }
   fx_tape_reset();                           \
   fx_site.name = NULL;                       \
   fx_fail_status = 1;                        \
-  if (setjmp(fx_jmp)) return fx_fail_status;
+  if (setjmp(fx_jmp)) {                       \
+    fx_free_all();                           \
+    return fx_fail_status;                   \
+  }
