@@ -21,38 +21,19 @@
 //! the closure's captures. A translation holding an operator the C backend leaves to
 //! the interpreter (a nested one) sends the program there.
 
-use std::collections::HashSet;
-
-use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap, VarId, verify};
+use fluxion_core::{Atom, Binding, Prim, Rhs, Type, TypeMap, VarId, verify};
 
 use crate::emit::contains_fn;
 use crate::lift::Site;
-use crate::resolve::{ClosureBindings, Emit, Translations};
+use crate::resolve::Emit;
 
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
 /// for the interpreter.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn expand(
-    m: &mut Module,
-    table: &mut Translations,
-    closures: &ClosureBindings,
-    rewritten: &HashSet<CodeId>,
-    scope: &HashSet<VarId>,
-    args: &[Atom],
-    v: VarId,
-    span: Span,
-) -> Option<Vec<Binding>> {
+pub(crate) fn expand(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
     let mut lifts = Vec::new();
-    let mut site = Site {
-        m,
-        table,
-        closures,
-        rewritten,
-        scope,
-        span,
-    };
+    let span = site.span;
     let (make, translated, params) = site.closure(args[0], TypeMap::Delta, &mut lifts, 0)?;
-    let m = site.m;
+    let m = &mut *site.m;
     // `v: (B, T(A))`; the walks are over first-order `A` and `B`.
     let Type::Tuple(result) = m.var_ty(v).clone() else {
         return None;

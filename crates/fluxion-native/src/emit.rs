@@ -107,7 +107,7 @@ pub fn emit_module(
             protos,
             "static fx_clo *fx_of_{done}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2);"
         );
-        chad_of.push_str(&e.chad_of_body(done, &fty, d)?);
+        chad_of.push_str(&e.chad_of_body(done, &fty, d));
         done += 1;
     }
     functions.push_str(&chad_of);
@@ -793,7 +793,7 @@ impl<'m> Emitter<'m> {
     /// A closure of a code without a translation here (one that cannot be translated
     /// ahead of time, or the top of a tower of translations, `resolve::drop_unfinished`)
     /// hands the run to the interpreter (`fx_miss`): never a wrong answer.
-    fn chad_of_body(&mut self, i: usize, fty: &Type, d: i64) -> Result<String, Unsupported> {
+    fn chad_of_body(&mut self, i: usize, fty: &Type, d: i64) -> String {
         let m = self.m;
         let choices = self.translations_of(fty, d);
         let sp = "s0, s1, s2";
@@ -843,7 +843,7 @@ impl<'m> Emitter<'m> {
             s.push_str("    return (fx_clo*)n;\n  }\n");
         }
         s.push_str("  fx_miss(s0, s1, s2);\n}\n");
-        Ok(s)
+        s
     }
 
     /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),

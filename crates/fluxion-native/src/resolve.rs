@@ -326,40 +326,27 @@ fn expand_operator(
     v: VarId,
     span: Span,
 ) -> Option<Vec<Binding>> {
+    let mut site = crate::lift::Site {
+        m,
+        table,
+        closures,
+        rewritten,
+        scope: &scope.set,
+        span,
+    };
     match p {
-        Prim::DeltaVjp => {
-            crate::delta::expand(m, table, closures, rewritten, &scope.set, args, v, span)
-        }
+        Prim::DeltaVjp => crate::delta::expand(&mut site, args, v),
         Prim::Taylor => None,
-        _ => expand(m, table, closures, rewritten, scope, p, args, v, span),
+        _ => expand(&mut site, p, args, v),
     }
-    .or_else(|| {
-        let mut site = crate::lift::Site {
-            m,
-            table,
-            closures,
-            rewritten,
-            scope: &scope.set,
-            span,
-        };
-        crate::push::expand(&mut site, p, args, v)
-    })
+    .or_else(|| crate::push::expand(&mut site, p, args, v))
 }
 
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
 /// the operator stays for the interpreter.
-#[allow(clippy::too_many_arguments)]
-fn expand(
-    m: &mut Module,
-    table: &mut Translations,
-    closures: &ClosureBindings,
-    rewritten: &HashSet<CodeId>,
-    scope: &Scope,
-    p: Prim,
-    args: &[Atom],
-    v: VarId,
-    span: Span,
-) -> Option<Vec<Binding>> {
+fn expand(site: &mut crate::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
+    let (m, table, span) = (&mut *site.m, &mut *site.table, site.span);
+    let (closures, rewritten, scope) = (site.closures, site.rewritten, site.scope);
     let Atom::Var(f) = args[0] else { return None };
     let layer = if p == Prim::ChadVjp {
         TypeMap::Chad
@@ -376,7 +363,7 @@ fn expand(
             let (code, captures) = (*code, captures.clone());
             let params = translatable(m, code, layer, rewritten)?;
             let translated = translate(m, code, layer)?;
-            let captures = captures_here(m, &scope.set, args[0], code, &captures, &mut reads, span);
+            let captures = captures_here(m, scope, args[0], code, &captures, &mut reads, span);
             (Rhs::Closure(translated, captures), translated, params)
         }
         None => translated_at_run_time(m, table, rewritten, args[0], layer)?,
