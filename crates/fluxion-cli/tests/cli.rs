@@ -331,6 +331,114 @@ fn a_tight_address_space_limit_gets_a_smaller_stack_not_a_crash() {
     assert!(err.contains("stack depth exceeded"), "{err}");
 }
 
+/// A value may nest as deep as memory allows (a list of 200 000 cells built by a
+/// `fold` is 200 000 nested enum values), and every walk over one — lifting it into
+/// dual numbers or deltas, adding tangents, printing, JSON in and out — takes stack per
+/// level. Under `ulimit -v` the evaluation stack is 320 MiB, too small for such a walk
+/// on the thread's own stack: each must carry on (on heap segments), not abort (134).
+#[test]
+fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
+    const N: usize = 200_000;
+    let list = format!(
+        "enum L {{ Nil, Cons(Int, L) }}\n\
+         enum R {{ RNil, RCons(Real, R) }}\n\
+         fn ints() -> L {{ fold(|acc, x| Cons(x, acc), Nil, range({N})) }}\n\
+         fn reals() -> R {{ fold(|acc, x| RCons(1.0, acc), RNil, range({N})) }}\n\
+         fn hd(l: R) -> Real {{ match l {{ RNil => 0.0, RCons(h, _) => h }} }}\n\
+         fn head(l: L) -> Int {{ match l {{ Nil => -1, Cons(h, _) => h }} }}\n"
+    );
+    let run = |name: &str, main: &str, flags: &str| {
+        let src = write_temp(name, &format!("{list}{main}\n"));
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 2000000 && exec '{}' run {flags} '{}'",
+                env!("CARGO_BIN_EXE_fluxion"),
+                src.display()
+            ))
+            .output()
+            .expect("sh runs")
+    };
+    let cases = [
+        (
+            "jvp",
+            "fn main() -> Real { let l = reals(); jvp(hd, l, l).1 }",
+            "",
+            "1.0",
+        ),
+        (
+            "taylor",
+            "fn main() -> (Real, [Real]) { let l = reals(); taylor(hd, l, l, 2) }",
+            "",
+            "(1.0, [1.0, 0.0])",
+        ),
+        (
+            "grad_delta",
+            "fn main() -> Real { hd(grad(hd, reals())) }",
+            "--ad delta",
+            "1.0",
+        ),
+        (
+            "grad_chad",
+            "fn main() -> Real { hd(grad(hd, reals())) }",
+            "--ad chad",
+            "1.0",
+        ),
+        (
+            "vjp_delta",
+            "fn main() -> Real { let (y, pb) = vjp(hd, reals()); hd(pb(2.0)) }",
+            "--ad delta",
+            "2.0",
+        ),
+        (
+            "vjp_chad",
+            "fn main() -> Real { let (y, pb) = vjp(hd, reals()); hd(pb(2.0)) }",
+            "--ad chad",
+            "2.0",
+        ),
+        (
+            "jvp_fwd_chad",
+            "fn main() -> Real { let l = reals(); jvp(hd, l, l).1 }",
+            "--fwd chad",
+            "1.0",
+        ),
+    ];
+    for (name, main, flags, expected) in cases {
+        let out = run(&format!("deep_{name}.flx"), main, flags);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), expected, "{name}");
+    }
+    // Printed as text and as JSON.
+    let last = N - 1;
+    let out = run("deep_print.flx", "fn main() -> L { ints() }", "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("Cons({last}, Cons({}, ", last - 1)),
+        "{}",
+        &text[..60]
+    );
+    assert!(text.trim_end().ends_with(&format!("Nil{}", ")".repeat(N))));
+    let out = run("deep_json.flx", "fn main() -> L { ints() }", "--json");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json = stdout(&out);
+    assert!(
+        json.starts_with(&format!("{{\"Cons\":[{last},{{\"Cons\":[{}", last - 1)),
+        "{}",
+        &json[..60]
+    );
+    assert!(
+        json.trim_end()
+            .ends_with(&format!("{{\"Nil\":[]}}{}", "]}".repeat(N)))
+    );
+    // Read back from `--args` (serde_json alone refuses more than 128 levels).
+    let args = write_temp("deep_args.json", &format!("[{}]", json.trim_end()));
+    let flags = format!("--args @'{}'", args.display());
+    let out = run("deep_args.flx", "fn main(l: L) -> Int { head(l) }", &flags);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), last.to_string());
+}
+
 /// Under `ulimit -v`, the default budget is what is left of the address space (not of
 /// the limit), and a run-time translation (nested forward mode grows the code about
 /// 3x a level) reserves its size first: a clean budget error, never an abort (134).

@@ -9,160 +9,286 @@ use fluxion_core::{Module, Type};
 use fluxion_interp::Value;
 use serde_json::Value as Json;
 
-/// Decodes `json` as a value of type `ty`; the error names the path (`$[0][1]`).
-pub fn decode(json: &Json, ty: &Type, module: &Module, path: &str) -> Result<Value, String> {
-    let show = |t: &Type| t.display(&module.enums).to_string();
-    let bad = || {
-        Err(format!(
-            "at {path}: expected {}, found {}",
-            show(ty),
-            describe(json)
-        ))
-    };
-    match ty {
-        Type::Real => match json {
-            Json::Number(n) => n
-                .as_f64()
-                .map(Value::Real)
-                .ok_or_else(|| format!("at {path}: bad number")),
-            Json::String(s) if s == "NaN" => Ok(Value::Real(f64::NAN)),
-            Json::String(s) if s == "inf" => Ok(Value::Real(f64::INFINITY)),
-            Json::String(s) if s == "-inf" => Ok(Value::Real(f64::NEG_INFINITY)),
-            _ => bad(),
-        },
-        Type::Int => match json.as_i64() {
-            Some(i) => Ok(Value::Int(i)),
-            None => bad(),
-        },
-        Type::Bool => match json {
-            Json::Bool(b) => Ok(Value::Bool(*b)),
-            _ => bad(),
-        },
-        Type::Unit => match json {
-            Json::Null => Ok(Value::Unit),
-            _ => bad(),
-        },
-        Type::Tuple(ts) => match json {
-            Json::Array(xs) if xs.len() == ts.len() => Ok(Value::tuple(
-                xs.iter()
-                    .zip(ts)
-                    .enumerate()
-                    .map(|(i, (x, t))| decode(x, t, module, &format!("{path}[{i}]")))
-                    .collect::<Result<Vec<_>, _>>()?,
-            )),
-            _ => bad(),
-        },
-        Type::Array(t) => match json {
-            Json::Array(xs) => {
-                if xs.len() as i64 > fluxion_interp::MAX_ARRAY_LEN {
-                    return Err(format!("at {path}: array too large"));
-                }
-                let elems = xs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| decode(x, t, module, &format!("{path}[{i}]")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Value::array(elems))
-            }
-            _ => bad(),
-        },
-        Type::Enum(e) => {
-            let def = module.enum_def(*e);
-            let (name, fields) = match json {
-                Json::String(s) => (s.as_str(), &[][..]),
-                Json::Object(m) if m.len() == 1 => {
-                    let (k, v) = m.iter().next().expect("one entry");
-                    match v {
-                        Json::Array(fs) => (k.as_str(), fs.as_slice()),
-                        Json::Null => (k.as_str(), &[][..]),
-                        _ => return bad(),
-                    }
-                }
-                _ => return bad(),
-            };
-            let Some(tag) = def.variants.iter().position(|v| v.name == name) else {
-                return Err(format!(
-                    "at {path}: `{name}` is not a constructor of {}",
-                    def.name
-                ));
-            };
-            let variant = &def.variants[tag];
-            if variant.fields.len() != fields.len() {
-                return Err(format!(
-                    "at {path}: `{name}` has {} field(s), found {}",
-                    variant.fields.len(),
-                    fields.len()
-                ));
-            }
-            let vals = fields
-                .iter()
-                .zip(&variant.fields)
-                .enumerate()
-                .map(|(i, (x, t))| decode(x, t, module, &format!("{path}.{name}[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Value::Enum(tag as u32, Rc::from(vals)))
+/// Parses JSON text of any nesting depth (serde_json alone stops at 128 levels; a
+/// list of 1000 cells is 1000 levels).
+pub fn parse(text: &str) -> Result<Json, String> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let json = Json::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .and_then(|json| de.end().map(|()| json))
+        .map_err(|e| format!("not valid JSON: {e}"))?;
+    Ok(json)
+}
+
+/// Drops a `Json` level by level (its own drop recurses once per level).
+pub fn drop_flat(json: Json) {
+    let mut work = vec![json];
+    while let Some(json) = work.pop() {
+        match json {
+            Json::Array(items) => work.extend(items),
+            Json::Object(map) => work.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
         }
-        Type::Fn(..) => Err(format!("at {path}: functions cannot be passed as JSON")),
     }
 }
 
+/// Decodes `json` as a value of type `ty`; the error names the path (`$[0][1]`), which
+/// starts with `root`.
+pub fn decode(json: &Json, ty: &Type, module: &Module, root: &str) -> Result<Value, String> {
+    decode_at(json, ty, module, &Path::Root(root))
+}
+
+/// Where a JSON value sits in the whole, spelt out only for an error: a path held as
+/// text at every level would cost the square of the depth.
+enum Path<'a> {
+    Root(&'a str),
+    /// `parent[i]`.
+    Index(&'a Path<'a>, usize),
+    /// `parent.Ctor[i]`.
+    Field(&'a Path<'a>, &'a str, usize),
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut steps = Vec::new();
+        let mut at = self;
+        let root = loop {
+            match at {
+                Path::Root(root) => break root,
+                Path::Index(parent, _) | Path::Field(parent, _, _) => {
+                    steps.push(at);
+                    at = parent;
+                }
+            }
+        };
+        f.write_str(root)?;
+        for step in steps.iter().rev() {
+            match step {
+                Path::Index(_, i) => write!(f, "[{i}]")?,
+                Path::Field(_, name, i) => write!(f, ".{name}[{i}]")?,
+                Path::Root(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn decode_at(json: &Json, ty: &Type, module: &Module, path: &Path<'_>) -> Result<Value, String> {
+    fluxion_interp::deep(|| {
+        let show = |t: &Type| t.display(&module.enums).to_string();
+        let bad = || {
+            Err(format!(
+                "at {path}: expected {}, found {}",
+                show(ty),
+                describe(json)
+            ))
+        };
+        match ty {
+            Type::Real => match json {
+                Json::Number(n) => n
+                    .as_f64()
+                    .map(Value::Real)
+                    .ok_or_else(|| format!("at {path}: bad number")),
+                Json::String(s) if s == "NaN" => Ok(Value::Real(f64::NAN)),
+                Json::String(s) if s == "inf" => Ok(Value::Real(f64::INFINITY)),
+                Json::String(s) if s == "-inf" => Ok(Value::Real(f64::NEG_INFINITY)),
+                _ => bad(),
+            },
+            Type::Int => match json.as_i64() {
+                Some(i) => Ok(Value::Int(i)),
+                None => bad(),
+            },
+            Type::Bool => match json {
+                Json::Bool(b) => Ok(Value::Bool(*b)),
+                _ => bad(),
+            },
+            Type::Unit => match json {
+                Json::Null => Ok(Value::Unit),
+                _ => bad(),
+            },
+            Type::Tuple(ts) => match json {
+                Json::Array(xs) if xs.len() == ts.len() => Ok(Value::tuple(
+                    xs.iter()
+                        .zip(ts)
+                        .enumerate()
+                        .map(|(i, (x, t))| decode_at(x, t, module, &Path::Index(path, i)))
+                        .collect::<Result<Vec<_>, _>>()?,
+                )),
+                _ => bad(),
+            },
+            Type::Array(t) => match json {
+                Json::Array(xs) => {
+                    if xs.len() as i64 > fluxion_interp::MAX_ARRAY_LEN {
+                        return Err(format!("at {path}: array too large"));
+                    }
+                    let elems = xs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| decode_at(x, t, module, &Path::Index(path, i)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(Value::array(elems))
+                }
+                _ => bad(),
+            },
+            Type::Enum(e) => {
+                let def = module.enum_def(*e);
+                let (name, fields) = match json {
+                    Json::String(s) => (s.as_str(), &[][..]),
+                    Json::Object(m) if m.len() == 1 => {
+                        let (k, v) = m.iter().next().expect("one entry");
+                        match v {
+                            Json::Array(fs) => (k.as_str(), fs.as_slice()),
+                            Json::Null => (k.as_str(), &[][..]),
+                            _ => return bad(),
+                        }
+                    }
+                    _ => return bad(),
+                };
+                let Some(tag) = def.variants.iter().position(|v| v.name == name) else {
+                    return Err(format!(
+                        "at {path}: `{name}` is not a constructor of {}",
+                        def.name
+                    ));
+                };
+                let variant = &def.variants[tag];
+                if variant.fields.len() != fields.len() {
+                    return Err(format!(
+                        "at {path}: `{name}` has {} field(s), found {}",
+                        variant.fields.len(),
+                        fields.len()
+                    ));
+                }
+                let vals = fields
+                    .iter()
+                    .zip(&variant.fields)
+                    .enumerate()
+                    .map(|(i, (x, t))| decode_at(x, t, module, &Path::Field(path, name, i)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Value::Enum(tag as u32, Rc::from(vals)))
+            }
+            Type::Fn(..) => Err(format!("at {path}: functions cannot be passed as JSON")),
+        }
+    })
+}
+
+/// The start of `json`'s text, at most 40 characters (the whole of a deep value is
+/// never printed: only as many levels as 40 characters take).
 fn describe(json: &Json) -> String {
-    let s = json.to_string();
-    if s.len() > 40 {
-        format!("{}...", &s[..s.floor_char_boundary(40)])
+    const LIMIT: usize = 40;
+    fn go(json: &Json, out: &mut String) {
+        if out.len() > LIMIT {
+            return;
+        }
+        let items: Box<dyn Iterator<Item = (Option<&String>, &Json)>> = match json {
+            Json::Array(xs) => Box::new(xs.iter().map(|x| (None, x))),
+            Json::Object(m) => Box::new(m.iter().map(|(k, v)| (Some(k), v))),
+            scalar => {
+                out.push_str(&scalar.to_string());
+                return;
+            }
+        };
+        let (open, close) = if json.is_array() {
+            ('[', ']')
+        } else {
+            ('{', '}')
+        };
+        out.push(open);
+        for (i, (key, item)) in items.enumerate() {
+            if out.len() > LIMIT {
+                return;
+            }
+            if i > 0 {
+                out.push(',');
+            }
+            if let Some(key) = key {
+                out.push_str(&Json::String(key.clone()).to_string());
+                out.push(':');
+            }
+            go(item, out);
+        }
+        out.push(close);
+    }
+    let mut s = String::new();
+    go(json, &mut s);
+    if s.len() > LIMIT {
+        format!("{}...", &s[..s.floor_char_boundary(LIMIT)])
     } else {
         s
     }
 }
 
-/// Encodes a value of type `ty` as JSON.
+/// Encodes a value of type `ty` as a JSON value (for small results: a deep value
+/// would make a deep `Json`, whose printing and dropping recurse; see [`write`]).
 pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
-    match (v, ty) {
-        (Value::Real(x), _) => real_json(*x),
-        (Value::Int(i), _) => Json::from(*i),
-        (Value::Bool(b), _) => Json::Bool(*b),
-        (Value::Unit, _) => Json::Null,
-        (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => Json::Array(
-            v.tuple_fields()
-                .unwrap_or_default()
-                .iter()
-                .zip(ts)
-                .map(|(v, t)| encode(v, t, module))
-                .collect(),
-        ),
-        (Value::RealArray(xs), _) => Json::Array(xs.iter().map(|x| real_json(*x)).collect()),
-        (Value::IntArray(xs), _) => Json::Array(xs.iter().map(|x| Json::from(*x)).collect()),
-        (Value::BoolArray(xs), _) => Json::Array(xs.iter().map(|x| Json::Bool(*x)).collect()),
+    let mut text = String::new();
+    write(&mut text, v, ty, module);
+    serde_json::from_str(&text).unwrap_or(Json::Null)
+}
+
+/// Appends the JSON text of a value of type `ty` to `out`, without building a `Json`:
+/// a list of millions of cells is millions of levels deep.
+pub fn write(out: &mut String, v: &Value, ty: &Type, module: &Module) {
+    fluxion_interp::deep(|| match (v, ty) {
+        (Value::Real(x), _) => write_real(out, *x),
+        (Value::Int(i), _) => out.push_str(&i.to_string()),
+        (Value::Bool(b), _) => out.push_str(if *b { "true" } else { "false" }),
+        (Value::Unit, _) => out.push_str("null"),
+        (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => {
+            let fields = v.tuple_fields().unwrap_or_default();
+            write_seq(out, fields.iter().zip(ts), |out, (v, t)| {
+                write(out, v, t, module)
+            });
+        }
+        (Value::RealArray(xs), _) => write_seq(out, xs.iter(), |out, x| write_real(out, *x)),
+        (Value::IntArray(xs), _) => {
+            write_seq(out, xs.iter(), |out, x| out.push_str(&x.to_string()))
+        }
+        (Value::BoolArray(xs), _) => write_seq(out, xs.iter(), |out, x| {
+            out.push_str(if *x { "true" } else { "false" })
+        }),
         (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
-            Json::Array(v.array_iter().map(|v| encode(&v, t, module)).collect())
+            write_seq(out, v.array_iter(), |out, v| write(out, &v, t, module))
         }
         (Value::Enum(tag, fields), Type::Enum(e)) => {
             let variant = &module.enum_def(*e).variants[*tag as usize];
-            let mut m = serde_json::Map::new();
-            m.insert(
-                variant.name.clone(),
-                Json::Array(
-                    fields
-                        .iter()
-                        .zip(&variant.fields)
-                        .map(|(v, t)| encode(v, t, module))
-                        .collect(),
-                ),
-            );
-            Json::Object(m)
+            out.push('{');
+            out.push_str(&Json::String(variant.name.clone()).to_string());
+            out.push(':');
+            write_seq(out, fields.iter().zip(&variant.fields), |out, (v, t)| {
+                write(out, v, t, module)
+            });
+            out.push('}');
         }
-        (Value::Closure(_), _) => Json::String("<function>".into()),
-        _ => Json::Null,
-    }
+        (Value::Closure(_), _) => out.push_str("\"<function>\""),
+        _ => out.push_str("null"),
+    })
 }
 
-fn real_json(x: f64) -> Json {
+/// `[a,b,c]`, each element written by `each`.
+fn write_seq<T>(
+    out: &mut String,
+    items: impl Iterator<Item = T>,
+    mut each: impl FnMut(&mut String, T),
+) {
+    out.push('[');
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        each(out, item);
+    }
+    out.push(']');
+}
+
+/// A real as JSON: non-finite ones as the strings `"NaN"`, `"inf"`, `"-inf"`.
+fn write_real(out: &mut String, x: f64) {
     if x.is_nan() {
-        Json::String("NaN".into())
+        out.push_str("\"NaN\"");
     } else if x.is_infinite() {
-        Json::String(if x > 0.0 { "inf" } else { "-inf" }.into())
+        out.push_str(if x > 0.0 { "\"inf\"" } else { "\"-inf\"" });
     } else {
-        serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
+        out.push_str(&Json::from(x).to_string());
     }
 }
 

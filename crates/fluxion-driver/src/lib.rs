@@ -259,7 +259,9 @@ impl Output {
 
     /// The value as JSON text.
     pub fn to_json(&self) -> String {
-        json::encode(&self.value, &self.ty, &self.interp.module()).to_string()
+        let mut text = String::new();
+        json::write(&mut text, &self.value, &self.ty, &self.interp.module());
+        text
     }
 }
 
@@ -664,7 +666,7 @@ fn decode_args(
 ) -> Result<Vec<Value>, String> {
     let json: serde_json::Value = match args_json {
         None => serde_json::Value::Array(vec![]),
-        Some(text) => serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?,
+        Some(text) => json::parse(text)?,
     };
     let serde_json::Value::Array(items) = json else {
         return Err("expected a JSON array with one element per parameter".into());
@@ -676,12 +678,14 @@ fn decode_args(
             items.len()
         ));
     }
-    items
+    let values = items
         .iter()
         .zip(params)
         .enumerate()
         .map(|(i, (j, t))| json::decode(j, t, module, &format!("$[{i}]")))
-        .collect()
+        .collect();
+    json::drop_flat(serde_json::Value::Array(items));
+    values
 }
 
 /// The entry name of an expression compiled by [`compile_with_expr`].

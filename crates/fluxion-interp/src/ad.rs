@@ -174,50 +174,52 @@ impl Interp {
         layer: TypeMap,
         span: Span,
     ) -> EvalResult<Value> {
-        if layer.is_chad() && self.module().is_fixed(ty, layer) {
-            // CHAD's primal types differ from the original only at function types.
-            return Ok(v.clone());
-        }
-        Ok(match (v, ty) {
-            (Value::Real(x), _) => leaf(*x, 0.0, layer),
-            (Value::RealArray(xs), _) => match layer {
-                TypeMap::Taylor(_) | TypeMap::Delta => {
-                    Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
+        crate::deep(|| {
+            if layer.is_chad() && self.module().is_fixed(ty, layer) {
+                // CHAD's primal types differ from the original only at function types.
+                return Ok(v.clone());
+            }
+            Ok(match (v, ty) {
+                (Value::Real(x), _) => leaf(*x, 0.0, layer),
+                (Value::RealArray(xs), _) => match layer {
+                    TypeMap::Taylor(_) | TypeMap::Delta => {
+                        Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
+                    }
+                    _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
+                },
+                (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => {
+                    let vs = v.tuple_fields().unwrap_or_default();
+                    Value::tuple(
+                        vs.iter()
+                            .zip(ts)
+                            .map(|(v, t)| self.lift(v, t, layer, span))
+                            .collect::<EvalResult<Vec<_>>>()?,
+                    )
                 }
-                _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
-            },
-            (Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..), Type::Tuple(ts)) => {
-                let vs = v.tuple_fields().unwrap_or_default();
-                Value::tuple(
-                    vs.iter()
-                        .zip(ts)
-                        .map(|(v, t)| self.lift(v, t, layer, span))
-                        .collect::<EvalResult<Vec<_>>>()?,
-                )
-            }
-            (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
-                let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
-                for v in v.array_iter() {
-                    out.push(self.lift(&v, t, layer, span)?);
+                (Value::Array(_) | Value::DualArray(_), Type::Array(t)) => {
+                    let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
+                    for v in v.array_iter() {
+                        out.push(self.lift(&v, t, layer, span)?);
+                    }
+                    out.finish()
                 }
-                out.finish()
-            }
-            (Value::Enum(tag, fields), Type::Enum(e)) => {
-                let field_tys = self.module().enum_def(*e).variants[*tag as usize]
-                    .fields
-                    .clone();
-                Value::Enum(
-                    *tag,
-                    fields
-                        .iter()
-                        .zip(&field_tys)
-                        .map(|(v, t)| self.lift(v, t, layer, span))
-                        .collect::<EvalResult<Vec<_>>>()?
-                        .into(),
-                )
-            }
-            (Value::Closure(c), _) => self.translate(c, layer, span)?,
-            (v, _) => v.clone(),
+                (Value::Enum(tag, fields), Type::Enum(e)) => {
+                    let field_tys = self.module().enum_def(*e).variants[*tag as usize]
+                        .fields
+                        .clone();
+                    Value::Enum(
+                        *tag,
+                        fields
+                            .iter()
+                            .zip(&field_tys)
+                            .map(|(v, t)| self.lift(v, t, layer, span))
+                            .collect::<EvalResult<Vec<_>>>()?
+                            .into(),
+                    )
+                }
+                (Value::Closure(c), _) => self.translate(c, layer, span)?,
+                (v, _) => v.clone(),
+            })
         })
     }
 }
@@ -327,114 +329,124 @@ pub(crate) fn split_args(point: Value, n_params: usize, span: Span) -> EvalResul
 
 /// Combines a point `x: A` and a direction `dx: T(A)` into `L(A)`.
 fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Result<Value, String> {
-    Ok(match ty {
-        Type::Real => leaf(real_of(x), real_of(dx), layer),
-        Type::Int | Type::Bool | Type::Unit => x.clone(),
-        Type::Tuple(ts) => match (x.tuple_fields(), dx.tuple_fields()) {
-            (Some(xs), Some(ds)) => Value::tuple(
-                xs.iter()
-                    .zip(ds.iter())
-                    .zip(ts)
-                    .map(|((x, d), t)| combine(m, x, d, t, layer))
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            _ => return Err("internal error: tuple point without a tuple direction".into()),
-        },
-        Type::Array(t) => {
-            let (n, k) = (x.array_len().unwrap_or(0), dx.array_len().unwrap_or(0));
-            if n != k {
-                return Err(format!(
-                    "the direction has length {k} but the point has length {n}"
-                ));
-            }
-            match (x, dx, layer) {
-                // The point and the direction become the two halves, shared.
-                (Value::RealArray(xs), Value::RealArray(ds), TypeMap::Fwd) => {
-                    match DualArray::new(xs.clone(), ds.clone()) {
-                        Some(d) => Value::DualArray(Rc::new(d)),
-                        None => return Err("internal error: halves of different lengths".into()),
-                    }
-                }
-                _ => {
-                    let mut out = ArrayBuilder::with_capacity(n);
-                    for (x, d) in x.array_iter().zip(dx.array_iter()) {
-                        out.push(combine(m, &x, &d, t, layer)?);
-                    }
-                    out.finish()
-                }
-            }
-        }
-        Type::Enum(e) => match (x, dx) {
-            (Value::Enum(tag, xs), Value::Enum(dtag, ds)) => {
-                if tag != dtag {
-                    return Err(
-                        "the direction of an enum value must have the same constructor".into(),
-                    );
-                }
-                let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
-                Value::Enum(
-                    *tag,
+    crate::deep(|| {
+        Ok(match ty {
+            Type::Real => leaf(real_of(x), real_of(dx), layer),
+            Type::Int | Type::Bool | Type::Unit => x.clone(),
+            Type::Tuple(ts) => match (x.tuple_fields(), dx.tuple_fields()) {
+                (Some(xs), Some(ds)) => Value::tuple(
                     xs.iter()
                         .zip(ds.iter())
-                        .zip(field_tys)
+                        .zip(ts)
                         .map(|((x, d), t)| combine(m, x, d, t, layer))
-                        .collect::<Result<Vec<_>, _>>()?
-                        .into(),
-                )
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                _ => return Err("internal error: tuple point without a tuple direction".into()),
+            },
+            Type::Array(t) => {
+                let (n, k) = (x.array_len().unwrap_or(0), dx.array_len().unwrap_or(0));
+                if n != k {
+                    return Err(format!(
+                        "the direction has length {k} but the point has length {n}"
+                    ));
+                }
+                match (x, dx, layer) {
+                    // The point and the direction become the two halves, shared.
+                    (Value::RealArray(xs), Value::RealArray(ds), TypeMap::Fwd) => {
+                        match DualArray::new(xs.clone(), ds.clone()) {
+                            Some(d) => Value::DualArray(Rc::new(d)),
+                            None => {
+                                return Err("internal error: halves of different lengths".into());
+                            }
+                        }
+                    }
+                    _ => {
+                        let mut out = ArrayBuilder::with_capacity(n);
+                        for (x, d) in x.array_iter().zip(dx.array_iter()) {
+                            out.push(combine(m, &x, &d, t, layer)?);
+                        }
+                        out.finish()
+                    }
+                }
             }
-            _ => return Err("internal error: enum point without an enum direction".into()),
-        },
-        Type::Fn(..) => return Err("cannot differentiate with respect to a function".into()),
+            Type::Enum(e) => match (x, dx) {
+                (Value::Enum(tag, xs), Value::Enum(dtag, ds)) => {
+                    if tag != dtag {
+                        return Err(
+                            "the direction of an enum value must have the same constructor".into(),
+                        );
+                    }
+                    let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
+                    Value::Enum(
+                        *tag,
+                        xs.iter()
+                            .zip(ds.iter())
+                            .zip(field_tys)
+                            .map(|((x, d), t)| combine(m, x, d, t, layer))
+                            .collect::<Result<Vec<_>, _>>()?
+                            .into(),
+                    )
+                }
+                _ => return Err("internal error: enum point without an enum direction".into()),
+            },
+            Type::Fn(..) => return Err("cannot differentiate with respect to a function".into()),
+        })
     })
 }
 
 /// Coefficient `j` of every real leaf of `v: L(B)`: a value of `B` for j = 0, of
 /// `T(B)` otherwise (non-real leaves become `()`).
 pub(crate) fn coefficient(m: &Module, v: &Value, ty: &Type, j: usize) -> Value {
-    match ty {
-        Type::Real => match v {
-            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..) => {
-                v.tuple_get(j).unwrap_or(Value::Real(f64::NAN))
+    crate::deep(|| {
+        match ty {
+            Type::Real => match v {
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..) => {
+                    v.tuple_get(j).unwrap_or(Value::Real(f64::NAN))
+                }
+                other => other.array_get(j).unwrap_or(Value::Real(f64::NAN)),
+            },
+            Type::Int | Type::Bool | Type::Unit => {
+                if j == 0 {
+                    v.clone()
+                } else {
+                    Value::Unit
+                }
             }
-            other => other.array_get(j).unwrap_or(Value::Real(f64::NAN)),
-        },
-        Type::Int | Type::Bool | Type::Unit => {
-            if j == 0 {
-                v.clone()
-            } else {
-                Value::Unit
-            }
-        }
-        Type::Tuple(ts) => match v.tuple_fields() {
-            Some(vs) => Value::tuple(
-                vs.iter()
-                    .zip(ts)
-                    .map(|(v, t)| coefficient(m, v, t, j))
-                    .collect(),
-            ),
-            None => v.clone(),
-        },
-        Type::Array(t) => match (v, j) {
-            // The primal or tangent half, shared.
-            (Value::DualArray(d), 0) if **t == Type::Real => Value::RealArray(d.primal().clone()),
-            (Value::DualArray(d), 1) if **t == Type::Real => Value::RealArray(d.tangent().clone()),
-            _ => Value::array_from(v.array_iter().map(|v| coefficient(m, &v, t, j))),
-        },
-        Type::Enum(e) => match v {
-            Value::Enum(tag, fields) => {
-                let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
-                Value::Enum(
-                    *tag,
-                    fields
-                        .iter()
-                        .zip(field_tys)
+            Type::Tuple(ts) => match v.tuple_fields() {
+                Some(vs) => Value::tuple(
+                    vs.iter()
+                        .zip(ts)
                         .map(|(v, t)| coefficient(m, v, t, j))
-                        .collect::<Vec<_>>()
-                        .into(),
-                )
-            }
-            other => other.clone(),
-        },
-        Type::Fn(..) => v.clone(),
-    }
+                        .collect(),
+                ),
+                None => v.clone(),
+            },
+            Type::Array(t) => match (v, j) {
+                // The primal or tangent half, shared.
+                (Value::DualArray(d), 0) if **t == Type::Real => {
+                    Value::RealArray(d.primal().clone())
+                }
+                (Value::DualArray(d), 1) if **t == Type::Real => {
+                    Value::RealArray(d.tangent().clone())
+                }
+                _ => Value::array_from(v.array_iter().map(|v| coefficient(m, &v, t, j))),
+            },
+            Type::Enum(e) => match v {
+                Value::Enum(tag, fields) => {
+                    let field_tys = &m.enum_def(*e).variants[*tag as usize].fields;
+                    Value::Enum(
+                        *tag,
+                        fields
+                            .iter()
+                            .zip(field_tys)
+                            .map(|(v, t)| coefficient(m, v, t, j))
+                            .collect::<Vec<_>>()
+                            .into(),
+                    )
+                }
+                other => other.clone(),
+            },
+            Type::Fn(..) => v.clone(),
+        }
+    })
 }

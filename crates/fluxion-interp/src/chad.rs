@@ -109,13 +109,13 @@ impl Interp {
 
     /// Whether `ok` holds of every closure in `v`.
     fn closures_in(&self, v: &Value, ok: &mut dyn FnMut(&Value) -> bool) -> bool {
-        match v {
+        crate::deep(|| match v {
             Value::Closure(_) => ok(v),
             Value::Tuple(vs) | Value::Array(vs) | Value::Enum(_, vs) => {
                 vs.iter().all(|v| self.closures_in(v, ok))
             }
             _ => true,
-        }
+        })
     }
 
     /// `(f(x), wᵀ·J)` by forward mode.

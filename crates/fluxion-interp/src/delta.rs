@@ -229,34 +229,36 @@ fn map_leaves<E>(
     fields: &dyn Fn(fluxion_core::EnumId, u32) -> Vec<Type>,
     leaf: &mut dyn FnMut(&Value, &Type) -> Result<Value, E>,
 ) -> Result<Value, E> {
-    Ok(match t {
-        Type::Tuple(ts) => {
-            let vs = v.tuple_fields().unwrap_or_default();
-            let mut out = Vec::with_capacity(ts.len());
-            for (v, t) in vs.iter().zip(ts) {
-                out.push(map_leaves(v, t, fields, leaf)?);
-            }
-            Value::tuple(out)
-        }
-        Type::Array(t) => {
-            let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
-            for v in v.array_iter() {
-                out.push(map_leaves(&v, t, fields, leaf)?);
-            }
-            out.finish()
-        }
-        Type::Enum(e) => match v {
-            Value::Enum(tag, vs) => {
-                let tys = fields(*e, *tag);
-                let mut out = Vec::with_capacity(tys.len());
-                for (v, t) in vs.iter().zip(&tys) {
+    crate::deep(|| {
+        Ok(match t {
+            Type::Tuple(ts) => {
+                let vs = v.tuple_fields().unwrap_or_default();
+                let mut out = Vec::with_capacity(ts.len());
+                for (v, t) in vs.iter().zip(ts) {
                     out.push(map_leaves(v, t, fields, leaf)?);
                 }
-                Value::Enum(*tag, out.into())
+                Value::tuple(out)
             }
-            other => other.clone(),
-        },
-        _ => leaf(v, t)?,
+            Type::Array(t) => {
+                let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
+                for v in v.array_iter() {
+                    out.push(map_leaves(&v, t, fields, leaf)?);
+                }
+                out.finish()
+            }
+            Type::Enum(e) => match v {
+                Value::Enum(tag, vs) => {
+                    let tys = fields(*e, *tag);
+                    let mut out = Vec::with_capacity(tys.len());
+                    for (v, t) in vs.iter().zip(&tys) {
+                        out.push(map_leaves(v, t, fields, leaf)?);
+                    }
+                    Value::Enum(*tag, out.into())
+                }
+                other => other.clone(),
+            },
+            _ => leaf(v, t)?,
+        })
     })
 }
 
@@ -276,35 +278,37 @@ fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
 /// The seeds `(id, w)` of the output `y: Δ(B)` from its cotangent `w: T(B)`, which
 /// has `y`'s shape (checked by `same_shape` first; the types check the rest).
 fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(DeltaId, f64)>) {
-    if matches!(w, Value::Zero) {
-        return;
-    }
-    match ty {
-        Type::Real => out.push((id_of(y), real_of(w))),
-        Type::Tuple(ts) => {
-            let (ys, ws) = (
-                y.tuple_fields().unwrap_or_default(),
-                w.tuple_fields().unwrap_or_default(),
-            );
-            for ((y, w), t) in ys.iter().zip(ws.iter()).zip(ts) {
-                seed(m, y, w, t, out);
-            }
+    crate::deep(|| {
+        if matches!(w, Value::Zero) {
+            return;
         }
-        Type::Array(t) => {
-            for (y, w) in y.array_iter().zip(w.array_iter()) {
-                seed(m, &y, &w, t, out);
-            }
-        }
-        Type::Enum(e) => {
-            if let (Value::Enum(tag, ys), Value::Enum(_, ws)) = (y, w) {
-                let tys = fields_of(m, *e, *tag);
-                for ((y, w), t) in ys.iter().zip(ws.iter()).zip(&tys) {
+        match ty {
+            Type::Real => out.push((id_of(y), real_of(w))),
+            Type::Tuple(ts) => {
+                let (ys, ws) = (
+                    y.tuple_fields().unwrap_or_default(),
+                    w.tuple_fields().unwrap_or_default(),
+                );
+                for ((y, w), t) in ys.iter().zip(ws.iter()).zip(ts) {
                     seed(m, y, w, t, out);
                 }
             }
+            Type::Array(t) => {
+                for (y, w) in y.array_iter().zip(w.array_iter()) {
+                    seed(m, &y, &w, t, out);
+                }
+            }
+            Type::Enum(e) => {
+                if let (Value::Enum(tag, ys), Value::Enum(_, ws)) = (y, w) {
+                    let tys = fields_of(m, *e, *tag);
+                    for ((y, w), t) in ys.iter().zip(ws.iter()).zip(&tys) {
+                        seed(m, y, w, t, out);
+                    }
+                }
+            }
+            _ => {}
         }
-        _ => {}
-    }
+    })
 }
 
 /// The gradient `T(A)` of the inputs `x: Δ(A)`: each real's adjoint.
@@ -334,73 +338,76 @@ fn leaf(x: Value, dx: Value, layer: TypeMap) -> Value {
 
 /// Combines `x: Δ(A)` and `dx: Δ(T(A))` into `Δ(L(A))`.
 fn combine(m: &Module, x: &Value, dx: &Value, ty: &Type, layer: TypeMap) -> Result<Value, String> {
-    let zero = || pair(0.0, DeltaId::ZERO);
-    Ok(match ty {
-        Type::Real => leaf(
-            x.clone(),
-            if matches!(dx, Value::Zero) {
-                zero()
-            } else {
-                dx.clone()
-            },
-            layer,
-        ),
-        Type::Int | Type::Bool | Type::Unit | Type::Fn(..) => x.clone(),
-        Type::Tuple(ts) => {
-            let xs = x.tuple_fields().unwrap_or_default();
-            let ds = dx.tuple_fields();
-            Value::tuple(
-                xs.iter()
-                    .zip(ts)
-                    .enumerate()
-                    .map(|(i, (x, t))| {
-                        let d = ds
-                            .as_ref()
-                            .and_then(|d| d.get(i).cloned())
-                            .unwrap_or(Value::Zero);
-                        combine(m, x, &d, t, layer)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            )
-        }
-        Type::Array(t) => {
-            let n = x.array_len().unwrap_or(0);
-            if !matches!(dx, Value::Zero) && dx.array_len() != Some(n) {
-                return Err(format!(
-                    "the direction has length {} but the point has length {n}",
-                    dx.array_len().unwrap_or(0)
-                ));
-            }
-            let mut out = ArrayBuilder::with_capacity(n);
-            for (i, x) in x.array_iter().enumerate() {
-                let d = dx.array_get(i).unwrap_or(Value::Zero);
-                out.push(combine(m, &x, &d, t, layer)?);
-            }
-            out.finish()
-        }
-        Type::Enum(e) => match (x, dx) {
-            (Value::Enum(tag, xs), _) => {
-                let ds: Vec<Value> = match dx {
-                    Value::Enum(dtag, ds) if dtag == tag => ds.to_vec(),
-                    Value::Zero => vec![Value::Zero; xs.len()],
-                    _ => {
-                        return Err(
-                            "the direction of an enum value must have the same constructor".into(),
-                        );
-                    }
-                };
-                let tys = fields_of(m, *e, *tag);
-                Value::Enum(
-                    *tag,
+    crate::deep(|| {
+        let zero = || pair(0.0, DeltaId::ZERO);
+        Ok(match ty {
+            Type::Real => leaf(
+                x.clone(),
+                if matches!(dx, Value::Zero) {
+                    zero()
+                } else {
+                    dx.clone()
+                },
+                layer,
+            ),
+            Type::Int | Type::Bool | Type::Unit | Type::Fn(..) => x.clone(),
+            Type::Tuple(ts) => {
+                let xs = x.tuple_fields().unwrap_or_default();
+                let ds = dx.tuple_fields();
+                Value::tuple(
                     xs.iter()
-                        .zip(&ds)
-                        .zip(&tys)
-                        .map(|((x, d), t)| combine(m, x, d, t, layer))
-                        .collect::<Result<Vec<_>, _>>()?
-                        .into(),
+                        .zip(ts)
+                        .enumerate()
+                        .map(|(i, (x, t))| {
+                            let d = ds
+                                .as_ref()
+                                .and_then(|d| d.get(i).cloned())
+                                .unwrap_or(Value::Zero);
+                            combine(m, x, &d, t, layer)
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
                 )
             }
-            _ => x.clone(),
-        },
+            Type::Array(t) => {
+                let n = x.array_len().unwrap_or(0);
+                if !matches!(dx, Value::Zero) && dx.array_len() != Some(n) {
+                    return Err(format!(
+                        "the direction has length {} but the point has length {n}",
+                        dx.array_len().unwrap_or(0)
+                    ));
+                }
+                let mut out = ArrayBuilder::with_capacity(n);
+                for (i, x) in x.array_iter().enumerate() {
+                    let d = dx.array_get(i).unwrap_or(Value::Zero);
+                    out.push(combine(m, &x, &d, t, layer)?);
+                }
+                out.finish()
+            }
+            Type::Enum(e) => match (x, dx) {
+                (Value::Enum(tag, xs), _) => {
+                    let ds: Vec<Value> = match dx {
+                        Value::Enum(dtag, ds) if dtag == tag => ds.to_vec(),
+                        Value::Zero => vec![Value::Zero; xs.len()],
+                        _ => {
+                            return Err(
+                                "the direction of an enum value must have the same constructor"
+                                    .into(),
+                            );
+                        }
+                    };
+                    let tys = fields_of(m, *e, *tag);
+                    Value::Enum(
+                        *tag,
+                        xs.iter()
+                            .zip(&ds)
+                            .zip(&tys)
+                            .map(|((x, d), t)| combine(m, x, d, t, layer))
+                            .collect::<Result<Vec<_>, _>>()?
+                            .into(),
+                    )
+                }
+                _ => x.clone(),
+            },
+        })
     })
 }

@@ -11,6 +11,7 @@ mod ad;
 mod array;
 mod chad;
 mod compile;
+mod deep;
 mod delta;
 mod eval;
 pub mod linear;
@@ -20,6 +21,7 @@ pub mod tangent;
 pub mod tape;
 pub mod value;
 
+pub use deep::deep;
 pub use eval::{EvalResult, Interp, RuntimeError};
 pub use memory::{CountingAlloc, show_bytes, thread_live_bytes};
 pub use prims::{MAX_ARRAY_LEN, real_fn};

@@ -234,78 +234,84 @@ impl Buffer {
 /// Where no leaf adds anything nonzero the result is the symbolic zero, whatever the
 /// leaves' length: callers that read elements must treat it as zero.
 pub fn force(t: &Value) -> Result<Value, String> {
-    if !matches!(t, Value::Lazy(_)) {
-        return Ok(t.clone());
-    }
-    let mut buffer: Option<(usize, Buffer)> = None;
-    let start = |len: usize, buffer: &mut Option<(usize, Buffer)>| match buffer {
-        None => {
-            *buffer = Some((len, Buffer::Empty(len)));
-            Ok(())
+    crate::deep(|| {
+        if !matches!(t, Value::Lazy(_)) {
+            return Ok(t.clone());
         }
-        Some((n, _)) if *n == len => Ok(()),
-        Some((n, _)) => Err(format!(
-            "tangents of arrays of different lengths ({n} and {len})"
-        )),
-    };
-    let mut work = vec![t.clone()];
-    while let Some(x) = work.pop() {
-        match &x {
-            Value::Zero => {}
-            Value::Lazy(node) => match &**node {
-                LazyCt::Sum(a, b) => {
-                    work.push(a.clone());
-                    work.push(b.clone());
-                }
-                LazyCt::OneHot { len, index, value } => {
-                    start(*len, &mut buffer)?;
-                    buffer.as_mut().expect("started").1.add(*index, value)?;
-                }
-                LazyCt::Embed {
-                    len,
-                    start: s,
-                    value,
-                } => {
-                    start(*len, &mut buffer)?;
-                    let value = force(value)?;
-                    let (_, buf) = buffer.as_mut().expect("started");
-                    match value.array_len() {
-                        // Forced to zero (see `index`): adds nothing.
-                        None if matches!(value, Value::Zero) => {}
-                        Some(k) if s + k <= *len => {
-                            for (j, e) in value.array_iter().enumerate() {
-                                buf.add(s + j, &e)?;
+        let mut buffer: Option<(usize, Buffer)> = None;
+        let start = |len: usize, buffer: &mut Option<(usize, Buffer)>| match buffer {
+            None => {
+                *buffer = Some((len, Buffer::Empty(len)));
+                Ok(())
+            }
+            Some((n, _)) if *n == len => Ok(()),
+            Some((n, _)) => Err(format!(
+                "tangents of arrays of different lengths ({n} and {len})"
+            )),
+        };
+        let mut work = vec![t.clone()];
+        while let Some(x) = work.pop() {
+            match &x {
+                Value::Zero => {}
+                Value::Lazy(node) => match &**node {
+                    LazyCt::Sum(a, b) => {
+                        work.push(a.clone());
+                        work.push(b.clone());
+                    }
+                    LazyCt::OneHot { len, index, value } => {
+                        start(*len, &mut buffer)?;
+                        buffer.as_mut().expect("started").1.add(*index, value)?;
+                    }
+                    LazyCt::Embed {
+                        len,
+                        start: s,
+                        value,
+                    } => {
+                        start(*len, &mut buffer)?;
+                        let value = force(value)?;
+                        let (_, buf) = buffer.as_mut().expect("started");
+                        match value.array_len() {
+                            // Forced to zero (see `index`): adds nothing.
+                            None if matches!(value, Value::Zero) => {}
+                            Some(k) if s + k <= *len => {
+                                for (j, e) in value.array_iter().enumerate() {
+                                    buf.add(s + j, &e)?;
+                                }
+                            }
+                            _ => {
+                                return Err(
+                                    "internal error: an embedded cotangent out of range".into()
+                                );
                             }
                         }
-                        _ => {
-                            return Err("internal error: an embedded cotangent out of range".into());
-                        }
                     }
-                }
-            },
-            dense => {
-                let Some(len) = dense.array_len() else {
-                    return Err("internal error: adding an array cotangent to a non-array".into());
-                };
-                start(len, &mut buffer)?;
-                let (_, buf) = buffer.as_mut().expect("started");
-                if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
-                    *buf = Buffer::Reals(vec![0.0; *n]);
-                }
-                if let (Buffer::Reals(acc), Value::RealArray(xs)) = (&mut *buf, dense) {
-                    acc.iter_mut().zip(xs.iter()).for_each(|(a, x)| *a += x);
-                    continue;
-                }
-                for (i, e) in dense.array_iter().enumerate() {
-                    buf.add(i, &e)?;
+                },
+                dense => {
+                    let Some(len) = dense.array_len() else {
+                        return Err(
+                            "internal error: adding an array cotangent to a non-array".into()
+                        );
+                    };
+                    start(len, &mut buffer)?;
+                    let (_, buf) = buffer.as_mut().expect("started");
+                    if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
+                        *buf = Buffer::Reals(vec![0.0; *n]);
+                    }
+                    if let (Buffer::Reals(acc), Value::RealArray(xs)) = (&mut *buf, dense) {
+                        acc.iter_mut().zip(xs.iter()).for_each(|(a, x)| *a += x);
+                        continue;
+                    }
+                    for (i, e) in dense.array_iter().enumerate() {
+                        buf.add(i, &e)?;
+                    }
                 }
             }
         }
-    }
-    Ok(match buffer {
-        None | Some((_, Buffer::Empty(_))) => Value::Zero,
-        Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
-        Some((_, Buffer::Values(vs))) => Value::array(vs),
+        Ok(match buffer {
+            None | Some((_, Buffer::Empty(_))) => Value::Zero,
+            Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
+            Some((_, Buffer::Values(vs))) => Value::array(vs),
+        })
     })
 }
 

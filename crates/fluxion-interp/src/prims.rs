@@ -33,63 +33,65 @@ fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
 /// Adds two values of the same type, elementwise for tuples and arrays (arrays of
 /// different lengths are an error, always — LANGUAGE.md §4).
 pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
-    Ok(match (a, b) {
-        (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
-        (Value::Int(x), Value::Int(y)) => match x.checked_add(*y) {
-            Some(z) => Value::Int(z),
-            None => return int_overflow(span, "+"),
-        },
-        (Value::Unit, Value::Unit) => Value::Unit,
-        (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
-        (
-            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
-            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
-        ) => Value::tuple(
-            a.tuple_fields()
-                .unwrap_or_default()
-                .iter()
-                .zip(b.tuple_fields().unwrap_or_default().iter())
-                .map(|(x, y)| add_values(x, y, span))
-                .collect::<EvalResult<Vec<_>>>()?,
-        ),
-        (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
-            Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
-        }
-        (Value::IntArray(xs), Value::IntArray(ys)) if xs.len() == ys.len() => Value::IntArray(
-            xs.iter()
-                .zip(ys.iter())
-                .map(|(x, y)| x.checked_add(*y))
-                .collect::<Option<_>>()
-                .map_or_else(|| int_overflow(span, "+"), Ok)?,
-        ),
-        (Value::DualArray(xs), Value::DualArray(ys)) if xs.len() == ys.len() => {
-            let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect();
-            let sum = DualArray::new(
-                add(xs.primal(), ys.primal()),
-                add(xs.tangent(), ys.tangent()),
-            );
-            Value::DualArray(Rc::new(sum.expect("equal lengths")))
-        }
-        (x, y) => match (x.array_len(), y.array_len()) {
-            (Some(n), Some(m)) if n == m => Value::array(
-                (0..n)
-                    .map(|i| {
-                        add_values(
-                            &x.array_get(i).expect("in range"),
-                            &y.array_get(i).expect("in range"),
-                            span,
-                        )
-                    })
+    crate::deep(|| {
+        Ok(match (a, b) {
+            (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
+            (Value::Int(x), Value::Int(y)) => match x.checked_add(*y) {
+                Some(z) => Value::Int(z),
+                None => return int_overflow(span, "+"),
+            },
+            (Value::Unit, Value::Unit) => Value::Unit,
+            (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
+            (
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+            ) => Value::tuple(
+                a.tuple_fields()
+                    .unwrap_or_default()
+                    .iter()
+                    .zip(b.tuple_fields().unwrap_or_default().iter())
+                    .map(|(x, y)| add_values(x, y, span))
                     .collect::<EvalResult<Vec<_>>>()?,
             ),
-            (Some(n), Some(m)) => {
-                return fail(
-                    span,
-                    format!("sum: arrays of different lengths ({n} and {m})"),
-                );
+            (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
+                Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
             }
-            _ => return fail(span, "internal error: sum of non-summable values"),
-        },
+            (Value::IntArray(xs), Value::IntArray(ys)) if xs.len() == ys.len() => Value::IntArray(
+                xs.iter()
+                    .zip(ys.iter())
+                    .map(|(x, y)| x.checked_add(*y))
+                    .collect::<Option<_>>()
+                    .map_or_else(|| int_overflow(span, "+"), Ok)?,
+            ),
+            (Value::DualArray(xs), Value::DualArray(ys)) if xs.len() == ys.len() => {
+                let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect();
+                let sum = DualArray::new(
+                    add(xs.primal(), ys.primal()),
+                    add(xs.tangent(), ys.tangent()),
+                );
+                Value::DualArray(Rc::new(sum.expect("equal lengths")))
+            }
+            (x, y) => match (x.array_len(), y.array_len()) {
+                (Some(n), Some(m)) if n == m => Value::array(
+                    (0..n)
+                        .map(|i| {
+                            add_values(
+                                &x.array_get(i).expect("in range"),
+                                &y.array_get(i).expect("in range"),
+                                span,
+                            )
+                        })
+                        .collect::<EvalResult<Vec<_>>>()?,
+                ),
+                (Some(n), Some(m)) => {
+                    return fail(
+                        span,
+                        format!("sum: arrays of different lengths ({n} and {m})"),
+                    );
+                }
+                _ => return fail(span, "internal error: sum of non-summable values"),
+            },
+        })
     })
 }
 
@@ -541,37 +543,39 @@ const DIRECTION_WORDS: ShapeWords = ShapeWords {
 };
 
 fn shape_against(v: &Value, t: &Value, words: &ShapeWords) -> Result<(), String> {
-    let same_shape = |x: &Value, y: &Value| shape_against(x, y, words);
-    match (v, t) {
-        (Value::Enum(a, xs), Value::Enum(b, ys)) => {
-            if a != b {
-                return Err(words.constructor.into());
+    crate::deep(|| {
+        let same_shape = |x: &Value, y: &Value| shape_against(x, y, words);
+        match (v, t) {
+            (Value::Enum(a, xs), Value::Enum(b, ys)) => {
+                if a != b {
+                    return Err(words.constructor.into());
+                }
+                xs.iter()
+                    .zip(ys.iter())
+                    .try_for_each(|(x, y)| same_shape(x, y))
             }
-            xs.iter()
-                .zip(ys.iter())
-                .try_for_each(|(x, y)| same_shape(x, y))
+            (
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+                Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
+            ) => match (v.tuple_fields(), t.tuple_fields()) {
+                (Some(xs), Some(ys)) => xs
+                    .iter()
+                    .zip(ys.iter())
+                    .try_for_each(|(x, y)| same_shape(x, y)),
+                _ => Ok(()),
+            },
+            (x, y) => match (x.array_len(), y.array_len()) {
+                (Some(n), Some(m)) if n != m => Err((words.length)(n, m)),
+                (Some(n), Some(_)) => (0..n).try_for_each(|i| {
+                    same_shape(
+                        &x.array_get(i).expect("in range"),
+                        &y.array_get(i).expect("in range"),
+                    )
+                }),
+                _ => Ok(()),
+            },
         }
-        (
-            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
-            Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
-        ) => match (v.tuple_fields(), t.tuple_fields()) {
-            (Some(xs), Some(ys)) => xs
-                .iter()
-                .zip(ys.iter())
-                .try_for_each(|(x, y)| same_shape(x, y)),
-            _ => Ok(()),
-        },
-        (x, y) => match (x.array_len(), y.array_len()) {
-            (Some(n), Some(m)) if n != m => Err((words.length)(n, m)),
-            (Some(n), Some(_)) => (0..n).try_for_each(|i| {
-                same_shape(
-                    &x.array_get(i).expect("in range"),
-                    &y.array_get(i).expect("in range"),
-                )
-            }),
-            _ => Ok(()),
-        },
-    }
+    })
 }
 
 /// The bytes a boxed pair takes in a zipped array: its slot, and the shared tuple

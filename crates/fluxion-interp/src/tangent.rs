@@ -14,66 +14,68 @@ use crate::value::{DualArray, Value};
 /// A sum involving a lazy array cotangent (`linear.rs`), or of two arrays that are
 /// not both unboxed reals, is itself left lazy: O(1), forced once when read.
 pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
-    Ok(match (u, v) {
-        (Value::Zero, t) | (t, Value::Zero) => t.clone(),
-        (Value::Lazy(_), _) | (_, Value::Lazy(_)) => crate::linear::lazy_sum(u, v),
-        (Value::Array(_), _) | (_, Value::Array(_))
-            if u.array_len().is_some() && v.array_len().is_some() =>
-        {
-            crate::linear::lazy_sum(u, v)
-        }
-        (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
-        (Value::Unit, Value::Unit) => Value::Unit,
-        (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
-        (Value::DualArray(a), Value::DualArray(b)) if a.len() == b.len() => {
-            let add = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(x, y)| x + y).collect();
-            Value::DualArray(Rc::new(
-                DualArray::new(add(a.primal(), b.primal()), add(a.tangent(), b.tangent()))
-                    .expect("equal lengths"),
-            ))
-        }
-        // A tuple of either representation (a pair of reals may be `Dual`).
-        (x, y) if x.tuple_fields().is_some() && y.tuple_fields().is_some() => {
-            let (xs, ys) = (
-                x.tuple_fields().expect("tuple"),
-                y.tuple_fields().expect("tuple"),
-            );
-            if xs.len() != ys.len() {
-                return Err("internal error: adding tuples of different sizes".into());
+    crate::deep(|| {
+        Ok(match (u, v) {
+            (Value::Zero, t) | (t, Value::Zero) => t.clone(),
+            (Value::Lazy(_), _) | (_, Value::Lazy(_)) => crate::linear::lazy_sum(u, v),
+            (Value::Array(_), _) | (_, Value::Array(_))
+                if u.array_len().is_some() && v.array_len().is_some() =>
+            {
+                crate::linear::lazy_sum(u, v)
             }
-            Value::tuple(pairwise(&xs, &ys)?.to_vec())
-        }
-        (Value::Enum(a, xs), Value::Enum(b, ys)) => {
-            if a != b {
-                return Err("tangents of an enum with different constructors".into());
+            (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
+            (Value::Unit, Value::Unit) => Value::Unit,
+            (Value::Dual(p, t), Value::Dual(q, u)) => Value::Dual(p + q, t + u),
+            (Value::DualArray(a), Value::DualArray(b)) if a.len() == b.len() => {
+                let add = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(x, y)| x + y).collect();
+                Value::DualArray(Rc::new(
+                    DualArray::new(add(a.primal(), b.primal()), add(a.tangent(), b.tangent()))
+                        .expect("equal lengths"),
+                ))
             }
-            Value::Enum(*a, pairwise(xs, ys)?)
-        }
-        (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
-            Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
-        }
-        (x, y) => match (x.array_len(), y.array_len()) {
-            (Some(n), Some(m)) if n == m => Value::array(
-                (0..n)
-                    .map(|i| {
-                        plus(
-                            &x.array_get(i).expect("in range"),
-                            &y.array_get(i).expect("in range"),
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            (Some(n), Some(m)) => {
-                return Err(format!(
-                    "tangents of arrays of different lengths ({n} and {m})"
-                ));
-            }
-            _ => {
-                return Err(
-                    "internal error: adding values that are not tangents of one type".into(),
+            // A tuple of either representation (a pair of reals may be `Dual`).
+            (x, y) if x.tuple_fields().is_some() && y.tuple_fields().is_some() => {
+                let (xs, ys) = (
+                    x.tuple_fields().expect("tuple"),
+                    y.tuple_fields().expect("tuple"),
                 );
+                if xs.len() != ys.len() {
+                    return Err("internal error: adding tuples of different sizes".into());
+                }
+                Value::tuple(pairwise(&xs, &ys)?.to_vec())
             }
-        },
+            (Value::Enum(a, xs), Value::Enum(b, ys)) => {
+                if a != b {
+                    return Err("tangents of an enum with different constructors".into());
+                }
+                Value::Enum(*a, pairwise(xs, ys)?)
+            }
+            (Value::RealArray(xs), Value::RealArray(ys)) if xs.len() == ys.len() => {
+                Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
+            }
+            (x, y) => match (x.array_len(), y.array_len()) {
+                (Some(n), Some(m)) if n == m => Value::array(
+                    (0..n)
+                        .map(|i| {
+                            plus(
+                                &x.array_get(i).expect("in range"),
+                                &y.array_get(i).expect("in range"),
+                            )
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                (Some(n), Some(m)) => {
+                    return Err(format!(
+                        "tangents of arrays of different lengths ({n} and {m})"
+                    ));
+                }
+                _ => {
+                    return Err(
+                        "internal error: adding values that are not tangents of one type".into(),
+                    );
+                }
+            },
+        })
     })
 }
 
@@ -116,57 +118,59 @@ pub fn zero_at(x: &Value) -> Value {
 /// `t` with every symbolic zero in it replaced by the dense zero at the matching part
 /// of `x`. `t` must have `x`'s lengths and constructors where it is not zero.
 pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
-    if let Value::Lazy(_) = t {
-        return dense(x, &crate::linear::force(t)?);
-    }
-    Ok(match (x, t) {
-        (x, Value::Zero) => zero_at(x),
-        (_, Value::Dual(..)) => t.clone(),
-        (x, Value::Tuple(ts)) if x.tuple_fields().is_some() => {
-            let xs = x.tuple_fields().expect("tuple");
-            Value::tuple(
-                xs.iter()
-                    .zip(ts.iter())
-                    .map(|(x, t)| dense(x, t))
-                    .collect::<Result<Vec<_>, _>>()?,
-            )
+    crate::deep(|| {
+        if let Value::Lazy(_) = t {
+            return dense(x, &crate::linear::force(t)?);
         }
-        (Value::Enum(a, xs), Value::Enum(b, ts)) => {
-            if a != b {
-                return Err("a tangent with another constructor than its point".into());
-            }
-            Value::Enum(
-                *a,
-                xs.iter()
-                    .zip(ts.iter())
-                    .map(|(x, t)| dense(x, t))
-                    .collect::<Result<Vec<_>, _>>()?
-                    .into(),
-            )
-        }
-        (_, Value::RealArray(_))
-        | (_, Value::DualArray(_))
-        | (_, Value::Real(_))
-        | (_, Value::Unit) => {
-            same_length(x, t)?;
-            t.clone()
-        }
-        (x, t) => {
-            same_length(x, t)?;
-            match (x.array_len(), t.array_len()) {
-                (Some(n), Some(_)) => Value::array(
-                    (0..n)
-                        .map(|i| {
-                            dense(
-                                &x.array_get(i).expect("in range"),
-                                &t.array_get(i).expect("in range"),
-                            )
-                        })
+        Ok(match (x, t) {
+            (x, Value::Zero) => zero_at(x),
+            (_, Value::Dual(..)) => t.clone(),
+            (x, Value::Tuple(ts)) if x.tuple_fields().is_some() => {
+                let xs = x.tuple_fields().expect("tuple");
+                Value::tuple(
+                    xs.iter()
+                        .zip(ts.iter())
+                        .map(|(x, t)| dense(x, t))
                         .collect::<Result<Vec<_>, _>>()?,
-                ),
-                _ => t.clone(),
+                )
             }
-        }
+            (Value::Enum(a, xs), Value::Enum(b, ts)) => {
+                if a != b {
+                    return Err("a tangent with another constructor than its point".into());
+                }
+                Value::Enum(
+                    *a,
+                    xs.iter()
+                        .zip(ts.iter())
+                        .map(|(x, t)| dense(x, t))
+                        .collect::<Result<Vec<_>, _>>()?
+                        .into(),
+                )
+            }
+            (_, Value::RealArray(_))
+            | (_, Value::DualArray(_))
+            | (_, Value::Real(_))
+            | (_, Value::Unit) => {
+                same_length(x, t)?;
+                t.clone()
+            }
+            (x, t) => {
+                same_length(x, t)?;
+                match (x.array_len(), t.array_len()) {
+                    (Some(n), Some(_)) => Value::array(
+                        (0..n)
+                            .map(|i| {
+                                dense(
+                                    &x.array_get(i).expect("in range"),
+                                    &t.array_get(i).expect("in range"),
+                                )
+                            })
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                    _ => t.clone(),
+                }
+            }
+        })
     })
 }
 

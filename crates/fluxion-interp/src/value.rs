@@ -221,78 +221,80 @@ pub fn write_value(
     module: &Module,
     ty: Option<&fluxion_core::Type>,
 ) -> fmt::Result {
-    use fluxion_core::Type;
-    let elem_ty = |i: usize| -> Option<&Type> {
-        match ty {
-            Some(Type::Tuple(ts)) => ts.get(i),
-            Some(Type::Array(t)) => Some(t),
-            _ => None,
-        }
-    };
-    match v {
-        Value::Real(x) => write!(f, "{}", format_real(*x)),
-        Value::Int(i) => write!(f, "{i}"),
-        Value::Bool(b) => write!(f, "{b}"),
-        Value::Unit => write!(f, "()"),
-        Value::Dual(p, t) => write!(f, "({}, {})", format_real(*p), format_real(*t)),
-        Value::RealInt(p, i) => write!(f, "({}, {i})", format_real(*p)),
-        Value::DualArray(d) => {
-            write!(f, "[")?;
-            for (i, (p, t)) in d.primal().iter().zip(d.tangent().iter()).enumerate() {
-                if i > 0 {
-                    write!(f, ", ")?;
-                }
-                write!(f, "({}, {})", format_real(*p), format_real(*t))?;
-            }
-            write!(f, "]")
-        }
-        Value::Tuple(vs) => {
-            write!(f, "(")?;
-            for (i, x) in vs.iter().enumerate() {
-                if i > 0 {
-                    write!(f, ", ")?;
-                }
-                write_value(f, x, module, elem_ty(i))?;
-            }
-            write!(f, ")")
-        }
-        Value::RealArray(xs) => write_elements(f, xs, |f, x| write!(f, "{}", format_real(*x))),
-        Value::IntArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
-        Value::BoolArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
-        Value::Array(vs) => {
-            write!(f, "[")?;
-            for (i, x) in vs.iter().enumerate() {
-                if i > 0 {
-                    write!(f, ", ")?;
-                }
-                write_value(f, x, module, elem_ty(0))?;
-            }
-            write!(f, "]")
-        }
-        Value::Enum(tag, fields) => {
-            let eid = match ty {
-                Some(Type::Enum(e)) => Some(*e),
+    crate::deep(|| {
+        use fluxion_core::Type;
+        let elem_ty = |i: usize| -> Option<&Type> {
+            match ty {
+                Some(Type::Tuple(ts)) => ts.get(i),
+                Some(Type::Array(t)) => Some(t),
                 _ => None,
-            };
-            write!(f, "{}", ctor_name(module, *tag, fields.len(), eid))?;
-            if fields.is_empty() {
-                return Ok(());
             }
-            let field_tys: Option<Vec<Type>> =
-                eid.map(|e| module.enum_def(e).variants[*tag as usize].fields.clone());
-            write!(f, "(")?;
-            for (i, x) in fields.iter().enumerate() {
-                if i > 0 {
-                    write!(f, ", ")?;
+        };
+        match v {
+            Value::Real(x) => write!(f, "{}", format_real(*x)),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Unit => write!(f, "()"),
+            Value::Dual(p, t) => write!(f, "({}, {})", format_real(*p), format_real(*t)),
+            Value::RealInt(p, i) => write!(f, "({}, {i})", format_real(*p)),
+            Value::DualArray(d) => {
+                write!(f, "[")?;
+                for (i, (p, t)) in d.primal().iter().zip(d.tangent().iter()).enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "({}, {})", format_real(*p), format_real(*t))?;
                 }
-                write_value(f, x, module, field_tys.as_ref().and_then(|t| t.get(i)))?;
+                write!(f, "]")
             }
-            write!(f, ")")
+            Value::Tuple(vs) => {
+                write!(f, "(")?;
+                for (i, x) in vs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write_value(f, x, module, elem_ty(i))?;
+                }
+                write!(f, ")")
+            }
+            Value::RealArray(xs) => write_elements(f, xs, |f, x| write!(f, "{}", format_real(*x))),
+            Value::IntArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
+            Value::BoolArray(xs) => write_elements(f, xs, |f, x| write!(f, "{x}")),
+            Value::Array(vs) => {
+                write!(f, "[")?;
+                for (i, x) in vs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write_value(f, x, module, elem_ty(0))?;
+                }
+                write!(f, "]")
+            }
+            Value::Enum(tag, fields) => {
+                let eid = match ty {
+                    Some(Type::Enum(e)) => Some(*e),
+                    _ => None,
+                };
+                write!(f, "{}", ctor_name(module, *tag, fields.len(), eid))?;
+                if fields.is_empty() {
+                    return Ok(());
+                }
+                let field_tys: Option<Vec<Type>> =
+                    eid.map(|e| module.enum_def(e).variants[*tag as usize].fields.clone());
+                write!(f, "(")?;
+                for (i, x) in fields.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write_value(f, x, module, field_tys.as_ref().and_then(|t| t.get(i)))?;
+                }
+                write!(f, ")")
+            }
+            Value::Closure(c) => write!(f, "<function {}>", module.code(c.code).name),
+            Value::Zero => write!(f, "<zero>"),
+            Value::Lazy(_) => write!(f, "<lazy cotangent>"),
         }
-        Value::Closure(c) => write!(f, "<function {}>", module.code(c.code).name),
-        Value::Zero => write!(f, "<zero>"),
-        Value::Lazy(_) => write!(f, "<lazy cotangent>"),
-    }
+    })
 }
 
 /// Writes `[x0, x1, …]`, each element by `write_one`.

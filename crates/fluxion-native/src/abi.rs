@@ -11,35 +11,37 @@ use fluxion_interp::Value;
 
 /// Appends `v` (of type `ty`) to `out`; `None` if the value does not have the type.
 pub fn encode(v: &Value, ty: &Type, m: &Module, out: &mut Vec<u64>) -> Option<()> {
-    match (ty, v) {
-        (Type::Real, Value::Real(x)) => out.push(x.to_bits()),
-        (Type::Int, Value::Int(i)) => out.push(*i as u64),
-        (Type::Bool, Value::Bool(b)) => out.push(u64::from(*b)),
-        (Type::Unit, _) => {}
-        (Type::Tuple(ts), v) => {
-            let fields = v.tuple_fields()?;
-            for (t, f) in ts.iter().zip(fields.iter()) {
-                encode(f, t, m, out)?;
+    fluxion_interp::deep(|| {
+        match (ty, v) {
+            (Type::Real, Value::Real(x)) => out.push(x.to_bits()),
+            (Type::Int, Value::Int(i)) => out.push(*i as u64),
+            (Type::Bool, Value::Bool(b)) => out.push(u64::from(*b)),
+            (Type::Unit, _) => {}
+            (Type::Tuple(ts), v) => {
+                let fields = v.tuple_fields()?;
+                for (t, f) in ts.iter().zip(fields.iter()) {
+                    encode(f, t, m, out)?;
+                }
             }
-        }
-        (Type::Array(e), v) => {
-            let n = v.array_len()?;
-            out.push(n as u64);
-            for i in 0..n {
-                encode(&v.array_get(i)?, e, m, out)?;
+            (Type::Array(e), v) => {
+                let n = v.array_len()?;
+                out.push(n as u64);
+                for i in 0..n {
+                    encode(&v.array_get(i)?, e, m, out)?;
+                }
             }
-        }
-        (Type::Enum(e), Value::Enum(tag, fields)) => {
-            out.push(u64::from(*tag));
-            let def = m.enum_def(*e);
-            let variant = def.variants.get(*tag as usize)?;
-            for (t, f) in variant.fields.iter().zip(fields.iter()) {
-                encode(f, t, m, out)?;
+            (Type::Enum(e), Value::Enum(tag, fields)) => {
+                out.push(u64::from(*tag));
+                let def = m.enum_def(*e);
+                let variant = def.variants.get(*tag as usize)?;
+                for (t, f) in variant.fields.iter().zip(fields.iter()) {
+                    encode(f, t, m, out)?;
+                }
             }
+            _ => return None,
         }
-        _ => return None,
-    }
-    Some(())
+        Some(())
+    })
 }
 
 /// A value being read whose parts are not all read yet.
