@@ -334,7 +334,7 @@ fn a_tight_address_space_limit_gets_a_smaller_stack_not_a_crash() {
 /// A value may nest as deep as memory allows (a list of 200 000 cells built by a
 /// `fold` is 200 000 nested enum values), and every walk over one — lifting it into
 /// dual numbers or deltas, adding tangents, printing, JSON in and out — takes stack per
-/// level. Under `ulimit -v` the evaluation stack is 320 MiB, too small for such a walk
+/// level. Under `ulimit -v` the evaluation stack is 80 MiB, too small for such a walk
 /// on the thread's own stack: each must carry on (on heap segments), not abort (134).
 #[test]
 fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
@@ -352,7 +352,7 @@ fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
         Command::new("sh")
             .arg("-c")
             .arg(format!(
-                "ulimit -v 2000000 && exec '{}' run {flags} '{}'",
+                "ulimit -v 1000000 && exec '{}' run {flags} '{}'",
                 env!("CARGO_BIN_EXE_fluxion"),
                 src.display()
             ))
