@@ -47,6 +47,7 @@ impl NativeEntry {
             code,
             &fresh_toolchain(),
             fluxion_driver::OptLevel::On,
+            fluxion_driver::FwdMode::default(),
         )?;
         let c_compile = program.compile_time;
         Ok(NativeEntry {

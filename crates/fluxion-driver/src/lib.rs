@@ -440,8 +440,12 @@ impl Program {
                         "no function named `{name}` (choose one with --entry)"
                     ));
                 };
-                let translations =
-                    fluxion_native::resolve_operators(&mut program.module, code, OptLevel::On);
+                let translations = fluxion_native::resolve_operators(
+                    &mut program.module,
+                    code,
+                    OptLevel::On,
+                    FwdMode::default(),
+                );
                 fluxion_native::c_source(&program.module, code, &translations).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })
@@ -584,6 +588,7 @@ pub fn call_with_notes(
             stack_budget(),
             memory_limit,
             options.opt,
+            options.fwd,
         ) {
             native::Native::Ran(Err(e)) if e.needs_interpreter => notes.push(format!(
                 "note: running in the interpreter: {} (at run time)",

@@ -2,6 +2,7 @@
 //! code (`fluxion-native`). What the backend cannot compile runs in the interpreter
 //! with a one-line note; it never fails where the interpreter would not.
 
+use fluxion_ad::FwdMode;
 use fluxion_core::{CodeId, Module};
 use fluxion_interp::Value;
 use fluxion_native::{NativeError, NativeProgram, Toolchain};
@@ -51,8 +52,9 @@ pub(crate) fn run(
     stack_bytes: usize,
     memory_limit: usize,
     opt: fluxion_opt::OptLevel,
+    fwd: FwdMode,
 ) -> Native {
-    match compile(module, code, &Toolchain::default(), opt) {
+    match compile(module, code, &Toolchain::default(), opt, fwd) {
         Ok((program, resolved)) => {
             Native::Ran(program.call(&resolved, args, stack_bytes, memory_limit as u64))
         }
@@ -66,9 +68,10 @@ pub fn compile(
     code: CodeId,
     toolchain: &Toolchain,
     opt: fluxion_opt::OptLevel,
+    fwd: FwdMode,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    let translations = fluxion_native::resolve_operators(&mut resolved, code, opt);
+    let translations = fluxion_native::resolve_operators(&mut resolved, code, opt, fwd);
     if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
         eprintln!(
             "{}",

@@ -18,13 +18,32 @@ use fluxion_driver::{
 
 const MODES: [AdMode; 3] = [AdMode::Chad, AdMode::Fwd, AdMode::Delta];
 
+/// The `--ad` and `--fwd` pairs the tests of whole programs run: `jvp` and `diff`, and
+/// the forward passes of `--ad fwd`'s gradients and of `hessian`, follow `--fwd` (dual
+/// numbers, the default, or forward CHAD), so `--ad fwd` runs with both.
+const SETTINGS: [(AdMode, FwdMode); 4] = [
+    (AdMode::Chad, FwdMode::Chad),
+    (AdMode::Fwd, FwdMode::Chad),
+    (AdMode::Fwd, FwdMode::Dual),
+    (AdMode::Delta, FwdMode::Dual),
+];
+
 fn options(mode: AdMode, backend: Backend) -> RunOptions {
+    options_with((mode, FwdMode::Chad), backend)
+}
+
+fn options_with((mode, fwd): (AdMode, FwdMode), backend: Backend) -> RunOptions {
     RunOptions {
         mode,
-        fwd: FwdMode::Chad,
+        fwd,
         backend,
         ..RunOptions::default()
     }
+}
+
+/// `--ad MODE --fwd FWD`, as a test names it.
+fn setting_name((mode, fwd): (AdMode, FwdMode)) -> String {
+    format!("--ad {} --fwd {}", mode.name(), fwd.name())
 }
 
 /// A toolchain for tests: its own cache (so tests never read another build's
@@ -40,13 +59,22 @@ fn test_toolchain(name: &str) -> Toolchain {
 
 /// The rendered value or error of `entry` in `src`, and the notes of the run.
 fn run(src: &str, mode: AdMode, backend: Backend) -> (Result<String, String>, Vec<String>) {
+    run_with(src, (mode, FwdMode::Chad), backend)
+}
+
+/// [`run`] with a `--fwd` too.
+fn run_with(
+    src: &str,
+    setting: (AdMode, FwdMode),
+    backend: Backend,
+) -> (Result<String, String>, Vec<String>) {
     let src = src.to_string();
     with_big_stack(move || {
         let program = match compile("prog.flx", &src) {
             Ok(p) => p,
             Err(f) => return (Err(f.render()), vec![]),
         };
-        match program.run_with_options("main", None, options(mode, backend)) {
+        match program.run_with_options("main", None, options_with(setting, backend)) {
             Ok(out) => (Ok(out.to_literal()), out.notes.clone()),
             Err(f) => (Err(f.render()), f.notes.clone()),
         }
@@ -94,10 +122,10 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
     let mut fell_back = Vec::new();
     for path in examples() {
         let src = std::fs::read_to_string(&path).expect("readable");
-        for mode in MODES {
-            let (interp, _) = run(&src, mode, Backend::Interp);
-            let (native, notes) = run(&src, mode, Backend::Native);
-            let what = format!("{} --ad {}", path.display(), mode.name());
+        for setting in SETTINGS {
+            let (interp, _) = run_with(&src, setting, Backend::Interp);
+            let (native, notes) = run_with(&src, setting, Backend::Native);
+            let what = format!("{} {}", path.display(), setting_name(setting));
             assert_no_bug(&notes, &what);
             if !notes.is_empty() {
                 fell_back.push(what.clone());
@@ -115,6 +143,30 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
         fell_back.is_empty(),
         "ran in the interpreter: {fell_back:?}"
     );
+}
+
+/// `--fwd` chooses the algorithm of `jvp` natively too (it was always forward CHAD).
+/// The two differ where a derivative is infinite and its tangent zero: at 0,
+/// `sqrt(x * x)` has the tangent `2·0·1 = 0` for `x * x`, then dual numbers divide it
+/// by `2·sqrt(0) = 0` (0/0: NaN), while forward CHAD's linear map scales by `1/0`,
+/// and a scaling of zero is zero.
+#[test]
+fn fwd_chooses_the_forward_algorithm_natively() {
+    let src =
+        "fn main() -> (Real, Real) { (diff(|x| sqrt(x * x), 0.0), diff(|x| sqrt(x * x), 4.0)) }";
+    for (fwd, expected) in [(FwdMode::Dual, "(NaN, 1.0)"), (FwdMode::Chad, "(0.0, 1.0)")] {
+        for backend in [Backend::Interp, Backend::Native] {
+            let (value, notes) = run_with(src, (AdMode::Delta, fwd), backend);
+            assert!(notes.is_empty(), "{notes:?}");
+            assert_eq!(
+                value.as_deref(),
+                Ok(expected),
+                "--fwd {} --backend {}",
+                fwd.name(),
+                backend.name()
+            );
+        }
+    }
 }
 
 /// A closure the compiler cannot see whose code has no ahead-of-time translation in
@@ -160,20 +212,13 @@ fn a_closure_without_a_translation_hands_the_run_to_the_interpreter() {
 /// Each program runs natively in every mode (no note) and gives the interpreter's value.
 fn assert_native_with_the_interpreters_values(programs: &[&str]) {
     for src in programs {
-        for mode in MODES {
-            let (interp, _) = run(src, mode, Backend::Interp);
-            let (native, notes) = run(src, mode, Backend::Native);
-            assert!(
-                notes.is_empty(),
-                "--ad {}: fell back: {notes:?}\n{src}",
-                mode.name()
-            );
+        for setting in SETTINGS {
+            let (interp, _) = run_with(src, setting, Backend::Interp);
+            let (native, notes) = run_with(src, setting, Backend::Native);
+            let what = setting_name(setting);
+            assert!(notes.is_empty(), "{what}: fell back: {notes:?}\n{src}");
             let (a, b) = (interp.expect("runs"), native.expect("runs"));
-            assert!(
-                same_value(&a, &b),
-                "--ad {}: {a} vs {b}\n{src}",
-                mode.name()
-            );
+            assert!(same_value(&a, &b), "{what}: {a} vs {b}\n{src}");
         }
     }
 }
@@ -420,7 +465,7 @@ fn deep_results_and_large_literals() {
 fn compile_expr(
     src: &str,
     expr: &str,
-    mode: AdMode,
+    setting: (AdMode, FwdMode),
     tc: &Toolchain,
 ) -> Result<
     (
@@ -431,22 +476,28 @@ fn compile_expr(
 > {
     let mut program = compile_with_expr("prog.flx", src, Some(expr)).map_err(|f| f.render())?;
     program
-        .prepare(options(mode, Backend::Native))
+        .prepare(options_with(setting, Backend::Native))
         .map_err(|d| d.message)?;
     let code = program.module.functions[fluxion_driver::core_entry_name()];
-    fluxion_driver::compile_native(&program.module, code, tc, fluxion_driver::OptLevel::On)
+    fluxion_driver::compile_native(
+        &program.module,
+        code,
+        tc,
+        fluxion_driver::OptLevel::On,
+        setting.1,
+    )
 }
 
 /// The value natively, printed, and the heap objects left afterwards.
 fn native_value(
     src: &str,
     expr: &str,
-    mode: AdMode,
+    setting: (AdMode, FwdMode),
     tc: &Toolchain,
 ) -> Result<(String, i64), String> {
     let (src, expr, tc) = (src.to_string(), expr.to_string(), tc.clone());
     with_big_stack(move || {
-        let (prog, module) = compile_expr(&src, &expr, mode, &tc)?;
+        let (prog, module) = compile_expr(&src, &expr, setting, &tc)?;
         let code = module.functions[fluxion_driver::core_entry_name()];
         let ty = module.code(code).ret.clone();
         let value = prog
@@ -465,7 +516,7 @@ fn compiled_code_frees_everything_it_allocates() {
     for path in examples() {
         let src = std::fs::read_to_string(&path).expect("readable");
         for mode in MODES {
-            if let Ok((_, live)) = native_value(&src, "main()", mode, &tc) {
+            if let Ok((_, live)) = native_value(&src, "main()", (mode, FwdMode::Chad), &tc) {
                 assert_eq!(
                     live,
                     0,
@@ -514,8 +565,8 @@ fn a_failed_call_frees_what_it_held() {
     for (src, error) in programs {
         let (src, tc) = (src.to_string(), tc.clone());
         let (err, live, again) = with_big_stack(move || {
-            let (prog, module) =
-                compile_expr(&src, "main()", AdMode::Delta, &tc).expect("compiles");
+            let (prog, module) = compile_expr(&src, "main()", (AdMode::Delta, FwdMode::Chad), &tc)
+                .expect("compiles");
             let err = prog
                 .call(&module, &[], 64 << 20, 1 << 32)
                 .expect_err("fails");
@@ -537,12 +588,12 @@ fn a_second_compile_of_the_same_program_comes_from_the_cache() {
     let tc = test_toolchain("cache");
     let _ = std::fs::remove_dir_all(&tc.cache_dir);
     let src = "fn f(x: Real) -> Real { x * x + 1.0 }";
-    let first = compile_expr(src, "f(3.0)", AdMode::Chad, &tc).expect("compiles");
+    let first = compile_expr(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc).expect("compiles");
     assert!(!first.0.cached);
-    let second = compile_expr(src, "f(3.0)", AdMode::Chad, &tc).expect("compiles");
+    let second = compile_expr(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc).expect("compiles");
     assert!(second.0.cached, "the second compile ran the C compiler");
     assert_eq!(first.0.path, second.0.path);
-    let other = compile_expr(src, "f(4.0)", AdMode::Chad, &tc).expect("compiles");
+    let other = compile_expr(src, "f(4.0)", (AdMode::Chad, FwdMode::Chad), &tc).expect("compiles");
     assert_ne!(
         other.0.path, first.0.path,
         "another program, another library"
@@ -577,11 +628,14 @@ fn sanitizers_find_nothing_in_the_examples() {
     let mut checked = 0;
     for path in examples() {
         let src = std::fs::read_to_string(&path).expect("readable");
-        for mode in MODES {
+        for setting in SETTINGS {
             let Ok(mut program) = compile("prog.flx", &src) else {
                 continue;
             };
-            if program.prepare(options(mode, Backend::Native)).is_err() {
+            if program
+                .prepare(options_with(setting, Backend::Native))
+                .is_err()
+            {
                 continue;
             }
             let code = program.module.functions["main"];
@@ -590,15 +644,17 @@ fn sanitizers_find_nothing_in_the_examples() {
                 &mut module,
                 code,
                 fluxion_driver::OptLevel::On,
+                setting.1,
             );
             let Ok(c) = fluxion_driver::native_backend::c_source(&module, code, &translations)
             else {
                 continue;
             };
             let stem = format!(
-                "{}-{}",
+                "{}-{}-{}",
                 path.file_stem().unwrap().to_string_lossy(),
-                mode.name()
+                setting.0.name(),
+                setting.1.name()
             );
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sanitize");
             std::fs::create_dir_all(&dir).expect("dir");
@@ -674,21 +730,25 @@ fn generated_programs_agree_with_the_interpreter() {
         // `jvp` of `grad`: forward-over-reverse, pushed through the forward layer.
         let expr =
             format!("(f({x}), grad(f, {x}), jvp(f, {x}, {x}), jvp(|v| grad(f, v), {x}, {x}))");
-        for mode in [AdMode::Chad, AdMode::Delta] {
+        // Each reverse mode with one of the forward algorithms (`jvp` follows `--fwd`).
+        for setting in [
+            (AdMode::Chad, FwdMode::Chad),
+            (AdMode::Delta, FwdMode::Dual),
+        ] {
             let interp = fluxion_driver::gradcheck::eval_literal(
                 &g.source,
                 &expr,
-                options(mode, Backend::Interp),
+                options_with(setting, Backend::Interp),
             );
-            match native_value(&g.source, &expr, mode, &tc) {
+            match native_value(&g.source, &expr, setting, &tc) {
                 Ok((value, live)) => {
                     native += 1;
                     let expected =
                         interp.unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
                     assert!(
                         same_value(&expected, &value),
-                        "seed {seed} --ad {}: interpreter {expected}, native {value}\n{}",
-                        mode.name(),
+                        "seed {seed} {}: interpreter {expected}, native {value}\n{}",
+                        setting_name(setting),
                         g.source
                     );
                     assert_eq!(live, 0, "seed {seed}: objects left\n{}", g.source);
@@ -735,7 +795,7 @@ fn opt_0_leaves_ahead_of_time_translations_unoptimised() {
         let mut module = program.module.clone();
         let first_new = module.codes.len();
         let main = module.functions["main"];
-        fluxion_driver::native_backend::resolve_operators(&mut module, main, opt);
+        fluxion_driver::native_backend::resolve_operators(&mut module, main, opt, FwdMode::Chad);
         let live = fluxion_opt::live_codes(&module);
         (first_new..module.codes.len())
             .filter(|c| live[*c])
@@ -816,9 +876,14 @@ fn a_runtime_error_during_a_reverse_pass_does_not_change_the_next_gradient() {
         .prepare(options(AdMode::Delta, Backend::Native))
         .expect("prepares");
     let code = prepared.module.functions["g"];
-    let (native, module) =
-        fluxion_driver::compile_native(&prepared.module, code, &tc, fluxion_driver::OptLevel::On)
-            .expect("compiles natively");
+    let (native, module) = fluxion_driver::compile_native(
+        &prepared.module,
+        code,
+        &tc,
+        fluxion_driver::OptLevel::On,
+        FwdMode::Chad,
+    )
+    .expect("compiles natively");
     let call = |i: i64| {
         native.call(
             &module,

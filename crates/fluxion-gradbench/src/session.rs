@@ -188,6 +188,7 @@ impl Session {
                 code,
                 &fluxion_driver::native_backend::Toolchain::default(),
                 self.config.opt,
+                self.config.fwd,
             )
             .ok();
             timings.push(timing("native_compile", start.elapsed()));

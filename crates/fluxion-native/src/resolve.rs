@@ -22,6 +22,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::emit::contains_fn;
+use fluxion_ad::FwdMode;
 use fluxion_core::{
     Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
 };
@@ -33,11 +34,13 @@ pub fn resolve_operators(
     m: &mut Module,
     entry: CodeId,
     opt: fluxion_opt::OptLevel,
+    fwd: FwdMode,
 ) -> Translations {
     let first_new = m.codes.len();
     let live = fluxion_opt::reachable_codes(m, &[entry]);
     let mut table = Translations {
         first_new,
+        fwd,
         ..Translations::default()
     };
     let mut rewritten = HashSet::new();
@@ -145,6 +148,9 @@ pub struct Translations {
     /// Whether `%chad_of` may go without the candidates that do not translate (the
     /// last resort of `rewrite_body`).
     partial: bool,
+    /// The algorithm of `jvp` (`--fwd`): dual numbers push forward through the
+    /// forward layer, as the interpreter does; forward CHAD translates by `ChadFwd`.
+    fwd: FwdMode,
 }
 
 impl Translations {
@@ -337,6 +343,7 @@ fn expand_operator(
     match p {
         Prim::DeltaVjp => crate::delta::expand(&mut site, args, v),
         Prim::Taylor => None,
+        Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         _ => expand(&mut site, p, args, v),
     }
     .or_else(|| crate::push::expand(&mut site, p, args, v))
