@@ -169,6 +169,46 @@ fn fwd_chooses_the_forward_algorithm_natively() {
     }
 }
 
+/// The C compiler with the backend's flags builds constant tuples right: GCC 12.2 with
+/// AVX-512 did not (`tests/native/constant_tuples.c`, reduced from Halley's example
+/// under `--fwd dual`), hence `-mno-avx512f` beside `-march=native`. By hand: `fn_45`
+/// calls `fn_42` with `((1, 1), (0, 0))`, which adds the captured `((1, 0), (1, 0))`:
+/// `((2, 1), (1, 0))`, whose transposition is printed.
+#[test]
+fn the_c_compilers_flags_build_constant_tuples_right() {
+    let tc = Toolchain::default();
+    if !tc.available() {
+        eprintln!("no C compiler: skipped");
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("constant-tuples");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let exe = dir.join("constant_tuples");
+    let flags: Vec<String> = tc
+        .flags()
+        .into_iter()
+        .filter(|f| f != "-shared" && f != "-fPIC")
+        .collect();
+    let built = std::process::Command::new(&tc.cc)
+        .args(&flags)
+        .arg("-o")
+        .arg(&exe)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native/constant_tuples.c"))
+        .output()
+        .expect("cc runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = std::process::Command::new(&exe).output().expect("runs");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "((2, 1), (1, 0))",
+        "flags {flags:?}"
+    );
+}
+
 /// A closure the compiler cannot see whose code has no ahead-of-time translation in
 /// any layer (it captures a tuple of functions) hands the run to the interpreter when
 /// it meets the operator — one note, the interpreter's value — while a program that

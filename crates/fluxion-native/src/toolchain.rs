@@ -83,6 +83,12 @@ impl Toolchain {
         f.push(format!("-O{}", self.opt_level));
         if self.native_arch {
             f.push("-march=native".into());
+            // GCC 12.2 builds some constant vectors wrongly with AVX-512 at -O2 and
+            // above: a tuple `((1, 1), (0, 0))` built from constants was passed as
+            // four 1s (nested `diff` under dual numbers gave 2 for 1; reduced to twenty
+            // lines of plain C, right with `-mavx2`, wrong with `-mavx512f`). AVX2 is
+            // kept.
+            f.push("-mno-avx512f".into());
         }
         f.extend(self.extra_flags.iter().cloned());
         f
