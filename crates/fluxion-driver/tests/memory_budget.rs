@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use fluxion_driver::{CountingAlloc, RunOptions};
+use fluxion_driver::{AdMode, Backend, CountingAlloc, RunOptions};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -22,6 +22,56 @@ fn run_within(src: &str, limit: Option<usize>) -> Result<String, String> {
             .map(|out| out.to_literal())
             .map_err(|f| f.render())
     })
+}
+
+/// [`run_within`] with `--ad delta` on `backend`: the value or the error, and the notes.
+fn run_delta_on(
+    src: &str,
+    limit: usize,
+    backend: Backend,
+) -> (Result<String, String>, Vec<String>) {
+    let src = src.to_string();
+    fluxion_driver::with_big_stack(move || {
+        let program =
+            fluxion_driver::compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+        let options = RunOptions {
+            memory_limit: Some(limit),
+            mode: AdMode::Delta,
+            backend,
+            ..RunOptions::default()
+        };
+        match program.run_with_options("main", None, options) {
+            Ok(out) => (Ok(out.to_literal()), out.notes.clone()),
+            Err(f) => (Err(f.render()), f.notes.clone()),
+        }
+    })
+}
+
+/// The delta tape counts in the memory budget natively, as in the interpreter (whose
+/// tape is on the counted heap): 10⁷ steps of `iterate` make about 700 MB of tape, a
+/// clean budget error under 64 MiB on both backends (natively it ran on, unbounded);
+/// 10⁵ steps (about 7 MB) fit, and give the interpreter's gradient.
+#[test]
+fn the_delta_tape_counts_in_the_memory_budget_on_both_backends() {
+    let program = |steps: u64| {
+        format!(
+            "fn main() -> Real {{ grad(|x: Real| iterate({steps}, |y: Real| sin(y) + 0.5 * y, x), 0.3) }}"
+        )
+    };
+    let (interp, _) = run_delta_on(&program(100_000), 64 << 20, Backend::Interp);
+    let (native, notes) = run_delta_on(&program(100_000), 64 << 20, Backend::Native);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(interp, native);
+    for backend in [Backend::Interp, Backend::Native] {
+        let (out, notes) = run_delta_on(&program(10_000_000), 64 << 20, backend);
+        assert!(notes.is_empty(), "{notes:?}");
+        let err = out.expect_err("over the budget");
+        assert!(
+            err.contains("runtime error: memory budget of 64 MiB exceeded"),
+            "{}: {err}",
+            backend.name()
+        );
+    }
 }
 
 const NESTED_BUILD: &str = "fn main() -> Int {

@@ -121,10 +121,34 @@ static fx_hdr fx_all = {0, 0, &fx_all, &fx_all};
 #define FX_POOL_CLASSES 16
 static void *fx_pool[FX_POOL_CLASSES];
 
+/* A byte count as the interpreter words it (memory.rs `show_bytes`): whole MiB when it
+ * is one, else one decimal in the largest unit that fits. */
+static void fx_show_bytes(char *buf, size_t n, uint64_t bytes) {
+  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    u++;
+  }
+  if (u == 0) snprintf(buf, n, "%llu bytes", (unsigned long long)bytes);
+  else if (v == (double)(uint64_t)v) snprintf(buf, n, "%llu %s", (unsigned long long)v, units[u]);
+  else snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
+static void fx_over_budget(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) __attribute__((noreturn, cold));
+static void fx_over_budget(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
+  char limit[32], need[32], used[32];
+  fx_show_bytes(limit, sizeof limit, fx_memory_limit);
+  fx_show_bytes(need, sizeof need, bytes);
+  fx_show_bytes(used, sizeof used, fx_memory_used);
+  fx_fail(src, start, end, "memory budget of %s exceeded: this operation needs %s more, with %s in use", limit,
+          need, used);
+}
+
 /* Whether `bytes` more fit in the memory budget (else the budget's runtime error). */
 static inline void fx_budget(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
-  if (fx_memory_used + bytes > fx_memory_limit)
-    fx_fail(src, start, end, "memory budget of %llu bytes exceeded", (unsigned long long)fx_memory_limit);
+  if (fx_memory_used + bytes > fx_memory_limit) fx_over_budget(bytes, src, start, end);
 }
 
 static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
@@ -403,8 +427,8 @@ static double fx_lgamma(double x) {
  * current one at a mark (the next id) and closes it by truncating back to the mark,
  * so the ids of nested tapes never mix. The sweep visits each node once, last to
  * first, skipping those whose adjoint is zero (the interpreter's order exactly). The
- * buffers are kept between calls and reset on entry; they are not heap objects of
- * the program (not in the memory budget, as in the interpreter). */
+ * buffers are kept between calls and reset on entry. They count in the memory budget,
+ * as the interpreter's tape does: their capacity, and the adjoints of a sweep. */
 static struct {
   int64_t len, depth, cap_nodes, nterms, cap_terms, cursor;
   int64_t *starts;
@@ -412,23 +436,48 @@ static struct {
   uint32_t *parents;
   double *adj;
   int64_t mark;
+  uint64_t adj_bytes;
 } fx_tape;
 
+/* The bytes the tape's buffers hold (their capacity). */
+static uint64_t fx_tape_bytes(void) {
+  return (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
+         (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t));
+}
+
+/* On entry (after the budget is set): an empty tape, whose kept buffers are charged to
+ * this call; buffers grown past a quarter of the budget by an earlier call are freed
+ * instead, so that its tape never counts against this one. */
 static void fx_tape_reset(void) {
   fx_tape.len = 1;
   fx_tape.depth = 0;
   fx_tape.nterms = 0;
   free(fx_tape.adj);
   fx_tape.adj = NULL;
+  fx_tape.adj_bytes = 0;
+  if (fx_tape_bytes() > fx_memory_limit / 4) {
+    free(fx_tape.starts);
+    free(fx_tape.coefs);
+    free(fx_tape.parents);
+    fx_tape.starts = NULL;
+    fx_tape.coefs = NULL;
+    fx_tape.parents = NULL;
+    fx_tape.cap_nodes = fx_tape.cap_terms = 0;
+  }
+  fx_memory_used += fx_tape_bytes();
 }
 
+/* `p` grown to hold `need` entries of `elem` bytes, the growth charged to the budget. */
 static void *fx_tape_grow(void *p, int64_t *cap, int64_t need, size_t elem, uint32_t src, uint32_t start,
                           uint32_t end) {
   if (need <= *cap) return p;
   int64_t cap2 = *cap ? *cap : 1024;
   while (cap2 < need) cap2 *= 2;
+  uint64_t more = (uint64_t)(cap2 - *cap) * elem;
+  fx_budget(more, src, start, end);
   void *q = realloc(p, (size_t)cap2 * elem);
   if (!q) fx_fail(src, start, end, "out of memory: the reverse pass's tape needs %lld entries", (long long)need);
+  fx_memory_used += more;
   *cap = cap2;
   return q;
 }
@@ -492,8 +541,12 @@ static int64_t fx_tape_open(void) {
  * run no program code, so they never nest). */
 static void fx_tape_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint32_t end) {
   fx_tape.mark = mark;
+  uint64_t bytes = ((uint64_t)(fx_tape.len - mark) + 1) * sizeof(double);
+  fx_budget(bytes, src, start, end);
   fx_tape.adj = (double *)calloc((size_t)(fx_tape.len - mark) + 1, sizeof(double));
   if (!fx_tape.adj) fx_fail(src, start, end, "out of memory: the adjoints of %lld deltas", (long long)(fx_tape.len - mark));
+  fx_tape.adj_bytes = bytes;
+  fx_memory_used += bytes;
 }
 static inline void fx_tape_seed(int64_t id, double w) {
   if (id >= fx_tape.mark) fx_tape.adj[id - fx_tape.mark] += w;
@@ -533,6 +586,8 @@ static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? f
 static void fx_tape_close(int64_t mark) {
   free(fx_tape.adj);
   fx_tape.adj = NULL;
+  fx_memory_used -= fx_tape.adj_bytes;
+  fx_tape.adj_bytes = 0;
   fx_tape.len = mark;
   fx_tape.nterms = fx_tape.starts[mark];
   fx_tape.depth--;
