@@ -31,6 +31,7 @@ snapshot_errors! {
     syntax_int_literal_too_large: "fn main() -> Int { 99999999999999999999 }\n";
     type_int_plus_real: "fn main() -> Real {\n    let n = 1;\n    n + 2.5\n}\n";
     type_wrong_result: "fn main() -> Int { 1.5 }\n";
+    type_enum_named_as_a_tangent_type: "enum P { P(Real, Int) }\nenum PTan { Z }\nfn g(p: P) -> Real { match p { P(x, n) => x * to_real(n) } }\nfn main() -> PTan { grad(g, P(1.0, 2)) }\n";
     type_unknown_variable: "fn main() -> Int { y + 1 }\n";
     type_unknown_function_type_name: "fn f(x: Shape) -> Int { 1 }\nfn main() -> Int { 1 }\n";
     type_wrong_arity: "fn f(x: Int, y: Int) -> Int { x + y }\nfn main() -> Int { f(1) }\n";

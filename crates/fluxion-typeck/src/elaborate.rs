@@ -264,7 +264,24 @@ impl Elab {
                 _ => None,
             })
             .collect();
+        // `ETan` names the tangent type of an enum `E` (README, "Tangent types"): an
+        // enum of that name would make the two indistinguishable ("expected PTan,
+        // found PTan"), so it is not declared.
+        let declared: std::collections::HashSet<&str> =
+            defs.iter().map(|d| d.name.name.as_str()).collect();
         for def in &defs {
+            let name = &def.name.name;
+            if let Some(base) = name.strip_suffix("Tan")
+                && (declared.contains(base) || self.enum_names.contains_key(base))
+            {
+                self.error(
+                    span(def.name.span),
+                    format!(
+                        "type `{name}` cannot be defined: `{name}` names the tangent type of enum `{base}`"
+                    ),
+                );
+                continue;
+            }
             if ["Real", "Int", "Bool"].contains(&def.name.name.as_str())
                 || self.enum_names.contains_key(&def.name.name)
             {
