@@ -399,6 +399,12 @@ fn runtime_errors_are_the_interpreters() {
          fn main() -> Real { f(100000000) }",
         "enum E { A, B(Real) }\nfn main() -> Real { let e = if length([1]) > 0 { A } else { B(1.0) }; \
          match e { B(x) => x } }",
+        // Loops indexing captured arrays by the loop's index run in two copies (emit.rs
+        // `index_hints`): where an array is too short, the copy that checks runs, and
+        // the first index out of range is the one reported.
+        "fn main() -> [Real] { let xs = [1.0, 2.0, 3.0]; let ys = [1.0, 2.0]; build(3, |i| xs[i] * ys[i]) }",
+        "fn main() -> Real { let xs = [1.0, 2.0, 3.0]; let ys = [1.0, 2.0, 3.0, 4.0]; sumbuild(4, |i| ys[i] + xs[i]) }",
+        "fn main() -> Real { let xs = [1.0, 2.0]; sumbuild(3, |j| sumbuild(j + 1, |t| xs[t] * xs[j])) }",
         // A runaway tail call: the C compiler must not make it a loop (it would hang).
         "fn spin(n: Int) -> Int { spin(n) }\nfn main() -> Int { spin(0) }",
     ];

@@ -79,6 +79,7 @@ pub fn emit_module(
         translations,
         owned: Vec::new(),
         on_stack: HashSet::new(),
+        made_here: HashMap::new(),
         sites: 0,
         chad_of: Vec::new(),
         terms_variants: Vec::new(),
@@ -119,6 +120,9 @@ pub fn emit_module(
     }
     e.types.flush();
     let mut out = String::new();
+    if !e.types.makes_lazy_arrays() {
+        out.push_str("#define FX_ALL_DENSE 1\n");
+    }
     out.push_str(crate::RUNTIME);
     out.push_str("\n/* ---- types ---- */\n");
     out.push_str(&e.types.defs);
@@ -263,6 +267,9 @@ pub(crate) struct Emitter<'m> {
     owned: Vec<Vec<VarId>>,
     /// Closures of the current function whose environment is on the C stack.
     on_stack: HashSet<VarId>,
+    /// The closures made in the function being emitted: code and captured atoms (for
+    /// [`FnEmitter::index_hints`]).
+    made_here: HashMap<VarId, (CodeId, Vec<Atom>)>,
     /// What `%chad_of` chooses among.
     translations: &'m Translations,
     /// Calls of prelude functions from the user's code so far (names their saved site).
@@ -369,6 +376,12 @@ impl<'m> Emitter<'m> {
         self.owned.clear();
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
+        self.made_here.clear();
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+            if let Rhs::Closure(c, args) = &b.rhs {
+                self.made_here.insert(b.var, (*c, args.clone()));
+            }
+        });
         self.terms_of = if suffix == TERMS_SUFFIX {
             crate::delta_fuse::leaf_delta(self.m, c).map(|(v, _)| v)
         } else {
@@ -377,9 +390,10 @@ impl<'m> Emitter<'m> {
         let mut s = self.signature_named(c, suffix);
         s.push_str(" {\n");
         // Calls check the stack where they are made; a closure's code can also be
-        // entered from a built-in's loop, so it checks on entry too.
-        // (A terms variant is a leaf, called by the fused loop: it calls nothing.)
-        if self.closures.contains(&c) && suffix.is_empty() {
+        // entered from a built-in's loop, so it checks on entry too — unless it enters
+        // no code itself, so that no recursion passes through it (the innermost lambda
+        // of a loop nest: GMM's `row[t] * xc[t]`). A terms variant is such a leaf.
+        if self.closures.contains(&c) && suffix.is_empty() && enters_code(self.m, &code.body) {
             let _ = writeln!(s, "  FX_STACK_CHECK({});", span_args(code.span));
         }
         if code.kind == CodeKind::Lambda || !code.captures.is_empty() {
@@ -756,6 +770,49 @@ impl<'m> Emitter<'m> {
     pub(crate) fn call_closure(&mut self, f: &Atom, args: &[String]) -> String {
         self.call(f, args)
     }
+
+    /// For a loop `for i in 0..count` calling the closure `f` made here: the arrays it
+    /// indexes by `i` (`xs[i]`, `xs` captured). Returns the condition under which no
+    /// such index is out of range (`count <= length` of each) and the facts that hold
+    /// in the loop then, as `FX_ASSUME`s: a loop emitted twice, with them where the
+    /// condition holds and as written elsewhere, keeps every check's error exactly and
+    /// lets the C compiler drop the checks from the fast copy (GMM's triangle loop).
+    pub(crate) fn index_hints(&self, f: &Atom, count: &str) -> Option<(String, String)> {
+        let Atom::Var(v) = f else { return None };
+        let (code, captured) = self.made_here.get(v)?;
+        let code = self.m.code(*code);
+        let &[i] = code.params.as_slice() else {
+            return None;
+        };
+        let mut arrays: Vec<String> = Vec::new();
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+            if let Rhs::Prim(Prim::Index, args) = &b.rhs
+                && args[1] == Atom::Var(i)
+                && let Atom::Var(xs) = args[0]
+                && let Some(k) = code.captures.iter().position(|c| *c == xs)
+                && let Atom::Var(_) = captured[k]
+            {
+                let outside = atom(&captured[k]);
+                if !arrays.contains(&outside) {
+                    arrays.push(outside);
+                }
+            }
+        });
+        if arrays.is_empty() {
+            return None;
+        }
+        let cond = arrays
+            .iter()
+            .map(|a| format!("{count} <= FX_LEN({a})"))
+            .collect::<Vec<_>>()
+            .join(" && ");
+        let assume = arrays
+            .iter()
+            .map(|a| format!("FX_ASSUME((uint64_t)i < (uint64_t)FX_LEN({a}));"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some((cond, assume))
+    }
     pub(crate) fn atom(&self, a: &Atom) -> String {
         atom(a)
     }
@@ -861,4 +918,19 @@ impl<'m> Emitter<'m> {
         out.sort();
         out
     }
+}
+
+/// Whether running `body` may enter code: a call, or a primitive given a function (a
+/// higher-order built-in's loop, an operator). A body that does not is the end of any
+/// chain of calls, so no recursion runs through it.
+fn enters_code(m: &Module, body: &Body) -> bool {
+    let mut enters = false;
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        enters |= match &b.rhs {
+            Rhs::Call(..) | Rhs::CallDirect(..) => true,
+            Rhs::Prim(_, args) => args.iter().any(|a| matches!(m.atom_ty(a), Type::Fn(..))),
+            _ => false,
+        };
+    });
+    enters
 }

@@ -163,13 +163,13 @@ pub(crate) fn emit(
                 s,
                 format!("fx_arr_new({}, sizeof({ce}), \"build\", {sp})", a[0]),
             );
-            line(
-                s,
+            let body = |assume: &str| {
                 format!(
-                    "for (int64_t i = 0; i < {}; i++) FX_DATA({name}, {ce})[i] = {call};",
+                    "for (int64_t i = 0; i < {}; i++) {{ {assume}FX_DATA({name}, {ce})[i] = {call}; }}",
                     a[0]
-                ),
-            );
+                )
+            };
+            line(s, versioned(e.index_hints(&args[1], &a[0]), body));
         }
         Map => {
             let (xe, ce) = (e.types().c(&elem(&aty(1))), e.types().c(&elem(ty)));
@@ -317,10 +317,21 @@ pub(crate) fn emit(
             let add = e.types().plus_expr(Helper::Add, &term_ty, "acc", "t", &sp);
             if !has_array(&term_ty) {
                 let zero = sum_zero(e, &term_ty, &sp);
+                let hints = if p == Sum {
+                    None
+                } else {
+                    e.index_hints(&args[1], &count)
+                };
+                let body = |assume: &str| {
+                    format!(
+                        "for (int64_t i = 0; i < {count}; i++) {{ {assume}{cterm} t = {term}; acc = {add}; }}"
+                    )
+                };
                 line(
                     s,
                     format!(
-                        "{{ {cterm} acc = {zero}; for (int64_t i = 0; i < {count}; i++) {{ {cterm} t = {term}; acc = {add}; }} {name} = acc; }}"
+                        "{{ {cterm} acc = {zero}; {} {name} = acc; }}",
+                        versioned(hints, body)
                     ),
                 );
             } else {
@@ -615,5 +626,18 @@ fn sum_zero(e: &mut FnEmitter<'_>, ty: &Type, sp: &str) -> String {
             format!("(({c}){{{}}})", parts.join(", "))
         }
         _ => "0".into(),
+    }
+}
+
+/// A loop over `i`, from `body(assumptions)`: with [`FnEmitter::index_hints`], once
+/// with the assumptions where their condition holds and once as written elsewhere.
+fn versioned(hints: Option<(String, String)>, body: impl Fn(&str) -> String) -> String {
+    match hints {
+        Some((cond, assume)) => format!(
+            "if ({cond}) {{ {} }} else {{ {} }}",
+            body(&format!("{assume} ")),
+            body("")
+        ),
+        None => body(""),
     }
 }
