@@ -362,6 +362,10 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         "fn main() -> Real { grad(|x: Real| sum(map2(|a, b| a * b, [x, x], [1.0])), 1.0) }",
         "fn main() -> Real { grad(|x: Real| sumbuild(100000000000000, |i| x * to_real(i)), 1.0) }",
         "fn main() -> Real { grad(|x: Real| sumbuild(-2, |i| x * to_real(i)), 1.0) }",
+        // An index out of range in a fused loop, which runs in two copies
+        // (`index_hints`): the checked copy reports it.
+        "fn main() -> [Real] { grad(|v: [Real]| sum(build(3, |i| v[i] * v[0])), [1.0, 2.0]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sum(build(2, |i| v[i] * v[0])), [1.0, 2.0]) }",
     ];
     for src in programs {
         let (interp, _) = run(src, AdMode::Delta, Backend::Interp);

@@ -132,6 +132,12 @@ pub(crate) fn emit(
     let Some((p, args, f)) = element_fn(&loop_.rhs) else {
         return;
     };
+    // A `build` whose lambda indexes captured arrays by its index: two copies of the
+    // loop, as `prims.rs` emits `build` (`index_hints`).
+    let hints = match p {
+        Prim::Build => e.index_hints(f, "n"),
+        _ => None,
+    };
     let f = e.atom(f);
     let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
     let elem_c = |e: &mut Emitter<'_>, x: &Atom| match m.atom_ty(x) {
@@ -169,9 +175,15 @@ pub(crate) fn emit(
     let pair = e.types().c(&Type::Tuple(vec![Type::Real, Type::Int]));
     let k = fusion.terms;
     let _ = writeln!(s, "{pad}{ct} {name};");
+    let call_args = call_args.join(", ");
+    let body = |assume: &str| {
+        format!(
+            "for (int64_t i = 0; i < n; i++) {{ {assume}t += {variant}({f}, {call_args}).f0; }}"
+        )
+    };
+    let loops = crate::prims::versioned(hints, body);
     let _ = writeln!(
         s,
-        "{pad}{{ int64_t n = {len}; fx_arr_check(n, sizeof({pair}), \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += {variant}({f}, {}).f0; {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}",
-        call_args.join(", ")
+        "{pad}{{ int64_t n = {len}; fx_arr_check(n, sizeof({pair}), \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
     );
 }

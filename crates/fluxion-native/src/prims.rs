@@ -631,7 +631,7 @@ fn sum_zero(e: &mut FnEmitter<'_>, ty: &Type, sp: &str) -> String {
 
 /// A loop over `i`, from `body(assumptions)`: with [`FnEmitter::index_hints`], once
 /// with the assumptions where their condition holds and once as written elsewhere.
-fn versioned(hints: Option<(String, String)>, body: impl Fn(&str) -> String) -> String {
+pub(crate) fn versioned(hints: Option<(String, String)>, body: impl Fn(&str) -> String) -> String {
     match hints {
         Some((cond, assume)) => format!(
             "if ({cond}) {{ {} }} else {{ {} }}",
