@@ -63,12 +63,26 @@ impl std::fmt::Display for Path<'_> {
             }
         };
         f.write_str(root)?;
-        for step in steps.iter().rev() {
-            match step {
-                Path::Index(_, i) => write!(f, "[{i}]")?,
-                Path::Field(_, name, i) => write!(f, ".{name}[{i}]")?,
-                Path::Root(_) => {}
+        steps.reverse();
+        // A path thousands of levels deep is shown by its ends.
+        const ENDS: usize = 8;
+        let write_step = |f: &mut std::fmt::Formatter<'_>, step: &Path<'_>| match step {
+            Path::Index(_, i) => write!(f, "[{i}]"),
+            Path::Field(_, name, i) => write!(f, ".{name}[{i}]"),
+            Path::Root(_) => Ok(()),
+        };
+        if steps.len() > 3 * ENDS {
+            for step in &steps[..ENDS] {
+                write_step(f, step)?;
             }
+            write!(f, "…({} levels)…", steps.len() - 2 * ENDS)?;
+            for step in &steps[steps.len() - ENDS..] {
+                write_step(f, step)?;
+            }
+            return Ok(());
+        }
+        for step in steps {
+            write_step(f, step)?;
         }
         Ok(())
     }
@@ -308,6 +322,35 @@ mod tests {
                 .unwrap_or_else(|f| panic!("{}", f.render()));
             (out.to_json(), out.to_literal(), expect(&out.value))
         })
+    }
+
+    /// The path of an error 100 000 levels down is spelt by its ends (it was the
+    /// whole path, megabytes long).
+    #[test]
+    fn a_deep_error_path_is_shortened() {
+        let arg = format!(
+            "{}{}{}",
+            r#"{"Cons":[1,"#.repeat(100_000),
+            r#"{"Nope":[]}"#,
+            "]}".repeat(100_000)
+        );
+        let src = "enum L { Nil, Cons(Int, L) }\nfn main(l: L) -> Int { 0 }".to_string();
+        let args = format!("[{arg}]");
+        let err = crate::with_big_stack(move || {
+            let program =
+                crate::compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+            program
+                .run("main", Some(&args))
+                .err()
+                .expect("a bad constructor")
+                .render()
+        });
+        assert!(
+            err.contains("at $[0].Cons[1].Cons[1]") && err.contains("…(99984 levels)…"),
+            "{}",
+            &err[..err.len().min(300)]
+        );
+        assert!(err.len() < 2000, "{} bytes", err.len());
     }
 
     #[test]
