@@ -186,45 +186,28 @@ fn decode_at(json: &Json, ty: &Type, module: &Module, path: &Path<'_>) -> Result
     })
 }
 
-/// The start of `json`'s text, at most 40 characters (the whole of a deep value is
-/// never printed: only as many levels as 40 characters take).
+/// The start of `json`'s text, at most 40 characters. Printing stops once they are
+/// written, so a deep value is never printed whole (nor recursed into past them).
 fn describe(json: &Json) -> String {
     const LIMIT: usize = 40;
-    fn go(json: &Json, out: &mut String) {
-        if out.len() > LIMIT {
-            return;
+    /// Takes bytes until it holds more than `LIMIT`, then refuses the rest.
+    struct Start(Vec<u8>);
+    impl std::io::Write for Start {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() > LIMIT {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
         }
-        let items: Box<dyn Iterator<Item = (Option<&String>, &Json)>> = match json {
-            Json::Array(xs) => Box::new(xs.iter().map(|x| (None, x))),
-            Json::Object(m) => Box::new(m.iter().map(|(k, v)| (Some(k), v))),
-            scalar => {
-                out.push_str(&scalar.to_string());
-                return;
-            }
-        };
-        let (open, close) = if json.is_array() {
-            ('[', ']')
-        } else {
-            ('{', '}')
-        };
-        out.push(open);
-        for (i, (key, item)) in items.enumerate() {
-            if out.len() > LIMIT {
-                return;
-            }
-            if i > 0 {
-                out.push(',');
-            }
-            if let Some(key) = key {
-                out.push_str(&Json::String(key.clone()).to_string());
-                out.push(':');
-            }
-            go(item, out);
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
-        out.push(close);
     }
-    let mut s = String::new();
-    go(json, &mut s);
+    let mut start = Start(Vec::new());
+    // An error here is the writer refusing more: what it holds is the start.
+    let _ = serde_json::to_writer(&mut start, json);
+    let s = String::from_utf8_lossy(&start.0).into_owned();
     if s.len() > LIMIT {
         format!("{}...", &s[..s.floor_char_boundary(LIMIT)])
     } else {
@@ -237,7 +220,7 @@ fn describe(json: &Json) -> String {
 pub fn encode(v: &Value, ty: &Type, module: &Module) -> Json {
     let mut text = String::new();
     write(&mut text, v, ty, module);
-    serde_json::from_str(&text).unwrap_or(Json::Null)
+    parse(&text).unwrap_or(Json::Null)
 }
 
 /// Appends the JSON text of a value of type `ty` to `out`, without building a `Json`:

@@ -10,41 +10,42 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Runs `main` of `src` under `limit` bytes: the printed value or the rendered error.
 fn run_within(src: &str, limit: Option<usize>) -> Result<String, String> {
-    let src = src.to_string();
-    fluxion_driver::with_big_stack(move || {
-        let program = fluxion_driver::compile("t.flx", &src).map_err(|f| f.render())?;
-        let options = RunOptions {
-            memory_limit: limit,
-            ..RunOptions::default()
-        };
-        program
-            .run_with_options("main", None, options)
-            .map(|out| out.to_literal())
-            .map_err(|f| f.render())
-    })
+    let options = RunOptions {
+        memory_limit: limit,
+        ..RunOptions::default()
+    };
+    run_with(src, options).0
 }
 
-/// [`run_within`] with `--ad delta` on `backend`: the value or the error, and the notes.
-fn run_delta_on(
-    src: &str,
-    limit: usize,
-    backend: Backend,
-) -> (Result<String, String>, Vec<String>) {
+/// Runs `main` of `src` with `options`: the printed value or the rendered error, and
+/// the notes of the run.
+fn run_with(src: &str, options: RunOptions) -> (Result<String, String>, Vec<String>) {
     let src = src.to_string();
     fluxion_driver::with_big_stack(move || {
-        let program =
-            fluxion_driver::compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-        let options = RunOptions {
-            memory_limit: Some(limit),
-            mode: AdMode::Delta,
-            backend,
-            ..RunOptions::default()
+        let program = match fluxion_driver::compile("t.flx", &src) {
+            Ok(p) => p,
+            Err(f) => return (Err(f.render()), Vec::new()),
         };
         match program.run_with_options("main", None, options) {
             Ok(out) => (Ok(out.to_literal()), out.notes.clone()),
             Err(f) => (Err(f.render()), f.notes.clone()),
         }
     })
+}
+
+/// [`run_with`] with `--ad delta` on `backend` under `limit` bytes.
+fn run_delta_on(
+    src: &str,
+    limit: usize,
+    backend: Backend,
+) -> (Result<String, String>, Vec<String>) {
+    let options = RunOptions {
+        memory_limit: Some(limit),
+        mode: AdMode::Delta,
+        backend,
+        ..RunOptions::default()
+    };
+    run_with(src, options)
 }
 
 /// The delta tape counts in the memory budget natively, as in the interpreter (whose

@@ -268,7 +268,7 @@ pub(crate) struct Emitter<'m> {
     /// Closures of the current function whose environment is on the C stack.
     on_stack: HashSet<VarId>,
     /// The closures made in the function being emitted: code and captured atoms (for
-    /// [`FnEmitter::index_hints`]).
+    /// [`Emitter::index_hints`]).
     made_here: HashMap<VarId, (CodeId, Vec<Atom>)>,
     /// What `%chad_of` chooses among.
     translations: &'m Translations,

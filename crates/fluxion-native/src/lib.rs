@@ -12,7 +12,8 @@
 //!
 //! `fx_entry` returns 0 with the result, 1 with a runtime error (message and source
 //! span) in `err`, or 2 when the run needs the interpreter (a closure without an
-//! ahead-of-time translation met an operator: `RuntimeError::needs_interpreter`); `cfg` bounds the stack and the heap. A program the backend cannot
+//! ahead-of-time translation met an operator: `RuntimeError::needs_interpreter`);
+//! `cfg` bounds the stack and the heap. A program the backend cannot
 //! compile — one that applies a differential operator the run time would have to
 //! translate (`resolve.rs` collects the translations it can ahead of time) — is
 //! reported as [`Unsupported`], and the caller runs it in the interpreter.

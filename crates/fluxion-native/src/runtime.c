@@ -259,11 +259,12 @@ typedef struct {
 static inline fx_arr *fx_dense(fx_arr *a) {
 #ifdef FX_ALL_DENSE
   return a;
-#endif
+#else
   if (__builtin_expect(!a || a->kind == FX_DENSE, 1)) return a;
   fx_lazy *l = (fx_lazy *)a;
   if (!l->cache) l->cache = l->force(l);
   return l->cache;
+#endif
 }
 /* A fact the C compiler may rely on (emit.rs `index_hints`: only where it holds). */
 #define FX_ASSUME(c) \
