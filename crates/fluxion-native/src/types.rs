@@ -192,13 +192,13 @@ impl<'m> Types<'m> {
         }
     }
 
-    /// The name of helper `h` at `ty`, generated on first request.
     /// Whether any lazy array cotangent can be made (a `Helper::Lazy` was asked for):
     /// without one, every array is dense and reading one needs no check.
     pub(crate) fn makes_lazy_arrays(&self) -> bool {
         self.requested.iter().any(|(h, _)| *h == Helper::Lazy)
     }
 
+    /// The name of helper `h` at `ty`, generated on first request.
     pub fn helper(&mut self, h: Helper, ty: &Type) -> String {
         let name = format!("{}_{}", helper_name(h), self.id(ty));
         if self.requested.insert((h, ty.clone())) {
