@@ -9,6 +9,8 @@ use fluxion_core::{Module, Type};
 use fluxion_interp::Value;
 use serde_json::Value as Json;
 
+use crate::value_path::ValuePath as Path;
+
 /// Parses JSON text of any nesting depth (serde_json alone stops at 128 levels; a
 /// list of 1000 cells is 1000 levels).
 pub fn parse(text: &str) -> Result<Json, String> {
@@ -37,55 +39,6 @@ pub fn drop_flat(json: Json) {
 /// starts with `root`.
 pub fn decode(json: &Json, ty: &Type, module: &Module, root: &str) -> Result<Value, String> {
     decode_at(json, ty, module, &Path::Root(root))
-}
-
-/// Where a JSON value sits in the whole, spelt out only for an error: a path held as
-/// text at every level would cost the square of the depth.
-enum Path<'a> {
-    Root(&'a str),
-    /// `parent[i]`.
-    Index(&'a Path<'a>, usize),
-    /// `parent.Ctor[i]`.
-    Field(&'a Path<'a>, &'a str, usize),
-}
-
-impl std::fmt::Display for Path<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut steps = Vec::new();
-        let mut at = self;
-        let root = loop {
-            match at {
-                Path::Root(root) => break root,
-                Path::Index(parent, _) | Path::Field(parent, _, _) => {
-                    steps.push(at);
-                    at = parent;
-                }
-            }
-        };
-        f.write_str(root)?;
-        steps.reverse();
-        // A path thousands of levels deep is shown by its ends.
-        const ENDS: usize = 8;
-        let write_step = |f: &mut std::fmt::Formatter<'_>, step: &Path<'_>| match step {
-            Path::Index(_, i) => write!(f, "[{i}]"),
-            Path::Field(_, name, i) => write!(f, ".{name}[{i}]"),
-            Path::Root(_) => Ok(()),
-        };
-        if steps.len() > 3 * ENDS {
-            for step in &steps[..ENDS] {
-                write_step(f, step)?;
-            }
-            write!(f, "…({} levels)…", steps.len() - 2 * ENDS)?;
-            for step in &steps[steps.len() - ENDS..] {
-                write_step(f, step)?;
-            }
-            return Ok(());
-        }
-        for step in steps {
-            write_step(f, step)?;
-        }
-        Ok(())
-    }
 }
 
 fn decode_at(json: &Json, ty: &Type, module: &Module, path: &Path<'_>) -> Result<Value, String> {

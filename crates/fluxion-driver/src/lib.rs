@@ -12,6 +12,7 @@ pub mod json;
 mod memory;
 mod native;
 pub mod repl;
+pub mod value_path;
 
 pub use diagnostic::{Diagnostic, Phase, SourceFile, render};
 pub use fluxion_ad as ad;

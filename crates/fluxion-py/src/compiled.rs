@@ -12,6 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use fluxion_driver::core::{CodeId, Module, Type};
+use fluxion_driver::value_path::ValuePath;
 use fluxion_driver::{AdMode, Program, RunOptions, SourceFile};
 use pyo3::prelude::*;
 
@@ -133,7 +134,8 @@ impl Compiled {
                 args.iter()
                     .zip(sig.params.iter().zip(&sig.names))
                     .map(|(a, (t, n))| {
-                        to_value(a.bind(py), t, &module, n).map_err(|e| in_call(e, label))
+                        to_value(a.bind(py), t, &module, &ValuePath::Root(n))
+                            .map_err(|e| in_call(e, label))
                     })
                     .collect::<Result<Vec<_>, _>>()
             })?;

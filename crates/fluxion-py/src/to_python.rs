@@ -18,7 +18,18 @@ use crate::variant::make_variant;
 
 type Result<T> = std::result::Result<T, CallError>;
 
+/// Converts a result of type `ty` to Python objects; each level runs under `deep`, so a
+/// value of any nesting depth converts.
 pub fn to_python<'py>(
+    py: Python<'py>,
+    v: &Value,
+    ty: &Type,
+    module: &Module,
+) -> Result<Bound<'py, PyAny>> {
+    fluxion_driver::interp::deep(|| convert(py, v, ty, module))
+}
+
+fn convert<'py>(
     py: Python<'py>,
     v: &Value,
     ty: &Type,

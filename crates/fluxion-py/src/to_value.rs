@@ -9,7 +9,8 @@
 use std::rc::Rc;
 
 use fluxion_driver::core::{Module, Type};
-use fluxion_driver::interp::{MAX_ARRAY_LEN, Value};
+use fluxion_driver::interp::{MAX_ARRAY_LEN, Value, deep};
+use fluxion_driver::value_path::ValuePath as Path;
 use numpy::{Element, PyArray1, PyArray2, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
@@ -20,7 +21,17 @@ use crate::variant;
 type Result<T> = std::result::Result<T, CallError>;
 
 /// Converts `obj` to a value of type `ty`; `path` names it in errors (`x`, `x[0]`).
-pub fn to_value(obj: &Bound<'_, PyAny>, ty: &Type, module: &Module, path: &str) -> Result<Value> {
+/// Each level runs under `deep`, so a value of any nesting depth converts.
+pub fn to_value(
+    obj: &Bound<'_, PyAny>,
+    ty: &Type,
+    module: &Module,
+    path: &Path<'_>,
+) -> Result<Value> {
+    deep(|| convert(obj, ty, module, path))
+}
+
+fn convert(obj: &Bound<'_, PyAny>, ty: &Type, module: &Module, path: &Path<'_>) -> Result<Value> {
     let bad = |expected: &str| -> CallError {
         FxError::new(
             Kind::Argument,
@@ -71,7 +82,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, ty: &Type, module: &Module, path: &str) 
                 .iter()
                 .zip(ts)
                 .enumerate()
-                .map(|(i, (x, t))| to_value(x, t, module, &format!("{path}[{i}]")))
+                .map(|(i, (x, t))| to_value(x, t, module, &Path::Index(path, i)))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Value::tuple(fields))
         }
@@ -94,7 +105,7 @@ fn array(
     elem: &Type,
     ty: &Type,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Value> {
     if let Ok(arr) = obj.cast::<PyUntypedArray>() {
         return numpy_array(arr, elem, ty, module, path);
@@ -113,7 +124,7 @@ fn array(
     let elems = items
         .iter()
         .enumerate()
-        .map(|(i, x)| to_value(x, elem, module, &format!("{path}[{i}]")))
+        .map(|(i, x)| to_value(x, elem, module, &Path::Index(path, i)))
         .collect::<Result<Vec<_>>>()?;
     Ok(Value::array(elems))
 }
@@ -123,7 +134,7 @@ fn numpy_array(
     elem: &Type,
     ty: &Type,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Value> {
     let shape = arr.shape().to_vec();
     let shape_error = |want: &str| -> CallError {
@@ -165,7 +176,7 @@ fn numpy_array(
             let elems = items
                 .iter()
                 .enumerate()
-                .map(|(i, x)| to_value(x, elem, module, &format!("{path}[{i}]")))
+                .map(|(i, x)| to_value(x, elem, module, &Path::Index(path, i)))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Value::array(elems))
         }
@@ -175,7 +186,7 @@ fn numpy_array(
             let elems = items
                 .iter()
                 .enumerate()
-                .map(|(i, x)| to_value(x, elem, module, &format!("{path}[{i}]")))
+                .map(|(i, x)| to_value(x, elem, module, &Path::Index(path, i)))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Value::array(elems))
         }
@@ -187,7 +198,7 @@ fn buffer<T: Element + Copy>(
     arr: &Bound<'_, PyUntypedArray>,
     ty: &Type,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Rc<[T]>> {
     let typed = arr
         .cast::<PyArray1<T>>()
@@ -205,7 +216,7 @@ fn matrix_rows(
     arr: &Bound<'_, PyUntypedArray>,
     ty: &Type,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Vec<Rc<[f64]>>> {
     let typed = arr
         .cast::<PyArray2<f64>>()
@@ -226,7 +237,7 @@ fn dtype_error<T: Element>(
     arr: &Bound<'_, PyUntypedArray>,
     ty: &Type,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> CallError {
     let want = numpy::dtype::<T>(arr.py());
     let want = want.str().map(|s| s.to_string()).unwrap_or_default();
@@ -250,7 +261,7 @@ fn array_depth(ty: &Type) -> usize {
     }
 }
 
-fn check_len(n: usize, path: &str) -> Result<()> {
+fn check_len(n: usize, path: &Path<'_>) -> Result<()> {
     if n as u64 > MAX_ARRAY_LEN as u64 {
         return Err(FxError::new(Kind::Argument, format!("{path}: array too large")).into());
     }

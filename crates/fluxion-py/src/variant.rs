@@ -12,6 +12,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use crate::errors::{CallError, FxError, Kind};
 use crate::to_value::{describe, sequence, to_value};
+use fluxion_driver::value_path::ValuePath as Path;
 
 static VARIANT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -39,7 +40,7 @@ pub fn to_enum_value(
     obj: &Bound<'_, PyAny>,
     e: EnumId,
     module: &Module,
-    path: &str,
+    path: &Path<'_>,
 ) -> Result<Value, CallError> {
     let py = obj.py();
     let def = module.enum_def(e);
@@ -104,7 +105,7 @@ pub fn to_enum_value(
         .iter()
         .zip(&variant.fields)
         .enumerate()
-        .map(|(i, (x, t))| to_value(x, t, module, &format!("{path}.{name}[{i}]")))
+        .map(|(i, (x, t))| to_value(x, t, module, &Path::Field(path, &name, i)))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Value::Enum(tag as u32, Rc::from(values)))
 }

@@ -25,6 +25,7 @@ fn ident_int_matrix(x: [[Int]]) -> [[Int]] { x }
 fn ident_cube(x: [[[Real]]]) -> [[[Real]]] { x }
 fn ident_pairs(x: [(Real, Int)]) -> [(Real, Int)] { x }
 fn ident_shape(s: Shape) -> Shape { s }
+fn ident_list(l: List) -> List { l }
 fn ragged() -> [[Real]] { [[1.0], [2.0, 3.0]] }
 fn empty() -> [Real] { build(0, |i| to_real(i)) }
 

@@ -100,6 +100,30 @@ def test_wrong_values_are_argument_errors(m, call, fragment):
     assert isinstance(e.value, fluxion.Error)
 
 
+def nested_list(depth, last_head):
+    lst = {"Cons": [last_head, "Nil"]}
+    for _ in range(depth - 1):
+        lst = {"Cons": [1.0, lst]}
+    return lst
+
+
+def test_deep_values_convert_both_ways(m):
+    # 200 000 levels: a path spelt at every level (as once) is 10^11 characters of
+    # formatting; converting level by level on one stack is 200 000 frames.
+    depth = 200_000
+    out, length = m.ident_list(nested_list(depth, 1.0)), 0
+    while out.name == "Cons":
+        out, length = out.fields[1], length + 1
+    assert length == depth
+    with pytest.raises(fluxion.FluxionArgumentError) as e:
+        m.total(nested_list(depth, "one"))
+    # The path is shown by its ends: `l.Cons[1]` eight times, the levels between
+    # counted, then the last eight steps down to the string (`.Cons[0]`).
+    message = str(e.value)
+    assert f"({depth - 16} levels)" in message and message.count(".Cons[1]") == 15
+    assert len(message) < 400
+
+
 def test_keyword_arguments(m):
     assert m.pair(n=2, x=0.0) == 1.0
 
