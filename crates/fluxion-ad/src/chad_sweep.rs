@@ -369,6 +369,7 @@ impl Chad {
                 let then = self.branch(b, then, &ty, &outputs, None)?;
                 let els = self.branch(b, els, &ty, &outputs, None)?;
                 let rty = self.branch_type(b, &pty, &ty, &outputs);
+                b.span = binding.span; // the branches' bindings moved it
                 let r = b.emit(&hint, Rhs::If(c, Box::new(then), Box::new(els)), rty);
                 split_branch(b, r, outputs)
             }
@@ -393,6 +394,7 @@ impl Chad {
                     None => None,
                 };
                 let rty = self.branch_type(b, &pty, &ty, &outputs);
+                b.span = binding.span; // the branches' bindings moved it
                 let r = b.emit(&hint, Rhs::Match(s, new_arms, default), rty);
                 split_branch(b, r, outputs)
             }

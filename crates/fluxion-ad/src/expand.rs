@@ -118,6 +118,7 @@ fn expand_body(b: &mut Builder, body: &Body, alg: &dyn ReverseAlgorithm) -> Body
                 }
                 other => other.clone(),
             };
+            b.span = binding.span; // the branches' bindings moved it
             b.bind(binding.var, rhs);
         }
         body.result

@@ -235,6 +235,9 @@ impl<L: Layer> Translate<'_, L> {
     }
 
     fn rhs(&mut self, b: &mut Builder, rhs: &Rhs, var: VarId) -> Result<Atom, AdError> {
+        // The binding's own span: translating an `if`'s or a `match`'s arms moves the
+        // builder's to their bindings, and a failing match is reported at its own.
+        let span = b.span;
         let ty = b.m.var_ty(var).clone();
         let hint = b.m.var(var).name.clone();
         let lty = b.m.map_type(&ty, self.layer.map());
@@ -303,6 +306,7 @@ impl<L: Layer> Translate<'_, L> {
                 Rhs::Match(s, new_arms, default)
             }
         };
+        b.span = span;
         Ok(b.emit(&hint, new_rhs, lty))
     }
 

@@ -384,6 +384,80 @@ fn fused_delta_sums_give_the_interpreters_bits() {
 }
 
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
+/// The first line of a rendered runtime error: `prog.flx:LINE:COL: runtime error: …`.
+fn first_line(result: Result<String, String>) -> String {
+    let err = result.expect_err("a runtime error");
+    err.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_fault_inside_a_derivative_is_reported_where_the_primal_reports_it() {
+    // Each fault sits in a `match` or `if` whose arms bind first: translating the arms
+    // moved the place a failing match was reported to its last arm's last binding
+    // (found by hand: `grad` of a non-exhaustive match blamed `2.0 * v`).
+    let functions = "enum S { A(Real), B(Real), C }
+fn pick(s: S, x: Real) -> Real {
+    match s {
+        A(v) => v * x,
+        B(v) => { let w = 2.0 * v; w * x },
+    }
+}
+fn guarded(xs: [Real], x: Real) -> Real {
+    if x > 0.0 { let y = x * x; y + xs[5] } else { let z = x + 1.0; z * xs[0] }
+}
+fn divided(n: Int, x: Real) -> Real {
+    let m = match C { A(v) => 1, B(v) => 2, C => { let k = n + 1; 7 / (k - k) } };
+    x * to_real(m)
+}
+";
+    let calls = [
+        ("pick(C, 1.5)", "Real", "grad(|x: Real| pick(C, x), 1.5)"),
+        (
+            "guarded([1.0], 1.5)",
+            "Real",
+            "grad(|x: Real| guarded([1.0], x), 1.5)",
+        ),
+        (
+            "divided(3, 1.5)",
+            "Real",
+            "grad(|x: Real| divided(3, x), 1.5)",
+        ),
+        (
+            "pick(C, 1.5)",
+            "Real",
+            "jvp(|x: Real| pick(C, x), 1.5, 1.0).1",
+        ),
+        (
+            "pick(C, 1.5)",
+            "[Real]",
+            "taylor(|x: Real| pick(C, x), 1.5, 1.0, 2).1",
+        ),
+        (
+            "guarded([1.0], 1.5)",
+            "Real",
+            "vjp(|x: Real| guarded([1.0], x), 1.5).1(1.0)",
+        ),
+    ];
+    for (primal, ty, derivative) in calls {
+        let primal_src = format!("{functions}fn main() -> Real {{ {primal} }}");
+        let expected = first_line(run(&primal_src, AdMode::Chad, Backend::Interp).0);
+        assert!(expected.contains("runtime error"), "{expected}");
+        let src = format!("{functions}fn main() -> {ty} {{ {derivative} }}");
+        for setting in SETTINGS {
+            for backend in [Backend::Interp, Backend::Native] {
+                let (result, notes) = run_with(&src, setting, backend);
+                assert!(notes.is_empty(), "{src}: {notes:?}");
+                assert_eq!(
+                    first_line(result),
+                    expected,
+                    "{} {backend:?}: {derivative}",
+                    setting_name(setting)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn runtime_errors_are_the_interpreters() {
     let programs = [
