@@ -62,10 +62,10 @@ pub(crate) fn emit(
             line(format!("{ct} {name} = fx_tape_node();"));
         }
         Prim::DeltaSum => {
-            let ce = e.types().c(&elem(&aty(0)));
+            let d = e.types().get(&elem(&aty(0)), &a[0], "i");
             line(format!("{ct} {name};"));
             line(format!(
-                "{{ int64_t n = FX_LEN({0}); {ce} *d = FX_DATA({0}, {ce}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += d[i].f0; {name}.f0 = t; if (n == 0) {name}.f1 = 0; else {{ fx_tape_reserve(n, {sp}); for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, d[i].f1); {name}.f1 = fx_tape_node(); }} }}",
+                "{{ int64_t n = FX_LEN({0}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += {d}.f0; {name}.f0 = t; if (n == 0) {name}.f1 = 0; else {{ fx_tape_reserve(n, {sp}); for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, {d}.f1); {name}.f1 = fx_tape_node(); }} }}",
                 a[0]
             ));
         }
@@ -172,11 +172,11 @@ pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: 
                 }
             }
             (Type::Array(xe), Type::Array(te)) => {
-                let (cxe, cte) = (types.c(xe), types.c(te));
-                let st = seed(types, xe, te, "xd[i]", "td[i]");
+                let (xi, ti) = (types.get(xe, "x", "i"), types.get(te, "t", "i"));
+                let st = seed(types, xe, te, &xi, &ti);
                 let _ = writeln!(
                     s,
-                    "  if (!t) return;\n  {cxe} *xd = FX_DATA(x, {cxe}); {cte} *td = FX_DATA(t, {cte});\n  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {st} }}"
+                    "  if (!t) return;\n  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {st} }}"
                 );
             }
             (Type::Enum(xe), Type::Enum(te)) => {
@@ -223,11 +223,13 @@ pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: 
             s.push_str("  return r;\n");
         }
         (Type::Array(xe), Type::Array(te)) => {
-            let (cxe, cte) = (types.c(xe), types.c(te));
-            let f = rebuild(types, h, xe, te, "xd[i]", sp);
+            let xi = types.get(xe, "x", "i");
+            let f = rebuild(types, h, xe, te, &xi, sp);
+            let size = types.elem_size(te);
+            let put = types.set(te, "r", "i", &f);
             let _ = writeln!(
                 s,
-                "  int64_t n = FX_LEN(x);\n  fx_arr *r = fx_arr_new(n, sizeof({cte}), \"an array\", {sp});\n  {cxe} *xd = FX_DATA(x, {cxe}); {cte} *rd = FX_DATA(r, {cte});\n  for (int64_t i = 0; i < n; i++) rd[i] = {f};\n  return r;"
+                "  int64_t n = FX_LEN(x);\n  fx_arr *r = fx_arr_new(n, {size}, \"an array\", {sp});\n  for (int64_t i = 0; i < n; i++) {put}\n  return r;"
             );
         }
         (Type::Enum(xe), Type::Enum(te)) => {

@@ -140,39 +140,31 @@ pub(crate) fn emit(
     };
     let f = e.atom(f);
     let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
-    let elem_c = |e: &mut Emitter<'_>, x: &Atom| match m.atom_ty(x) {
-        Type::Array(t) => e.types().c(&t),
-        _ => "void".into(),
+    let read = |e: &mut Emitter<'_>, x: &Atom, arr: &str| match m.atom_ty(x) {
+        Type::Array(t) => e.types().get(&t, arr, "i"),
+        _ => "0".into(),
     };
     let variant = e.terms_variant(fusion.code);
     let (len, what, call_args) = match p {
         Prim::Build => (a[0].clone(), "build", vec!["i".to_string()]),
-        Prim::Map => {
-            let xe = elem_c(e, &args[1]);
-            (
-                format!("FX_LEN({})", a[1]),
-                "map",
-                vec![format!("FX_DATA({}, {xe})[i]", a[1])],
-            )
-        }
+        Prim::Map => (
+            format!("FX_LEN({})", a[1]),
+            "map",
+            vec![read(e, &args[1], &a[1])],
+        ),
         _ => {
-            let (xe, ye) = (elem_c(e, &args[1]), elem_c(e, &args[2]));
+            let (x, y) = (read(e, &args[1], &a[1]), read(e, &args[2], &a[2]));
             let _ = writeln!(
                 s,
                 "{pad}fx_same_length(\"map2\", FX_LEN({}), FX_LEN({}), {lsp});",
                 a[1], a[2]
             );
-            (
-                format!("FX_LEN({})", a[1]),
-                "map2",
-                vec![
-                    format!("FX_DATA({}, {xe})[i]", a[1]),
-                    format!("FX_DATA({}, {ye})[i]", a[2]),
-                ],
-            )
+            (format!("FX_LEN({})", a[1]), "map2", vec![x, y])
         }
     };
-    let pair = e.types().c(&Type::Tuple(vec![Type::Real, Type::Int]));
+    let pair = e
+        .types()
+        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
     let k = fusion.terms;
     let _ = writeln!(s, "{pad}{ct} {name};");
     let call_args = call_args.join(", ");
@@ -184,6 +176,6 @@ pub(crate) fn emit(
     let loops = crate::prims::versioned(hints, body);
     let _ = writeln!(
         s,
-        "{pad}{{ int64_t n = {len}; fx_arr_check(n, sizeof({pair}), \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
+        "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
     );
 }

@@ -530,11 +530,13 @@ impl<'m> Emitter<'m> {
                     _ => Type::Unit,
                 };
                 let ce = self.types.c(&ety);
+                let size = self.types.elem_size(&ety);
                 let _ = writeln!(
                     s,
-                    "{pad}{ct} {name} = fx_arr_new({}, sizeof({ce}), \"an array\", {sp});",
+                    "{pad}{ct} {name} = fx_arr_new({}, {size}, \"an array\", {sp});",
                     args.len()
                 );
+                // (Literals are scalars: a tuple element is always a variable.)
                 if args.len() > 8 && args.iter().all(|a| matches!(a, Atom::Lit(_))) {
                     // A literal array is static data copied in: one statement per
                     // element would take the C compiler minutes for 10^4 elements.
@@ -547,7 +549,8 @@ impl<'m> Emitter<'m> {
                     return Ok(true);
                 }
                 for (i, a) in args.iter().enumerate() {
-                    let _ = writeln!(s, "{pad}FX_DATA({name}, {ce})[{i}] = {};", atom(a));
+                    let put = self.types.set(&ety, &name, &i.to_string(), &atom(a));
+                    let _ = writeln!(s, "{pad}{put}");
                 }
                 self.inc_atoms(args, s, &pad);
                 Ok(true)

@@ -151,52 +151,41 @@ pub(crate) fn emit(
         ToInt => decl(s, format!("fx_to_int({}, {sp})", a[0])),
         Length => decl(s, format!("FX_LEN({})", a[0])),
         Index => {
-            let ce = e.types().c(&elem(&aty(0)));
             line(s, format!("fx_bounds({}, FX_LEN({}), {sp});", a[1], a[0]));
-            decl(s, format!("FX_DATA({}, {ce})[{}]", a[0], a[1]));
+            let read = e.types().get(&elem(&aty(0)), &a[0], &a[1]);
+            decl(s, read);
             return Ok(false);
         }
         Build => {
-            let ce = e.types().c(&elem(ty));
+            let size = e.types().elem_size(&elem(ty));
             let call = e.call_closure(&args[1], &["i".into()]);
-            decl(
-                s,
-                format!("fx_arr_new({}, sizeof({ce}), \"build\", {sp})", a[0]),
-            );
+            let put = e.types().set(&elem(ty), &name, "i", &call);
+            decl(s, format!("fx_arr_new({}, {size}, \"build\", {sp})", a[0]));
             let body = |assume: &str| {
-                format!(
-                    "for (int64_t i = 0; i < {}; i++) {{ {assume}FX_DATA({name}, {ce})[i] = {call}; }}",
-                    a[0]
-                )
+                format!("for (int64_t i = 0; i < {}; i++) {{ {assume}{put} }}", a[0])
             };
             line(s, versioned(e.index_hints(&args[1], &a[0]), body));
         }
         Map => {
-            let (xe, ce) = (e.types().c(&elem(&aty(1))), e.types().c(&elem(ty)));
-            let call = e.call_closure(&args[0], &[format!("FX_DATA({}, {xe})[i]", a[1])]);
+            let x = e.types().get(&elem(&aty(1)), &a[1], "i");
+            let size = e.types().elem_size(&elem(ty));
+            let call = e.call_closure(&args[0], &[x]);
+            let put = e.types().set(&elem(ty), &name, "i", &call);
             decl(
                 s,
-                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"map\", {sp})", a[1]),
+                format!("fx_arr_new(FX_LEN({}), {size}, \"map\", {sp})", a[1]),
             );
             line(
                 s,
-                format!(
-                    "for (int64_t i = 0; i < FX_LEN({}); i++) FX_DATA({name}, {ce})[i] = {call};",
-                    a[1]
-                ),
+                format!("for (int64_t i = 0; i < FX_LEN({}); i++) {put}", a[1]),
             );
         }
         Map2 => {
-            let xe = e.types().c(&elem(&aty(1)));
-            let ye = e.types().c(&elem(&aty(2)));
-            let ce = e.types().c(&elem(ty));
-            let call = e.call_closure(
-                &args[0],
-                &[
-                    format!("FX_DATA({}, {xe})[i]", a[1]),
-                    format!("FX_DATA({}, {ye})[i]", a[2]),
-                ],
-            );
+            let x = e.types().get(&elem(&aty(1)), &a[1], "i");
+            let y = e.types().get(&elem(&aty(2)), &a[2], "i");
+            let size = e.types().elem_size(&elem(ty));
+            let call = e.call_closure(&args[0], &[x, y]);
+            let put = e.types().set(&elem(ty), &name, "i", &call);
             line(
                 s,
                 format!(
@@ -206,20 +195,17 @@ pub(crate) fn emit(
             );
             decl(
                 s,
-                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"map2\", {sp})", a[1]),
+                format!("fx_arr_new(FX_LEN({}), {size}, \"map2\", {sp})", a[1]),
             );
             line(
                 s,
-                format!(
-                    "for (int64_t i = 0; i < FX_LEN({}); i++) FX_DATA({name}, {ce})[i] = {call};",
-                    a[1]
-                ),
+                format!("for (int64_t i = 0; i < FX_LEN({}); i++) {put}", a[1]),
             );
         }
         Zip => {
             let (xt, yt) = (elem(&aty(0)), elem(&aty(1)));
-            let (xe, ye) = (e.types().c(&xt), e.types().c(&yt));
             let ce = e.types().c(&elem(ty));
+            let size = e.types().elem_size(&elem(ty));
             line(
                 s,
                 format!(
@@ -229,15 +215,16 @@ pub(crate) fn emit(
             );
             decl(
                 s,
-                format!("fx_arr_new(FX_LEN({}), sizeof({ce}), \"zip\", {sp})", a[0]),
+                format!("fx_arr_new(FX_LEN({}), {size}, \"zip\", {sp})", a[0]),
             );
-            let ix = format!("FX_DATA({}, {xe})[i]", a[0]);
-            let iy = format!("FX_DATA({}, {ye})[i]", a[1]);
-            let (incx, incy) = (e.types().inc(&xt, &ix), e.types().inc(&yt, &iy));
+            let ix = e.types().get(&xt, &a[0], "i");
+            let iy = e.types().get(&yt, &a[1], "i");
+            let (incx, incy) = (e.types().inc(&xt, "t.f0"), e.types().inc(&yt, "t.f1"));
+            let put = e.types().set(&elem(ty), &name, "i", "t");
             line(
                 s,
                 format!(
-                    "for (int64_t i = 0; i < FX_LEN({}); i++) {{ {ce} t = {{{ix}, {iy}}}; FX_DATA({name}, {ce})[i] = t; {incx} {incy} }}",
+                    "for (int64_t i = 0; i < FX_LEN({}); i++) {{ {ce} t = {{{ix}, {iy}}}; {put} {incx} {incy} }}",
                     a[0]
                 ),
             );
@@ -255,8 +242,8 @@ pub(crate) fn emit(
             let f = if p == Iterate { &args[1] } else { &args[0] };
             let call = match xs {
                 Some(xs) => {
-                    let xe = e.types().c(&elem(&aty(2)));
-                    e.call_closure(f, &["acc".into(), format!("FX_DATA({xs}, {xe})[i]")])
+                    let x = e.types().get(&elem(&aty(2)), xs, "i");
+                    e.call_closure(f, &["acc".into(), x])
                 }
                 None => e.call_closure(f, &["acc".into()]),
             };
@@ -275,15 +262,14 @@ pub(crate) fn emit(
                 _ => "0".into(),
             };
             if p == Scan {
-                decl(
-                    s,
-                    format!("fx_arr_new({count}, sizeof({cacc}), \"scan\", {sp})"),
-                );
+                let size = e.types().elem_size(&acc_ty);
+                decl(s, format!("fx_arr_new({count}, {size}, \"scan\", {sp})"));
             } else {
                 line(s, format!("{ct} {name};"));
             }
             let store = if p == Scan {
-                format!(" FX_DATA({name}, {cacc})[i] = acc; {inc_acc}")
+                let put = e.types().set(&acc_ty, &name, "i", "acc");
+                format!(" {put} {inc_acc}")
             } else {
                 String::new()
             };
@@ -303,12 +289,8 @@ pub(crate) fn emit(
             let term_ty = ty.clone();
             let cterm = ct.clone();
             let (count, term, owned_term) = if p == Sum {
-                let ce = e.types().c(&elem(&aty(0)));
-                (
-                    format!("FX_LEN({})", a[0]),
-                    format!("FX_DATA({}, {ce})[i]", a[0]),
-                    false,
-                )
+                let term = e.types().get(&elem(&aty(0)), &a[0], "i");
+                (format!("FX_LEN({})", a[0]), term, false)
             } else {
                 line(s, format!("fx_length({}, \"sumbuild\", {sp});", a[0]));
                 (a[0].clone(), e.call_closure(&args[1], &["i".into()]), true)
@@ -355,18 +337,16 @@ pub(crate) fn emit(
         }
         Replicate => {
             let et = aty(1);
-            let ce = e.types().c(&et);
+            let size = e.types().elem_size(&et);
             let inc = e.types().inc(&et, &a[1]);
+            let put = e.types().set(&et, &name, "i", &a[1]);
             decl(
                 s,
-                format!("fx_arr_new({}, sizeof({ce}), \"replicate\", {sp})", a[0]),
+                format!("fx_arr_new({}, {size}, \"replicate\", {sp})", a[0]),
             );
             line(
                 s,
-                format!(
-                    "for (int64_t i = 0; i < {}; i++) {{ FX_DATA({name}, {ce})[i] = {}; {inc} }}",
-                    a[0], a[1]
-                ),
+                format!("for (int64_t i = 0; i < {}; i++) {{ {put} {inc} }}", a[0]),
             );
         }
         Range => {
@@ -385,6 +365,7 @@ pub(crate) fn emit(
         Reverse | Concat | Slice => {
             let et = elem(ty);
             let ce = e.types().c(&et);
+            let size = e.types().elem_size(&et);
             let (start, len) = match p {
                 Reverse => ("0".to_string(), format!("FX_LEN({})", a[0])),
                 Slice => {
@@ -410,21 +391,25 @@ pub(crate) fn emit(
             };
             decl(
                 s,
-                format!("fx_arr_new({len}, sizeof({ce}), \"{}\", {sp})", p.name()),
+                format!("fx_arr_new({len}, {size}, \"{}\", {sp})", p.name()),
             );
             let read = match p {
-                Reverse => format!("FX_DATA({0}, {ce})[FX_LEN({0}) - 1 - i]", a[0]),
-                Slice => format!("FX_DATA({}, {ce})[{start} + i]", a[0]),
-                _ => format!(
-                    "(i < FX_LEN({0}) ? FX_DATA({0}, {ce})[i] : FX_DATA({1}, {ce})[i - FX_LEN({0})])",
-                    a[0], a[1]
-                ),
+                Reverse => e
+                    .types()
+                    .get(&et, &a[0], &format!("FX_LEN({}) - 1 - i", a[0])),
+                Slice => e.types().get(&et, &a[0], &format!("{start} + i")),
+                _ => {
+                    let first = e.types().get(&et, &a[0], "i");
+                    let second = e.types().get(&et, &a[1], &format!("i - FX_LEN({})", a[0]));
+                    format!("(i < FX_LEN({}) ? {first} : {second})", a[0])
+                }
             };
-            let inc = e.types().inc(&et, &format!("FX_DATA({name}, {ce})[i]"));
+            let inc = e.types().inc(&et, "v");
+            let put = e.types().set(&et, &name, "i", "v");
             line(
                 s,
                 format!(
-                    "for (int64_t i = 0; i < FX_LEN({name}); i++) {{ FX_DATA({name}, {ce})[i] = {read}; {inc} }}"
+                    "for (int64_t i = 0; i < FX_LEN({name}); i++) {{ {ce} v = {read}; {put} {inc} }}"
                 ),
             );
         }
@@ -529,13 +514,13 @@ pub(crate) fn emit(
         }
         LinIndex => {
             let et = elem(&aty(0));
-            let ce = e.types().c(&et);
+            let read = e.types().get(&et, &a[0], &a[1]);
             let z = e.types().zero(&et);
             line(s, format!("{ct} {name};"));
             line(
                 s,
                 format!(
-                    "if (!{0}) {name} = {z}; else {{ if ((uint64_t){1} >= (uint64_t)FX_LEN({0})) fx_fail({sp}, \"internal error: %%lindex %lld out of range\", (long long){1}); {name} = FX_DATA({0}, {ce})[{1}]; }}",
+                    "if (!{0}) {name} = {z}; else {{ if ((uint64_t){1} >= (uint64_t)FX_LEN({0})) fx_fail({sp}, \"internal error: %%lindex %lld out of range\", (long long){1}); {name} = {read}; }}",
                     a[0], a[1]
                 ),
             );
@@ -572,12 +557,15 @@ pub(crate) fn emit(
         LinSlice => {
             let et = elem(ty);
             let ce = e.types().c(&et);
-            let inc = e.types().inc(&et, &format!("FX_DATA({name}, {ce})[i]"));
+            let size = e.types().elem_size(&et);
+            let inc = e.types().inc(&et, "v");
+            let read = e.types().get(&et, &a[0], &format!("{} + i", a[1]));
+            let put = e.types().set(&et, &name, "i", "v");
             line(s, format!("{ct} {name};"));
             line(
                 s,
                 format!(
-                    "if (!{0}) {name} = NULL; else {{ if ({1} < 0 || {2} < 0 || {1} > FX_LEN({0}) - {2}) fx_fail({sp}, \"internal error: %%lslice out of range\"); {name} = fx_arr_new({2}, sizeof({ce}), \"a cotangent\", {sp}); for (int64_t i = 0; i < {2}; i++) {{ FX_DATA({name}, {ce})[i] = FX_DATA({0}, {ce})[{1} + i]; {inc} }} }}",
+                    "if (!{0}) {name} = NULL; else {{ if ({1} < 0 || {2} < 0 || {1} > FX_LEN({0}) - {2}) fx_fail({sp}, \"internal error: %%lslice out of range\"); {name} = fx_arr_new({2}, {size}, \"a cotangent\", {sp}); for (int64_t i = 0; i < {2}; i++) {{ {ce} v = {read}; {put} {inc} }} }}",
                     a[0], a[1], a[2]
                 ),
             );
@@ -585,13 +573,8 @@ pub(crate) fn emit(
         LinSum => {
             let ce = e.types().c(ty);
             let z = e.types().zero(ty);
-            let add = e.types().plus_expr(
-                Helper::TanPlus,
-                ty,
-                "acc",
-                &format!("FX_DATA({}, {ce})[i]", a[0]),
-                &sp,
-            );
+            let x = e.types().get(ty, &a[0], "i");
+            let add = e.types().plus_expr(Helper::TanPlus, ty, "acc", &x, &sp);
             let dec = e.types().dec(ty, "acc");
             line(s, format!("{ct} {name};"));
             line(
@@ -617,8 +600,8 @@ fn sum_zero(e: &mut FnEmitter<'_>, ty: &Type, sp: &str) -> String {
     match ty {
         Type::Real => "0.0".into(),
         Type::Array(t) => {
-            let ce = e.types().c(t);
-            format!("fx_arr_new(0, sizeof({ce}), \"sum\", {sp})")
+            let size = e.types().elem_size(t);
+            format!("fx_arr_new(0, {size}, \"sum\", {sp})")
         }
         Type::Tuple(ts) => {
             let c = e.types().c(ty);

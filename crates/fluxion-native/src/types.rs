@@ -5,7 +5,9 @@
 //! `Real` → `double`, `Int` → `int64_t`, `Bool`/`()` → `uint8_t`; a tuple → a C struct
 //! held by value (`tup_N`, so a tuple of scalars is never allocated and the C compiler
 //! keeps its fields in registers); an array → `fx_arr*` (header, length, elements of
-//! the element's C type, contiguous); an enum → `fx_enum*` (one struct per
+//! the element's C type, contiguous; an array of tuples as a struct of arrays: each
+//! leaf of the tuple in a region of its own, `soa_get_N`/`soa_set_N`); an enum →
+//! `fx_enum*` (one struct per
 //! constructor, nullary constructors static); a function → `fx_clo*` (code pointer,
 //! environment drop, captures). Helpers are generated once per type, on request, with
 //! prototypes first so that helpers of recursive enums can call each other.
@@ -37,6 +39,9 @@ pub enum Helper {
     /// The lazy array cotangents of an array type: `onehot_N`, `lembed_N`, `lsum_N`
     /// (O(1) constructors) and what makes them dense (`force_N`, `accum_N`).
     Lazy,
+    /// Reads and writes of one element of an array of a tuple type, laid out as a
+    /// struct of arrays (`soa_get_N`, `soa_set_N`; see [`Types::get`]).
+    Soa,
 }
 
 /// A two-type helper: `(point type, tangent type)`.
@@ -212,6 +217,13 @@ impl<'m> Types<'m> {
                 Helper::Zero => format!("static {cty} {name}(void)"),
                 Helper::Decode => format!("static {cty} {name}(fx_reader *r)"),
                 Helper::Encode => format!("static void {name}(fx_writer *w, {cty} x)"),
+                Helper::Soa => {
+                    let id = self.id(ty);
+                    format!(
+                        "static inline {cty} soa_get_{id}(fx_arr *a, int64_t i);\n\
+                         static inline void soa_set_{id}(fx_arr *a, int64_t i, {cty} v)"
+                    )
+                }
                 Helper::Lazy => {
                     let id = self.id(ty);
                     let e = match ty {
@@ -296,6 +308,85 @@ impl<'m> Types<'m> {
         }
     }
 
+    /// The bytes an element of an array of `elem` takes: a tuple's leaves one 8-byte
+    /// slot each (struct of arrays), anything else its C type's size.
+    pub fn elem_size(&mut self, elem: &Type) -> String {
+        match elem {
+            Type::Tuple(_) => format!("{}", 8 * self.leaves(elem).len().max(1)),
+            _ => format!("sizeof({})", self.c(elem)),
+        }
+    }
+
+    /// Element `i` of array `arr` (of element type `elem`) as a C expression.
+    ///
+    /// An array of tuples is a struct of arrays: after the header, one region of `len`
+    /// 8-byte slots per leaf of the tuple (nested tuples flattened), in field order, so
+    /// that a loop over one field reads contiguous memory (a `zip` is two copies, the
+    /// delta layer's `(Real, Int)` pairs are a buffer of reals and one of ids). Every
+    /// other array holds its elements contiguously.
+    pub fn get(&mut self, elem: &Type, arr: &str, i: &str) -> String {
+        match elem {
+            Type::Tuple(_) => {
+                let id = self.id(elem);
+                self.helper(Helper::Soa, elem);
+                format!("soa_get_{id}((fx_arr*)({arr}), {i})")
+            }
+            _ => format!("FX_DATA({arr}, {})[{i}]", self.c(elem)),
+        }
+    }
+
+    /// Sets element `i` of the fresh (dense, uniquely owned) array `arr` to `v`, as a
+    /// statement (see [`Types::get`]).
+    pub fn set(&mut self, elem: &Type, arr: &str, i: &str, v: &str) -> String {
+        match elem {
+            Type::Tuple(_) => {
+                let id = self.id(elem);
+                self.helper(Helper::Soa, elem);
+                format!("soa_set_{id}((fx_arr*)({arr}), {i}, {v});")
+            }
+            _ => format!("FX_DATA({arr}, {})[{i}] = {v};", self.c(elem)),
+        }
+    }
+
+    /// The leaves of `ty` (itself unless a tuple): their C types and their paths in
+    /// the C value (`.f1.f0`).
+    fn leaves(&mut self, ty: &Type) -> Vec<(String, String)> {
+        fn walk(t: &mut Types<'_>, ty: &Type, path: String, out: &mut Vec<(String, String)>) {
+            match ty {
+                Type::Tuple(ts) => {
+                    for (i, f) in ts.iter().enumerate() {
+                        walk(t, f, format!("{path}.f{i}"), out);
+                    }
+                }
+                _ => out.push((t.c(ty), path)),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, ty, String::new(), &mut out);
+        out
+    }
+
+    /// `soa_get_N`/`soa_set_N` of tuple type `ty`: leaf `k` of element `i` is slot `i`
+    /// of region `k`, which starts `k·len` slots after the header.
+    fn soa_body(&mut self, ty: &Type) -> String {
+        let id = self.id(ty);
+        let cty = self.c(ty);
+        let leaves = self.leaves(ty);
+        let mut get = format!(
+            "static inline {cty} soa_get_{id}(fx_arr *a, int64_t i) {{\n  a = fx_dense(a);\n  uint64_t *p = (uint64_t*)(a + 1); int64_t n = a->len; (void)n;\n  {cty} v;\n"
+        );
+        let mut set = format!(
+            "static inline void soa_set_{id}(fx_arr *a, int64_t i, {cty} v) {{\n  uint64_t *p = (uint64_t*)(a + 1); int64_t n = a->len; (void)n;\n"
+        );
+        for (k, (leaf, path)) in leaves.iter().enumerate() {
+            let _ = writeln!(get, "  v{path} = (({leaf}*)(p + {k} * n))[i];");
+            let _ = writeln!(set, "  (({leaf}*)(p + {k} * n))[i] = v{path};");
+        }
+        get.push_str("  return v;\n}\n");
+        set.push_str("}\n");
+        get + &set
+    }
+
     /// The symbolic zero of tangent type `ty` as a C expression.
     pub fn zero(&mut self, ty: &Type) -> String {
         match ty {
@@ -341,17 +432,17 @@ impl<'m> Types<'m> {
                         }
                     }
                     Type::Array(e) => {
-                        let ce = self.c(e);
                         let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
                         let _ = writeln!(
                             s,
                             "  if (x->kind != FX_DENSE) {{ fx_lazy *l = (fx_lazy*)x; l->drop(l); if (l->cache) {name}(l->cache); fx_release(x); return; }}"
                         );
                         if has_rc(e) {
-                            let d = self.dec(e, "d[i]");
+                            let elem = self.get(e, "x", "i");
+                            let d = self.dec(e, &elem);
                             let _ = writeln!(
                                 s,
-                                "  {ce} *d = FX_DATA(x, {ce});\n  for (int64_t i = 0; i < ((fx_arr*)x)->len; i++) {{ {d} }}"
+                                "  for (int64_t i = 0; i < ((fx_arr*)x)->len; i++) {{ {d} }}"
                             );
                         }
                         let _ = writeln!(s, "  fx_release(x);");
@@ -401,6 +492,7 @@ impl<'m> Types<'m> {
                 let _ = writeln!(s, "{}", self.encode_body(ty));
             }
             Helper::Lazy => return self.lazy_body(ty),
+            Helper::Soa => return self.soa_body(ty),
         }
         s.push_str("}\n");
         s
@@ -424,7 +516,9 @@ impl<'m> Types<'m> {
         // place — the slot made a dense array of its own once, then each term added
         // where it is nonzero — so repeated one-hot rows cost O(their size), not a
         // lazy node each.
+        // `slot` is an index into `buf`.
         let slot_add = |t: &mut Types<'m>, slot: &str, v: &str| -> String {
+            let old = t.get(&e, "buf", slot);
             if let Type::Array(_) = &e {
                 let inner = t.helper(Helper::Lazy, &e);
                 let inner_id = inner.trim_start_matches("lazy_").to_string();
@@ -433,21 +527,27 @@ impl<'m> Types<'m> {
                     Type::Array(x) => (**x).clone(),
                     _ => Type::Unit,
                 };
-                let cee = t.c(&ee);
+                let size = t.elem_size(&ee);
                 let zero = t.zero(&ee);
+                let fill = t.set(&ee, "fresh", "j", &zero);
                 let dec_old = t.dec(&e, "old");
+                let (put_v, put_old) = (t.set(&e, "buf", slot, v), t.set(&e, "buf", slot, "old"));
                 format!(
-                    "{{ {ce} old = {slot}; if (!{v}) {{}} else if (!old) {{ {slot} = {v}; fx_inc({v}); }} else {{ if (!(old->kind == FX_DENSE && old->h.rc == 1)) {{ fx_arr *fresh = fx_arr_new(old->len, sizeof({cee}), \"a cotangent\", 0, 0, 0); for (int64_t j = 0; j < old->len; j++) (({cee}*)(fresh + 1))[j] = {zero}; accum_{inner_id}(fresh, old, 0); {dec_old} old = fresh; }} if ({v}->len != old->len) fx_fail(0, 0, 0, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)old->len, (long long){v}->len); accum_{inner_id}(old, {v}, 0); {slot} = old; }} }}"
+                    "{{ {ce} old = {old}; if (!{v}) {{}} else if (!old) {{ {put_v} fx_inc({v}); }} else {{ if (!(old->kind == FX_DENSE && old->h.rc == 1)) {{ fx_arr *fresh = fx_arr_new(old->len, {size}, \"a cotangent\", 0, 0, 0); for (int64_t j = 0; j < old->len; j++) {fill} accum_{inner_id}(fresh, old, 0); {dec_old} old = fresh; }} if ({v}->len != old->len) fx_fail(0, 0, 0, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)old->len, (long long){v}->len); accum_{inner_id}(old, {v}, 0); {put_old} }} }}"
                 )
             } else {
                 let ce = t.c(&e);
                 let add = t.plus_expr(Helper::TanPlus, &e, "old", v, "0, 0, 0");
                 let dec_old = t.dec(&e, "old");
-                format!("{{ {ce} old = {slot}; {slot} = {add}; {dec_old} }}")
+                let put = t.set(&e, "buf", slot, &add);
+                format!("{{ {ce} old = {old}; {put} {dec_old} }}")
             }
         };
-        let add_dense = slot_add(self, "d[off + i]", "src[i]");
-        let add_one = slot_add(self, "d[off + o->index]", "o->value");
+        let src = self.get(&e, "x", "i");
+        let add_dense = slot_add(self, "off + i", &src);
+        let add_one = slot_add(self, "off + o->index", "o->value");
+        let size = self.elem_size(&e);
+        let fill = self.set(&e, "buf", "i", &zero);
         let node = |kind: &str| {
             format!(
                 "n->l.a.len = len; n->l.a.kind = {kind}; n->l.force = force_{id}; n->l.cache = NULL; n->l.drop = ldrop_{id};"
@@ -460,11 +560,11 @@ impl<'m> Types<'m> {
         );
         let _ = writeln!(
             s,
-            "static fx_arr *force_{id}(fx_lazy *l) {{\n  fx_arr *buf = fx_arr_new(l->a.len, sizeof({ce}), \"a cotangent\", 0, 0, 0);\n  {ce} *d = ({ce}*)(buf + 1);\n  for (int64_t i = 0; i < l->a.len; i++) d[i] = {zero};\n  accum_{id}(buf, (fx_arr*)l, 0);\n  return buf;\n}}"
+            "static fx_arr *force_{id}(fx_lazy *l) {{\n  fx_arr *buf = fx_arr_new(l->a.len, {size}, \"a cotangent\", 0, 0, 0);\n  for (int64_t i = 0; i < l->a.len; i++) {fill}\n  accum_{id}(buf, (fx_arr*)l, 0);\n  return buf;\n}}"
         );
         let _ = writeln!(
             s,
-            "static void accum_{id}(fx_arr *buf, fx_arr *x, int64_t off) {{\n  {ce} *d = ({ce}*)(buf + 1);\n  while (x) {{\n    if (x->kind != FX_DENSE && ((fx_lazy*)x)->cache) x = ((fx_lazy*)x)->cache;\n    switch (x->kind) {{\n    case FX_DENSE: {{ {ce} *src = ({ce}*)(x + 1); for (int64_t i = 0; i < x->len; i++) {add_dense} return; }}\n    case FX_ONEHOT: {{ oh_{id} *o = (oh_{id}*)x; {add_one} return; }}\n    case FX_EMBED: {{ fx_lazy_embed *em = (fx_lazy_embed*)x; accum_{id}(buf, em->t, off + em->start); return; }}\n    case FX_SUM: {{ fx_lazy_sum *sm = (fx_lazy_sum*)x; accum_{id}(buf, sm->right, off); x = sm->left; continue; }}\n    }}\n    return;\n  }}\n}}"
+            "static void accum_{id}(fx_arr *buf, fx_arr *x, int64_t off) {{\n  while (x) {{\n    if (x->kind != FX_DENSE && ((fx_lazy*)x)->cache) x = ((fx_lazy*)x)->cache;\n    switch (x->kind) {{\n    case FX_DENSE: {{ for (int64_t i = 0; i < x->len; i++) {add_dense} return; }}\n    case FX_ONEHOT: {{ oh_{id} *o = (oh_{id}*)x; {add_one} return; }}\n    case FX_EMBED: {{ fx_lazy_embed *em = (fx_lazy_embed*)x; accum_{id}(buf, em->t, off + em->start); return; }}\n    case FX_SUM: {{ fx_lazy_sum *sm = (fx_lazy_sum*)x; accum_{id}(buf, sm->right, off); x = sm->left; continue; }}\n    }}\n    return;\n  }}\n}}"
         );
         let _ = writeln!(
             s,
@@ -496,12 +596,8 @@ impl<'m> Types<'m> {
                 format!("return {};", parts.join(" && "))
             }
             Type::Array(e) => {
-                let ce = self.c(e);
-                let el = self.eq_expr(
-                    e,
-                    &format!("FX_DATA(a, {ce})[i]"),
-                    &format!("FX_DATA(b, {ce})[i]"),
-                );
+                let (x, y) = (self.get(e, "a", "i"), self.get(e, "b", "i"));
+                let el = self.eq_expr(e, &x, &y);
                 format!(
                     "if (FX_LEN(a) != FX_LEN(b)) return 0;\n  for (int64_t i = 0; i < FX_LEN(a); i++) if (!({el})) return 0;\n  return 1;"
                 )
@@ -576,16 +672,12 @@ impl<'m> Types<'m> {
                 )
             }
             Type::Array(e) => {
-                let ce = self.c(e);
-                let el = self.plus_expr(
-                    h,
-                    e,
-                    &format!("FX_DATA(a, {ce})[i]"),
-                    &format!("FX_DATA(b, {ce})[i]"),
-                    sp,
-                );
+                let (x, y) = (self.get(e, "a", "i"), self.get(e, "b", "i"));
+                let el = self.plus_expr(h, e, &x, &y, sp);
+                let size = self.elem_size(e);
+                let put = self.set(e, "r", "i", &el);
                 format!(
-                    "  int64_t n = FX_LEN(a), m = FX_LEN(b);\n  if (n != m) fx_fail({sp}, \"sum: arrays of different lengths (%lld and %lld)\", (long long)n, (long long)m);\n  fx_arr *r = fx_arr_new(n, sizeof({ce}), \"sum\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {ce})[i] = {el};\n  return r;"
+                    "  int64_t n = FX_LEN(a), m = FX_LEN(b);\n  if (n != m) fx_fail({sp}, \"sum: arrays of different lengths (%lld and %lld)\", (long long)n, (long long)m);\n  fx_arr *r = fx_arr_new(n, {size}, \"sum\", {sp});\n  for (int64_t i = 0; i < n; i++) {put}\n  return r;"
                 )
             }
             Type::Enum(e) => {
@@ -640,10 +732,11 @@ impl<'m> Types<'m> {
                 s + "  return x;"
             }
             Type::Array(e) => {
-                let ce = self.c(e);
                 let d = self.helper(Helper::Decode, e);
+                let size = self.elem_size(e);
+                let put = self.set(e, "a", "i", &format!("{d}(r)"));
                 format!(
-                    "  int64_t n = (int64_t)fx_read(r);\n  fx_arr *a = fx_arr_new(n, sizeof({ce}), \"an argument\", 0, 0, 0);\n  for (int64_t i = 0; i < n; i++) FX_DATA(a, {ce})[i] = {d}(r);\n  return a;"
+                    "  int64_t n = (int64_t)fx_read(r);\n  fx_arr *a = fx_arr_new(n, {size}, \"an argument\", 0, 0, 0);\n  for (int64_t i = 0; i < n; i++) {put}\n  return a;"
                 )
             }
             Type::Enum(e) => {
@@ -686,10 +779,10 @@ impl<'m> Types<'m> {
                 s
             }
             Type::Array(e) => {
-                let ce = self.c(e);
                 let enc = self.helper(Helper::Encode, e);
+                let x = self.get(e, "x", "i");
                 format!(
-                    "  fx_write(w, (uint64_t)FX_LEN(x));\n  for (int64_t i = 0; i < FX_LEN(x); i++) {enc}(w, FX_DATA(x, {ce})[i]);"
+                    "  fx_write(w, (uint64_t)FX_LEN(x));\n  for (int64_t i = 0; i < FX_LEN(x); i++) {enc}(w, {x});"
                 )
             }
             Type::Enum(e) => {
@@ -744,18 +837,14 @@ impl<'m> Types<'m> {
                         let _ = writeln!(s, "  {ct} r = {{{}}}; return r;", parts.join(", "));
                     }
                     (Type::Array(xe), Type::Array(te)) => {
-                        let (cxe, cte) = (self.c(xe), self.c(te));
                         let z = self.zero(te);
-                        let el = self.dense_expr(
-                            xe,
-                            te,
-                            &format!("FX_DATA(x, {cxe})[i]"),
-                            &format!("(t ? FX_DATA(t, {cte})[i] : {z})"),
-                            sp,
-                        );
+                        let (xi, ti) = (self.get(xe, "x", "i"), self.get(te, "t", "i"));
+                        let el = self.dense_expr(xe, te, &xi, &format!("(t ? {ti} : {z})"), sp);
+                        let size = self.elem_size(te);
+                        let put = self.set(te, "r", "i", &el);
                         let _ = writeln!(
                             s,
-                            "  int64_t n = FX_LEN(x);\n  if (t && FX_LEN(t) != n) fx_fail({sp}, \"a tangent of length %lld at a point of length %lld\", (long long)FX_LEN(t), (long long)n);\n  fx_arr *r = fx_arr_new(n, sizeof({cte}), \"a tangent\", {sp});\n  for (int64_t i = 0; i < n; i++) FX_DATA(r, {cte})[i] = {el};\n  return r;"
+                            "  int64_t n = FX_LEN(x);\n  if (t && FX_LEN(t) != n) fx_fail({sp}, \"a tangent of length %lld at a point of length %lld\", (long long)FX_LEN(t), (long long)n);\n  fx_arr *r = fx_arr_new(n, {size}, \"a tangent\", {sp});\n  for (int64_t i = 0; i < n; i++) {put}\n  return r;"
                         );
                     }
                     (Type::Enum(xe), Type::Enum(te)) => {
@@ -821,7 +910,7 @@ impl<'m> Types<'m> {
                         }
                     }
                     (Type::Array(xe), Type::Array(te)) => {
-                        let (cxe, cte) = (self.c(xe), self.c(te));
+                        let (xi, ti) = (self.get(xe, "x", "i"), self.get(te, "t", "i"));
                         let words = if direction {
                             "the direction has length %lld but the point has length %lld"
                         } else {
@@ -831,14 +920,7 @@ impl<'m> Types<'m> {
                             s,
                             "  if (!t) return;\n  if (FX_LEN(t) != FX_LEN(x)) fx_fail({sp}, \"{words}\", (long long)FX_LEN(t), (long long)FX_LEN(x));"
                         );
-                        if let Some(c) = self.check_stmt(
-                            h,
-                            xe,
-                            te,
-                            &format!("FX_DATA(x, {cxe})[i]"),
-                            &format!("FX_DATA(t, {cte})[i]"),
-                            sp,
-                        ) {
+                        if let Some(c) = self.check_stmt(h, xe, te, &xi, &ti, sp) {
                             let _ =
                                 writeln!(s, "  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {c} }}");
                         }
@@ -930,5 +1012,6 @@ fn helper_name(h: Helper) -> &'static str {
         Helper::Decode => "decode",
         Helper::Encode => "encode",
         Helper::Lazy => "lazy",
+        Helper::Soa => "soa",
     }
 }
