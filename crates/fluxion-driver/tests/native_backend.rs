@@ -383,6 +383,27 @@ fn fused_delta_sums_give_the_interpreters_bits() {
     );
 }
 
+/// The C of a program over an array of pairs (after the runtime): a change in the
+/// code the backend writes shows up as a snapshot diff to review. The pairs are a
+/// struct of arrays (`soa_get_N`/`soa_set_N`: the reals in one region, the ints in the
+/// next), and `reverse` and the fused `build` are loops calling the lambdas directly.
+#[test]
+fn the_c_of_an_array_of_pairs() {
+    let src = "fn main() -> [(Real, Int)] {
+    let ps = build(4, |i| (to_real(i) * 0.5, i));
+    reverse(map(|p: (Real, Int)| (p.0 * p.0, p.1 + 1), ps))
+}";
+    let c = compile("prog.flx", src)
+        .unwrap_or_else(|f| panic!("{}", f.render()))
+        .show_with("c", Some("main"), AdMode::Delta)
+        .expect("C");
+    let generated = c
+        .split_once("/* ---- types ---- */")
+        .map(|(_, rest)| rest)
+        .expect("the runtime ends where the types start");
+    insta::assert_snapshot!(generated);
+}
+
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
 /// The first line of a rendered runtime error: `prog.flx:LINE:COL: runtime error: …`.
 fn first_line(result: Result<String, String>) -> String {
