@@ -745,6 +745,53 @@ fn a_second_compile_of_the_same_program_comes_from_the_cache() {
     );
 }
 
+#[test]
+fn a_library_cut_short_in_the_cache_is_built_again() {
+    let tc = test_toolchain("cut-short");
+    let _ = std::fs::remove_dir_all(&tc.cache_dir);
+    let src = "fn f(x: Real) -> Real { x * x + 1.0 }";
+    let first = compile_expr(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc).expect("compiles");
+    let path = first.0.path.clone();
+    drop(first);
+    // A copy interrupted, a full disk: loading it would fault (SIGBUS) when touched.
+    let bytes = std::fs::read(&path).expect("the library");
+    std::fs::write(&path, &bytes[..1000]).expect("cut short");
+    let again = native_value(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc);
+    assert_eq!(again, Ok(("10.0".to_string(), 0)));
+    let third = compile_expr(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc).expect("compiles");
+    assert!(third.0.cached, "the rebuilt library is whole");
+    assert_eq!(
+        std::fs::read(&path).expect("the library").len(),
+        bytes.len()
+    );
+}
+
+#[test]
+fn builds_of_one_program_at_once_share_the_cache_safely() {
+    // Each build writes its source and library under names of its own and renames
+    // them into place (found by hand: a second process compiled the source file while
+    // the first was writing it, and loaded a library without `fx_entry`).
+    let tc = test_toolchain("at-once");
+    let _ = std::fs::remove_dir_all(&tc.cache_dir);
+    let src = "fn f(x: Real) -> Real { sin(x) * x + 1.0 }";
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let builds: Vec<_> = (0..6)
+            .map(|_| {
+                let tc = tc.clone();
+                scope.spawn(move || native_value(src, "f(3.0)", (AdMode::Chad, FwdMode::Chad), &tc))
+            })
+            .collect();
+        builds
+            .into_iter()
+            .map(|b| b.join().expect("no panic"))
+            .collect()
+    });
+    let expected = format!("{:?}", 3.0f64.sin() * 3.0 + 1.0);
+    for r in results {
+        assert_eq!(r, Ok((expected.clone(), 0)));
+    }
+}
+
 /// Builds each example that compiles as a stand-alone executable with AddressSanitizer
 /// and UndefinedBehaviorSanitizer (leak checking included) and runs it.
 #[test]

@@ -111,7 +111,7 @@ impl Toolchain {
         flags.hash(&mut h);
         let key = format!("fx-{:016x}", h.finish());
         let lib = self.cache_dir.join(format!("{key}.so"));
-        if lib.exists() {
+        if is_whole_library(&lib) {
             return Ok(Built {
                 path: lib,
                 compile_time: Duration::ZERO,
@@ -120,26 +120,33 @@ impl Toolchain {
         }
         std::fs::create_dir_all(&self.cache_dir)
             .map_err(|e| format!("cannot create the cache {}: {e}", self.cache_dir.display()))?;
-        let c_file = self.cache_dir.join(format!("{key}.c"));
-        std::fs::write(&c_file, source)
-            .map_err(|e| format!("cannot write {}: {e}", c_file.display()))?;
-        // Compiled under a name of this process's, then renamed: another process
-        // building the same library at once never loads half a file.
-        let tmp = self.cache_dir.join(format!(
-            "{key}.{}.{:?}.tmp",
+        // The source and the library are written under names of this process's, then
+        // renamed: another process building the same library at once never compiles
+        // half a source (which once made a library without `fx_entry`) nor loads half
+        // a library.
+        let own = format!(
+            "{key}.{}.{:?}",
             std::process::id(),
             std::thread::current().id()
-        ));
+        )
+        .replace(['(', ')'], "");
+        let c_file = self.cache_dir.join(format!("{key}.c"));
+        let c_tmp = self.cache_dir.join(format!("{own}.c"));
+        std::fs::write(&c_tmp, source)
+            .map_err(|e| format!("cannot write {}: {e}", c_tmp.display()))?;
+        let tmp = self.cache_dir.join(format!("{own}.tmp"));
         let start = Instant::now();
         let out = Command::new(&self.cc)
             .args(&flags)
             .arg("-o")
             .arg(&tmp)
-            .arg(&c_file)
+            .arg(&c_tmp)
             .arg("-lm")
-            .output()
-            .map_err(|e| format!("cannot run the C compiler `{}`: {e}", self.cc))?;
+            .output();
         let compile_time = start.elapsed();
+        // Kept beside the library, for reading.
+        rename(&c_tmp, &c_file)?;
+        let out = out.map_err(|e| format!("cannot run the C compiler `{}`: {e}", self.cc))?;
         if !out.status.success() {
             let _ = std::fs::remove_file(&tmp);
             return Err(format!(
@@ -155,6 +162,30 @@ impl Toolchain {
             cached: false,
         })
     }
+}
+
+/// Whether `path` holds a whole library: present, and, for an ELF file, as long as its
+/// header says (the section headers end the file). A library cut short (a full disk, a
+/// copy interrupted) would be mapped and fault when touched, so it is built again.
+fn is_whole_library(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    if !bytes.starts_with(b"\x7fELF") {
+        // Another system's format: trusted if not empty.
+        return !bytes.is_empty();
+    }
+    if bytes.len() < 64 {
+        return false;
+    }
+    // ELF64, little-endian: e_shoff at 0x28, e_shentsize at 0x3A, e_shnum at 0x3C.
+    if bytes[4] != 2 || bytes[5] != 1 {
+        return true;
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
+    let u16_at = |i: usize| u64::from(u16::from_le_bytes([bytes[i], bytes[i + 1]]));
+    let end = u64_at(0x28).saturating_add(u16_at(0x3A).saturating_mul(u16_at(0x3C)));
+    end == bytes.len() as u64
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), String> {
