@@ -10,6 +10,7 @@
 mod ad;
 mod array;
 mod chad;
+mod cmath;
 mod compile;
 mod deep;
 mod delta;

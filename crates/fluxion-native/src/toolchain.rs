@@ -73,6 +73,12 @@ impl Toolchain {
             // No tail calls turned into jumps: a runaway recursion must reach the stack
             // check and stop with the interpreter's error, not loop forever.
             "-fno-optimize-sibling-calls",
+            // lgamma and erf of constants are not folded by the compiler (exactly, with
+            // MPFR) but computed by the C library at run time, as the interpreter does
+            // (`fluxion_interp::cmath`): the same bits on both backends.
+            "-fno-builtin-lgamma_r",
+            "-fno-builtin-lgamma",
+            "-fno-builtin-erf",
             "-fPIC",
             "-shared",
             "-w",
