@@ -64,6 +64,10 @@ fn decode_at(json: &Json, ty: &Type, module: &Module, path: &Path<'_>) -> Result
             },
             Type::Int => match json.as_i64() {
                 Some(i) => Ok(Value::Int(i)),
+                // `-0` is a JSON integer, which serde_json reads as the float -0.0.
+                None if json.as_f64() == Some(0.0) && json.to_string().starts_with("-0") => {
+                    Ok(Value::Int(0))
+                }
                 None => bad(),
             },
             Type::Bool => match json {
@@ -258,6 +262,24 @@ mod tests {
                 .unwrap_or_else(|f| panic!("{}", f.render()));
             (out.to_json(), out.to_literal(), expect(&out.value))
         })
+    }
+
+    /// `-0` is a JSON integer (serde_json reads it as the float -0.0); `0.0` is not.
+    #[test]
+    fn minus_zero_is_an_int() {
+        let run = |args: &str| {
+            let args = args.to_string();
+            crate::with_big_stack(move || {
+                let program = crate::compile("t.flx", "fn main(n: Int) -> Int { n + 1 }")
+                    .unwrap_or_else(|f| panic!("{}", f.render()));
+                match program.run("main", Some(&args)) {
+                    Ok(out) => Ok(out.to_literal()),
+                    Err(f) => Err(f.render()),
+                }
+            })
+        };
+        assert_eq!(run("[-0]"), Ok("1".into()));
+        assert!(run("[0.0]").is_err_and(|e| e.contains("expected Int")));
     }
 
     /// The path of an error 100 000 levels down is spelt by its ends (it was the

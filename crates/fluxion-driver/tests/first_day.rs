@@ -16,6 +16,22 @@ fn run(src: &str) -> Result<String, String> {
 /// A user `dot` of another type does not break the prelude (before: 12 type errors
 /// inside `<prelude>`).
 #[test]
+fn a_file_may_start_with_a_byte_order_mark() {
+    assert_eq!(run("\u{feff}fn main() -> Int { 1 }"), Ok("1".into()));
+}
+
+#[test]
+fn logsumexp_of_an_infinite_maximum_is_that_maximum() {
+    // Every exp(x - m) is 0 (m = -inf) or the sum is inf (m = inf): as JAX and SciPy
+    // give it (x - m was NaN).
+    assert_eq!(
+        run("fn main() -> (Real, Real, Real) { let inf = 1.0 / 0.0; \
+             (logsumexp([0.0 - inf, 0.0 - inf]), logsumexp([inf, 1.0]), logsumexp([0.0 - inf, 0.0])) }"),
+        Ok("(-inf, inf, 0.0)".into())
+    );
+}
+
+#[test]
 fn a_user_function_may_take_a_prelude_name_with_another_type() {
     let src = "fn dot(a: Int, b: Int) -> Int { a * b }\n\
                fn main() -> (Int, [Real]) { (dot(2, 3), matvec([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0])) }";

@@ -793,6 +793,28 @@ fn builds_of_one_program_at_once_share_the_cache_safely() {
 }
 
 #[test]
+fn the_ends_of_the_int_range_are_the_interpreters() {
+    // 2^63 - 1024 (the largest double below 2^63) and -2^63 convert; 2^63 does not.
+    let one = "to_real(length([1]))";
+    let programs = [
+        format!(
+            "fn main() -> [Int] {{ [to_int(9223372036854774784.0 * {one}), to_int(-9223372036854775808.0 * {one})] }}"
+        ),
+        format!("fn main() -> Int {{ to_int(9223372036854775808.0 * {one}) }}"),
+    ];
+    for src in &programs {
+        let (interp, _) = run(src, AdMode::Delta, Backend::Interp);
+        let (native, notes) = run(src, AdMode::Delta, Backend::Native);
+        assert!(notes.is_empty(), "{src}: {notes:?}");
+        assert_eq!(interp, native, "{src}");
+    }
+    assert_eq!(
+        run(&programs[0], AdMode::Delta, Backend::Native).0,
+        Ok("[9223372036854774784, -9223372036854775808]".into())
+    );
+}
+
+#[test]
 fn lgamma_and_erf_give_the_interpreters_bits() {
     // Both backends call the C library's `lgamma_r` and `erf` (the interpreter used a
     // port of musl's: 98 of these 400 points differed in the last bits), and the C

@@ -258,9 +258,9 @@ impl Interp {
             ToReal => Value::Real(int(a(0)) as f64),
             ToInt => {
                 let x = real(a(0));
-                // i64 range is [-2^63, 2^63).
-                if !(x.is_finite() && x > -9.223_372_036_854_777e18 && x < 9.223_372_036_854_775e18)
-                {
+                // [-2^63, 2^63): every double in it truncates to an Int.
+                const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+                if !(-TWO_63..TWO_63).contains(&x) {
                     return fail(
                         span,
                         format!(

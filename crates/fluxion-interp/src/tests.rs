@@ -146,6 +146,21 @@ fn to_int_truncates_and_rejects_out_of_range() {
     assert!(msg.contains("out of Int range"), "{msg}");
     let msg = fault_in("Int", "to_int(0.0 / 0.0)", "to_int(0.0 / 0.0)");
     assert!(msg.contains("out of Int range"), "{msg}");
+    // The ends of the range: the largest double below 2^63 (2^63 - 1024) and -2^63
+    // are Ints; 2^63 is not (the first bound rejected 2^63 - 1024).
+    assert_eq!(
+        eval(
+            "[Int]",
+            "[to_int(9223372036854774784.0), to_int(-9223372036854775808.0)]"
+        ),
+        "[9223372036854774784, -9223372036854775808]"
+    );
+    let msg = fault_in(
+        "Int",
+        "to_int(9223372036854775808.0)",
+        "to_int(9223372036854775808.0)",
+    );
+    assert!(msg.contains("out of Int range"), "{msg}");
 }
 
 // ---------------------------------------------------------------- arrays

@@ -357,7 +357,8 @@ static inline int64_t fx_iabs(int64_t a, uint32_t src, uint32_t start, uint32_t 
 }
 
 static inline int64_t fx_to_int(double x, uint32_t src, uint32_t start, uint32_t end) {
-  if (!(isfinite(x) && x > -9.223372036854777e18 && x < 9.223372036854775e18))
+  /* [-2^63, 2^63): every double in it truncates to an Int. */
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
   {
     fx_err->real = x;
     fx_fail(src, start, end, "to_int: \x01 is out of Int range");

@@ -9,7 +9,8 @@ use logos::Logos;
 use crate::span::{SourceId, Span};
 
 #[derive(Logos, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[logos(skip r"[ \t\r\n\f]+")]
+// U+FEFF: the byte-order mark some editors start a UTF-8 file with.
+#[logos(skip r"[ \t\r\n\f\u{FEFF}]+")]
 #[logos(skip(r"//[^\n]*", allow_greedy = true))]
 pub enum Token {
     #[token("fn")]
