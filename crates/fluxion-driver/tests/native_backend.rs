@@ -746,6 +746,41 @@ fn a_second_compile_of_the_same_program_comes_from_the_cache() {
 }
 
 #[test]
+fn values_deeper_than_the_stack_are_freed_natively() {
+    // A list and a chain of closures a million deep, freed on a thread whose stack
+    // holds a fraction of one recursion per level (a dec puts objects off when its
+    // stack runs low: `FX_DEC_LATER`); nothing is left afterwards.
+    let tc = test_toolchain("deep-free");
+    let src = "enum L { Nil, Cons(Int, L) }
+fn ints(n: Int) -> L { fold(|acc, x| Cons(x, acc), Nil, range(n)) }
+fn made_and_dropped(n: Int) -> Int {
+    let l = ints(n);
+    let f = iterate(n, |g| |x: Int| g(x) + 1, |x: Int| x);
+    match l { Nil => 0, Cons(h, _) => h }
+}";
+    let result = std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(move || {
+            let (prog, module) = compile_expr(
+                src,
+                "made_and_dropped(1000000)",
+                (AdMode::Chad, FwdMode::Chad),
+                &tc,
+            )?;
+            let value = prog
+                .call(&module, &[], 2 << 20, 1 << 32)
+                .map_err(|e| e.message)?;
+            let mut s = String::new();
+            let _ = fluxion_driver::interp::write_value(&mut s, &value, &module, None);
+            Ok::<_, String>((s, prog.live_objects()))
+        })
+        .expect("a thread")
+        .join()
+        .expect("no panic");
+    assert_eq!(result, Ok(("999999".to_string(), 0)));
+}
+
+#[test]
 fn a_library_cut_short_in_the_cache_is_built_again() {
     let tc = test_toolchain("cut-short");
     let _ = std::fs::remove_dir_all(&tc.cache_dir);

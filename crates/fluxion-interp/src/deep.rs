@@ -24,3 +24,10 @@ const SEGMENT: usize = 16 << 20;
 pub fn deep<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(RED_ZONE, SEGMENT, f)
 }
+
+/// Whether the current stack has [`RED_ZONE`] left (or its size is unknown): room for
+/// a few more levels of an ordinary recursion.
+#[inline]
+pub(crate) fn has_room() -> bool {
+    stacker::remaining_stack().is_none_or(|left| left > RED_ZONE)
+}

@@ -61,7 +61,7 @@ fn arrays_of_pairs_of_reals_are_two_unboxed_buffers() {
         let v = eval_value("[(Real, Real)]", body);
         assert!(matches!(v, Value::DualArray(_)), "{body}: {v:?}");
     }
-    match eval_value(
+    match &eval_value(
         "[(Real, Real)]",
         "reverse(build(3, |i| (to_real(i), 10.0 + to_real(i))))",
     ) {
@@ -84,7 +84,7 @@ fn pairs_of_other_types_and_pairs_of_pairs_stay_tuples() {
         Value::Tuple(_)
     ));
     // Forward over forward: Tf(Tf(Real)) = ((Real, Real), (Real, Real)).
-    match eval_value("((Real, Real), (Real, Real))", "((1.0, 2.0), (3.0, 4.0))") {
+    match &eval_value("((Real, Real), (Real, Real))", "((1.0, 2.0), (3.0, 4.0))") {
         Value::Tuple(fs) => {
             assert!(matches!(
                 fs[..],
@@ -192,7 +192,7 @@ fn forward_translation_runs_on_struct_of_arrays_duals() {
                fn g(xs: [Real]) -> Real { sum(map(|x| 3.0 * x, xs)) }";
     let xs = dual_array(&[1.0, 2.0, 3.0], &[1.0, 0.0, 2.0]);
     // d(x²) = 2x dx
-    match call_translated(src, "f", 1, vec![xs.clone()]) {
+    match &call_translated(src, "f", 1, vec![xs.clone()]) {
         Value::DualArray(d) => {
             assert_eq!(&d.primal()[..], &[1.0, 4.0, 9.0]);
             assert_eq!(&d.tangent()[..], &[2.0, 0.0, 12.0]);
@@ -239,7 +239,7 @@ fn nested_forward_mode_runs_on_pairs_of_dual_pairs() {
     // (x³, 3x², 3x², 6x) = (8, 12, 12, 12).
     let src = "fn f(x: Real) -> Real { x * x * x }";
     let arg = Value::tuple(vec![Value::Dual(2.0, 1.0), Value::Dual(1.0, 0.0)]);
-    match call_translated(src, "f", 2, vec![arg]) {
+    match &call_translated(src, "f", 2, vec![arg]) {
         Value::Tuple(fs) => assert!(
             matches!(fs[..], [Value::Dual(8.0, 12.0), Value::Dual(12.0, 12.0)]),
             "{fs:?}"

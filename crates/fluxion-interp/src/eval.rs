@@ -380,9 +380,11 @@ impl Interp {
                 _ => return fail(span, "internal error: `if` on a non-boolean"),
             },
             CRhs::Match(s, arms, default, names) => {
-                let Value::Enum(tag, fields) = Self::atom(frame, s) else {
+                let scrutinee = Self::atom(frame, s);
+                let Value::Enum(tag, fields) = &scrutinee else {
                     return fail(span, "internal error: `match` on a non-enum");
                 };
+                let tag = *tag;
                 match arms.get(tag as usize) {
                     Some(Some((slots, body))) => {
                         for (slot, v) in slots.iter().zip(fields.iter()) {

@@ -63,8 +63,8 @@ fn every_producer_of_ints_or_bools_makes_an_unboxed_array() {
         let v = eval_value("[Bool]", body);
         assert!(matches!(v, Value::BoolArray(_)), "{body}: {v:?}");
     }
-    match eval_value("[Int]", "range(3)") {
-        Value::IntArray(xs) => assert_eq!(&*xs, &[0, 1, 2]),
+    match &eval_value("[Int]", "range(3)") {
+        Value::IntArray(xs) => assert_eq!(&**xs, &[0, 1, 2]),
         v => panic!("{v:?}"),
     }
 }

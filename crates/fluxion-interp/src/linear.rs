@@ -51,8 +51,9 @@ impl Drop for LazyCt {
 
 fn take_children(node: &mut LazyCt, work: &mut Vec<Rc<LazyCt>>) {
     let mut take = |v: &mut Value| {
-        if let Value::Lazy(l) = std::mem::replace(v, Value::Zero) {
-            work.push(l);
+        if let Value::Lazy(l) = v {
+            work.push(l.clone());
+            *v = Value::Zero;
         }
     };
     match node {

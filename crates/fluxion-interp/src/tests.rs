@@ -341,8 +341,8 @@ fn arrays_of_reals_are_unboxed() {
         let v = eval_value("[Real]", body);
         assert!(matches!(v, Value::RealArray(_)), "{body}: {v:?}");
     }
-    match eval_value("[Real]", "build(3, |i| to_real(i))") {
-        Value::RealArray(xs) => assert_eq!(&*xs, &[0.0, 1.0, 2.0]),
+    match &eval_value("[Real]", "build(3, |i| to_real(i))") {
+        Value::RealArray(xs) => assert_eq!(&**xs, &[0.0, 1.0, 2.0]),
         v => panic!("{v:?}"),
     }
     // `Int`s are unboxed too (int_array_tests.rs); other element types stay boxed.

@@ -61,7 +61,55 @@ pub struct Closure {
     pub env: Vec<Value>,
 }
 
+/// A value nested millions deep (a list built by a `fold`, a chain of closures) would
+/// be dropped by one recursion per level and overflow the stack. While the stack has room the drop is Rust's own; when it runs low, the rest
+/// is dropped from a work list: the values this one alone owns are moved out (leaving
+/// `()` behind) level by level, so each is dropped with nothing nested left in it.
+impl Drop for Value {
+    fn drop(&mut self) {
+        if !self.nests() || crate::deep::has_room() {
+            return;
+        }
+        let mut work = Vec::new();
+        self.take_owned_nested(&mut work);
+        while let Some(mut v) = work.pop() {
+            v.take_owned_nested(&mut work);
+        }
+    }
+}
+
 impl Value {
+    /// Whether this value can hold values that hold values (what may recurse on drop).
+    fn nests(&self) -> bool {
+        matches!(
+            self,
+            Value::Tuple(_) | Value::Array(_) | Value::Enum(..) | Value::Closure(_)
+        )
+    }
+
+    /// Moves the nesting values that this one alone owns into `work`.
+    fn take_owned_nested(&mut self, work: &mut Vec<Value>) {
+        let take = |v: &mut Value| {
+            if v.nests() {
+                work.push(std::mem::replace(v, Value::Unit));
+            }
+        };
+        match self {
+            Value::Tuple(kids) | Value::Array(kids) | Value::Enum(_, kids) => {
+                if let Some(kids) = Rc::get_mut(kids) {
+                    kids.iter_mut().for_each(take);
+                }
+            }
+            Value::Closure(c) => {
+                if let Some(c) = Rc::get_mut(c) {
+                    c.env.iter_mut().for_each(take);
+                }
+            }
+            // (A chain of lazy sums drops itself iteratively: `LazyCt`'s `Drop`.)
+            _ => {}
+        }
+    }
+
     /// Builds a tuple in canonical form (a pair of reals is `Dual`).
     pub fn tuple(fields: Vec<Value>) -> Value {
         match fields[..] {
@@ -129,8 +177,26 @@ impl Value {
         self.array_iter().collect()
     }
 
-    /// Structural equality (`==`); reals compare as IEEE doubles.
+    /// Structural equality (`==`); reals compare as IEEE doubles. The pairs still to
+    /// compare are kept in a work list, so values of any depth compare in constant
+    /// stack.
     pub fn equals(&self, other: &Value) -> bool {
+        let mut work = vec![(self.clone(), other.clone())];
+        while let Some((a, b)) = work.pop() {
+            if !a.equals_here(&b, &mut work) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Compares the two values' own parts; pushes the pairs of their parts that hold
+    /// more (fields, elements) onto `work`.
+    fn equals_here(&self, other: &Value, work: &mut Vec<(Value, Value)>) -> bool {
+        let mut pairs = |a: &[Value], b: &[Value]| {
+            work.extend(a.iter().cloned().zip(b.iter().cloned()));
+            a.len() == b.len()
+        };
         match (self, other) {
             (Value::Real(a), Value::Real(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
@@ -149,21 +215,19 @@ impl Value {
                 Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
                 Value::Tuple(_) | Value::Dual(..) | Value::RealInt(..),
             ) => match (self.tuple_fields(), other.tuple_fields()) {
-                (Some(a), Some(b)) => {
-                    a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
-                }
+                (Some(a), Some(b)) => pairs(&a, &b),
                 _ => false,
             },
-            (Value::Enum(t, a), Value::Enum(u, b)) => {
-                t == u && a.iter().zip(b.iter()).all(|(x, y)| x.equals(y))
-            }
+            (Value::Enum(t, a), Value::Enum(u, b)) => t == u && pairs(a, b),
             (a, b) => match (a.array_len(), b.array_len()) {
-                (Some(n), Some(m)) => {
-                    n == m
-                        && (0..n).all(|i| match (a.array_get(i), b.array_get(i)) {
-                            (Some(x), Some(y)) => x.equals(&y),
-                            _ => false,
-                        })
+                (Some(n), Some(m)) if n == m => {
+                    for i in 0..n {
+                        match (a.array_get(i), b.array_get(i)) {
+                            (Some(x), Some(y)) => work.push((x, y)),
+                            _ => return false,
+                        }
+                    }
+                    true
                 }
                 _ => false,
             },

@@ -433,7 +433,7 @@ impl<'m> Emitter<'m> {
         for (i, p) in params.iter().enumerate() {
             let _ = writeln!(s, "  {}", self.types.dec(p, &format!("a{i}")));
         }
-        s.push_str("  fx_pool_clear();\n  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
+        s.push_str("  fx_later_drain();\n  fx_pool_clear();\n  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
         s
     }
 

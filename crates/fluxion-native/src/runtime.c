@@ -42,6 +42,13 @@ typedef struct {
 static jmp_buf fx_jmp;
 static fx_error *fx_err;
 static uintptr_t fx_stack_limit, fx_entry_limit;
+/* Objects whose freeing was put off (see FX_DEC_LATER). */
+typedef void (*fx_dec_fn)(void *);
+static struct {
+  void **objs;
+  fx_dec_fn *fns;
+  int64_t len, cap, draining;
+} fx_later;
 static uint64_t fx_memory_limit, fx_memory_used;
 /* Live heap objects: back to zero after a call that returned normally. */
 static int64_t fx_live_objects;
@@ -94,6 +101,19 @@ static void fx_miss(uint32_t src, uint32_t start, uint32_t end) {
   fx_fail_status = 2;
   fx_fail(src, start, end, "a closure met a differential operator with no translation made ahead of time");
 }
+
+/* A walk over a value (reading the arguments, writing the result, `==`) recursing
+ * once per level of an enum: on a value too deep for the stack left, the caller runs
+ * the program in the interpreter instead, whose walks take any depth. */
+static void fx_too_deep(const char *walk) __attribute__((noreturn, cold));
+static void fx_too_deep(const char *walk) {
+  fx_fail_status = 2;
+  fx_fail(0, 0, 0, "a value nested too deeply for native code's %s", walk);
+}
+#define FX_DEEP_CHECK(walk)                                                                    \
+  do {                                                                                         \
+    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_entry_limit, 0)) fx_too_deep(walk); \
+  } while (0)
 
 /* Deep recursion is an error, not a segfault: checked before every call (with the
  * call's span, as the interpreter reports it) and, with 64 KiB more room, on entry to
@@ -211,6 +231,7 @@ static void fx_free_all(void) {
     p = next;
   }
   fx_all.prev = fx_all.next = &fx_all;
+  fx_later.len = fx_later.draining = 0;
   fx_live_objects = 0;
   fx_memory_used = 0;
   fx_pool_clear();
@@ -310,12 +331,65 @@ typedef struct fx_clo {
   void (*drop)(struct fx_clo *);
 } fx_clo;
 
+/* Freeing a value nested millions deep (a list, a chain of closures) recurses once per
+ * level. When the stack runs low, a dec puts its object off instead, with the helper
+ * that frees it; the first dec that returns with room to spare frees what was put off
+ * (and the entry does before it returns), so freeing takes constant stack. An error
+ * frees everything at once (fx_free_all), the list with it. */
+#define FX_LATER_ROOM (256 << 10)
+static inline int fx_stack_low(uintptr_t room) {
+  return (uintptr_t)__builtin_frame_address(0) < fx_stack_limit + room;
+}
+static void fx_later_push(void *x, fx_dec_fn f) {
+  if (fx_later.len == fx_later.cap) {
+    int64_t cap = fx_later.cap ? 2 * fx_later.cap : 1024;
+    void **objs = (void **)realloc(fx_later.objs, (size_t)cap * sizeof(void *));
+    if (objs) fx_later.objs = objs;
+    fx_dec_fn *fns = (fx_dec_fn *)realloc(fx_later.fns, (size_t)cap * sizeof(fx_dec_fn));
+    if (fns) fx_later.fns = fns;
+    if (!objs || !fns) fx_fail(0, 0, 0, "out of memory freeing a deeply nested value");
+    fx_later.cap = cap;
+  }
+  fx_later.objs[fx_later.len] = x;
+  fx_later.fns[fx_later.len] = f;
+  fx_later.len++;
+}
+static void fx_later_drain(void) {
+  if (fx_later.draining) return;
+  fx_later.draining = 1;
+  while (fx_later.len > 0) {
+    fx_later.len--;
+    fx_later.fns[fx_later.len](fx_later.objs[fx_later.len]);
+  }
+  fx_later.draining = 0;
+}
+/* At the top of a dec helper: put `x` off if the stack is low. */
+#define FX_DEC_LATER(x, f)                    \
+  do {                                        \
+    if (fx_stack_low(FX_LATER_ROOM)) {        \
+      fx_later_push((x), (fx_dec_fn)(f));     \
+      return;                                 \
+    }                                         \
+  } while (0)
+/* At its end: free what was put off, if there is room now. */
+#define FX_DEC_DRAIN()                                                      \
+  do {                                                                      \
+    if (fx_later.len && !fx_stack_low(4 * FX_LATER_ROOM)) fx_later_drain(); \
+  } while (0)
+
+static void fx_dec_clo_now(void *c);
 static inline void fx_dec_clo(fx_clo *c) {
+  if (fx_stack_low(FX_LATER_ROOM)) {
+    if (c && c->h.rc >= 0) fx_later_push(c, fx_dec_clo_now);
+    return;
+  }
   if (fx_dec_last(c)) {
     c->drop(c);
     fx_release(c);
+    FX_DEC_DRAIN();
   }
 }
+static void fx_dec_clo_now(void *c) { fx_dec_clo((fx_clo *)c); }
 
 static inline void fx_bounds(int64_t i, int64_t n, uint32_t src, uint32_t start, uint32_t end) {
   if (__builtin_expect((uint64_t)i >= (uint64_t)n, 0))

@@ -432,6 +432,7 @@ impl<'m> Types<'m> {
                         }
                     }
                     Type::Array(e) => {
+                        let _ = writeln!(s, "  FX_DEC_LATER(x, {name});");
                         let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
                         let _ = writeln!(
                             s,
@@ -445,9 +446,10 @@ impl<'m> Types<'m> {
                                 "  for (int64_t i = 0; i < ((fx_arr*)x)->len; i++) {{ {d} }}"
                             );
                         }
-                        let _ = writeln!(s, "  fx_release(x);");
+                        let _ = writeln!(s, "  fx_release(x);\n  FX_DEC_DRAIN();");
                     }
                     Type::Enum(e) => {
+                        let _ = writeln!(s, "  FX_DEC_LATER(x, {name});");
                         let _ = writeln!(s, "  if (!fx_dec_last(x)) return;");
                         let _ = writeln!(s, "  switch (x->tag) {{");
                         let def = self.m.enum_def(*e).clone();
@@ -459,7 +461,7 @@ impl<'m> Types<'m> {
                             }
                             let _ = writeln!(s, " break; }}");
                         }
-                        let _ = writeln!(s, "  }}\n  fx_release(x);");
+                        let _ = writeln!(s, "  }}\n  fx_release(x);\n  FX_DEC_DRAIN();");
                     }
                     _ => {}
                 }
@@ -604,7 +606,9 @@ impl<'m> Types<'m> {
             }
             Type::Enum(e) => {
                 let def = self.m.enum_def(*e).clone();
-                let mut s = String::from("if (a->tag != b->tag) return 0;\n  switch (a->tag) {\n");
+                let mut s = String::from(
+                    "FX_DEEP_CHECK(\"==\");\n  if (a->tag != b->tag) return 0;\n  switch (a->tag) {\n",
+                );
                 for (tag, v) in def.variants.iter().enumerate() {
                     let vs = self.variant_struct(*e, tag as u32);
                     let parts: Vec<String> = v
@@ -741,7 +745,9 @@ impl<'m> Types<'m> {
             }
             Type::Enum(e) => {
                 let def = self.m.enum_def(*e).clone();
-                let mut s = String::from("  uint64_t tag = fx_read(r);\n  switch (tag) {\n");
+                let mut s = String::from(
+                    "  FX_DEEP_CHECK(\"arguments\");\n  uint64_t tag = fx_read(r);\n  switch (tag) {\n",
+                );
                 for (tag, v) in def.variants.iter().enumerate() {
                     let vs = self.variant_struct(*e, tag as u32);
                     if v.fields.is_empty() {
@@ -789,7 +795,7 @@ impl<'m> Types<'m> {
                 let def = self.m.enum_def(*e).clone();
                 // A symbolic zero (NULL) never reaches a result: `%tdense` removes it.
                 let mut s = String::from(
-                    "  if (!x) fx_fail(0, 0, 0, \"internal error: a symbolic zero in a result\");\n  fx_write(w, x->tag);\n  switch (x->tag) {\n",
+                    "  FX_DEEP_CHECK(\"result\");\n  if (!x) fx_fail(0, 0, 0, \"internal error: a symbolic zero in a result\");\n  fx_write(w, x->tag);\n  switch (x->tag) {\n",
                 );
                 for (tag, v) in def.variants.iter().enumerate() {
                     let vs = self.variant_struct(*e, tag as u32);
