@@ -437,6 +437,33 @@ fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
     let out = run("deep_args.flx", "fn main(l: L) -> Int { head(l) }", &flags);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), last.to_string());
+    // Dropped and compared with `==` a million levels deep, on both backends (each
+    // recursed once per level: an abort near a million levels under this limit).
+    let deeper = "fn d(n: Int) -> L { fold(|acc, x| Cons(x, acc), Nil, range(n)) }";
+    for backend in ["interp", "native"] {
+        for (name, main, expected) in [
+            ("drop", "fn main() -> Int { let l = d(1500000); 7 }", "7"),
+            (
+                "equal",
+                "fn main() -> Bool { d(1000000) == d(1000000) }",
+                "true",
+            ),
+        ] {
+            let flags = format!("--backend {backend}");
+            let out = run(
+                &format!("deep_{name}_{backend}.flx"),
+                &format!("{deeper}\n{main}"),
+                &flags,
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{name} {backend}: {}",
+                stderr(&out)
+            );
+            assert_eq!(stdout(&out).trim(), expected, "{name} {backend}");
+        }
+    }
 }
 
 /// Under `ulimit -v`, the default budget is what is left of the address space (not of
