@@ -48,4 +48,7 @@ snapshot_errors! {
     type_taylor_order_not_literal: "fn main() -> Real { let k = 2; taylor(|x: Real| x, 1.0, 1.0, k).0 }\n";
     type_function_defined_twice: "fn f() -> Int { 1 }\nfn f() -> Int { 2 }\nfn main() -> Int { f() }\n";
     type_sum_of_bools: "fn main() -> Bool { sum([true]) }\n";
+    type_parameter_bound_twice: "fn f(x: Int, x: Int) -> Int { x }\nfn main() -> Int { f(1, 2) }\n";
+    type_name_bound_twice_in_a_pattern: "enum P { P(Int, Int) }\nfn main() -> Int {\n    let (a, a) = (1, 2);\n    let g = |b: Int, b: Int| b;\n    match P(a, 3) { P(c, c) => c }\n}\n";
+    type_constructor_defined_in_two_enums: "enum E { A }\nenum G { A }\nfn main() -> Int { 1 }\n";
 }

@@ -325,7 +325,8 @@ impl Elab {
                     fields,
                 });
             }
-            if variants.is_empty() {
+            // (Not when every constructor was a duplicate, reported above.)
+            if def.variants.is_empty() {
                 self.error(
                     span(def.name.span),
                     "an enum needs at least one constructor",
@@ -450,6 +451,7 @@ impl Elab {
         let sig = &self.functions[input][&f.name.name];
         let (param_tys, ret) = (sig.params.clone(), sig.ret.clone());
         let mut params = Vec::new();
+        self.bound_once(f.params.iter().map(|(p, _)| p));
         let mark = self.scope.len();
         let mut body = self.in_block(|el| {
             for ((pat, _), ty) in f.params.iter().zip(&param_tys) {
@@ -502,6 +504,29 @@ impl Elab {
         let v = self.fresh_var(name, ty.clone());
         self.bind_irrefutable(pat, Atom::Var(v), ty);
         v
+    }
+
+    /// Reports a name bound twice by `pats` (one parameter list, or one pattern): the
+    /// second would silently shadow the first.
+    pub(crate) fn bound_once<'p>(&mut self, pats: impl IntoIterator<Item = &'p ast::Pat>) {
+        fn walk<'p>(p: &'p ast::Pat, out: &mut Vec<(&'p str, &'p ast::Pat)>) {
+            match &p.kind {
+                PatKind::Var(name) => out.push((name, p)),
+                PatKind::Tuple(ps) | PatKind::Ctor(_, ps) => ps.iter().for_each(|q| walk(q, out)),
+                _ => {}
+            }
+        }
+        let mut names = Vec::new();
+        pats.into_iter().for_each(|p| walk(p, &mut names));
+        let mut seen = HashSet::new();
+        for (name, at) in names {
+            if !seen.insert(name) {
+                self.error(
+                    span(at.span),
+                    format!("`{name}` is bound more than once here"),
+                );
+            }
+        }
     }
 
     /// Binds an irrefutable pattern (`_`, a name, tuples of them) to `atom`.
@@ -584,6 +609,7 @@ impl Elab {
                     {
                         self.module.vars[v.0 as usize].name = name.clone();
                     }
+                    self.bound_once([pat]);
                     self.bind_irrefutable(pat, atom, vty);
                 }
                 let r = self.expr(result, expected);
@@ -998,6 +1024,7 @@ impl Elab {
             }
             param_tys.push(ty);
         }
+        self.bound_once(params.iter().map(|p| &p.pat));
         let mark = self.scope.len();
         self.lambdas.push(LambdaCtx::default());
         let mut param_vars = Vec::new();

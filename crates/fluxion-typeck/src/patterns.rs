@@ -43,6 +43,9 @@ impl Elab {
             }
         };
         let ty = expected.cloned().unwrap_or_else(|| self.u.fresh());
+        for arm in arms {
+            self.bound_once([&arm.pat]);
+        }
         let rows = arms
             .iter()
             .map(|arm| Row {
