@@ -532,6 +532,33 @@ fn repl_evaluates_definitions_lets_and_multiline_input() {
 }
 
 #[test]
+fn repl_reports_input_left_open_at_its_end() {
+    // It was dropped without a word (exit 0, nothing printed).
+    let mut child = fluxion()
+        .arg("repl")
+        .env("HOME", std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"1 + 1\nfn f(x: Int) -> Int {\n  x + 1\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(stdout(&out), "2\n");
+    let err = stderr(&out);
+    assert!(
+        err.contains("syntax error") && err.contains("end of input"),
+        "{err}"
+    );
+}
+
+#[test]
 fn repl_loads_a_file() {
     let src = write_temp("lib.flx", "fn twice(x: Int) -> Int { 2 * x }\n");
     let mut child = fluxion()

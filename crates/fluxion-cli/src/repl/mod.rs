@@ -177,7 +177,17 @@ pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -
                 }
             }
             Err(ReadlineError::Interrupted) => pending.clear(),
-            Err(_) => break,
+            Err(_) => {
+                // The input ended inside an unclosed bracket: read as it is, so that
+                // its syntax error is shown, not dropped.
+                if !pending.trim().is_empty() {
+                    let entry = std::mem::take(&mut pending);
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        repl.entry(&entry)
+                    }));
+                }
+                break;
+            }
         }
     }
     if let Some(h) = &history {
