@@ -40,6 +40,7 @@ pub fn resolve_operators(
     let live = fluxion_opt::reachable_codes(m, &[entry]);
     let mut table = Translations {
         first_new,
+        first_var: m.vars.len(),
         fwd,
         ..Translations::default()
     };
@@ -129,11 +130,22 @@ fn drop_unfinished(m: &Module, table: &mut Translations) {
 /// four nested `diff`s still compile in 4.
 const MAX_ROUNDS: usize = 4;
 
+/// How many function types one operator's candidates may reach through captures
+/// (`translate_candidates`).
+const MAX_CAPTURED_TYPES: usize = 4;
+
+/// How many variables the resolution's codes may bind in all; past it, operators stay
+/// for the interpreter (a guard on size: each level of a tower of translations doubles
+/// it).
+const MAX_NEW_VARS: usize = 100_000;
+
 /// The translations `%chad_of` chooses among at run time: (original code, forward?) to
 /// the translated code. Codes from `first_new` on were made by the resolution.
 #[derive(Clone, Debug, Default)]
 pub struct Translations {
     pub first_new: usize,
+    /// The module's variables before the resolution.
+    first_var: usize,
     /// (original code, `%chad_of` direction: see [`direction`]) to its translation.
     pub codes: HashMap<(CodeId, i64), CodeId>,
     /// The codes closures are made of in the codes resolved: only those are candidates
@@ -511,6 +523,14 @@ fn translate_candidates(
     layer: TypeMap,
     done: &mut Vec<Type>,
 ) -> Option<(CodeId, Vec<Type>)> {
+    // Translations made in a forward layer are candidates too, and capture functions
+    // of translated types, whose candidates are translated again: a tower of types
+    // that can grow without end (found by a generated program: `taylor` of a lambda
+    // applying `grad(grad(..))` filled 9 GB). Past these bounds the operator stays
+    // for the interpreter.
+    if done.len() >= MAX_CAPTURED_TYPES || m.vars.len() >= table.first_var + MAX_NEW_VARS {
+        return None;
+    }
     done.push(fty.clone());
     // A candidate that cannot be translated is left out: a closure of its code meeting
     // the operator at run time hands the run to the interpreter (`fx_miss`).
