@@ -867,6 +867,28 @@ fn a_tower_of_translated_types_stops_ahead_of_time() {
 }
 
 #[test]
+fn long_straight_line_code_makes_its_tape_nodes_out_of_line() {
+    // The gradient of a sum of 3000 terms: 6000 tape nodes in one function, each an
+    // inlined room check, took GCC nearly five minutes at -O3 (found by hand); out of
+    // line (`fx_tape_push2`) it takes a second. A function of a few nodes inlines them.
+    let terms = vec!["x * 1.5 + x * x"; 300].join(" + ");
+    let src = format!("fn main() -> Real {{ grad(|x: Real| {terms}, 1.0) }}");
+    let (interp, _) = run(&src, AdMode::Delta, Backend::Interp);
+    let (native, notes) = run(&src, AdMode::Delta, Backend::Native);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(interp, native);
+    let c = |src: &str| {
+        compile("prog.flx", src)
+            .unwrap_or_else(|f| panic!("{}", f.render()))
+            .show_with("c", Some("main"), AdMode::Delta)
+            .expect("C")
+    };
+    assert!(c(&src).contains("= fx_tape_push2("));
+    let small = c("fn main() -> Real { grad(|x: Real| x * 1.5 + x * x, 1.0) }");
+    assert!(!small.contains("= fx_tape_push") && small.contains("fx_tape_reserve(2"));
+}
+
+#[test]
 fn lgamma_and_erf_give_the_interpreters_bits() {
     // Both backends call the C library's `lgamma_r` and `erf` (the interpreter used a
     // port of musl's: 98 of these 400 points differed in the last bits), and the C

@@ -53,6 +53,13 @@ pub(crate) fn emit(
             line(format!("{text} }}"));
             line(format!("{ct} {name} = 0;"));
         }
+        Prim::DeltaPush if e.many_pushes() && (2..=4).contains(&a.len()) => {
+            let terms = a.join(", ");
+            line(format!(
+                "{ct} {name} = fx_tape_push{}({terms}, {sp});",
+                a.len() / 2
+            ));
+        }
         Prim::DeltaPush => {
             let mut text = format!("fx_tape_reserve({}, {sp});", a.len() / 2);
             for pair in a.chunks(2) {

@@ -84,6 +84,7 @@ pub fn emit_module(
         chad_of: Vec::new(),
         terms_variants: Vec::new(),
         terms_of: None,
+        many_pushes: false,
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -280,7 +281,15 @@ pub(crate) struct Emitter<'m> {
     terms_variants: Vec<CodeId>,
     /// In a terms variant, the `%delta` whose terms go into the sum's node.
     terms_of: Option<VarId>,
+    /// Whether the function being emitted makes many tape nodes (long straight-line
+    /// code): each is then an out-of-line call (`fx_tape_push1/2`), since hundreds of
+    /// inlined room checks took GCC minutes at -O3.
+    many_pushes: bool,
 }
+
+/// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions
+/// make a few each.
+const MANY_PUSHES: usize = 64;
 
 /// The C name of a terms variant is its code's `fn_N` with this suffix.
 const TERMS_SUFFIX: &str = "_t";
@@ -382,6 +391,11 @@ impl<'m> Emitter<'m> {
                 self.made_here.insert(b.var, (*c, args.clone()));
             }
         });
+        let mut pushes = 0;
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
+            pushes += usize::from(matches!(b.rhs, Rhs::Prim(Prim::DeltaPush, _)));
+        });
+        self.many_pushes = pushes > MANY_PUSHES;
         self.terms_of = if suffix == TERMS_SUFFIX {
             crate::delta_fuse::leaf_delta(self.m, c).map(|(v, _)| v)
         } else {
@@ -832,6 +846,10 @@ impl<'m> Emitter<'m> {
     /// In a terms variant, the `%delta` whose terms go into the sum's node.
     pub(crate) fn terms_of(&self) -> Option<VarId> {
         self.terms_of
+    }
+    /// Whether the function being emitted makes its tape nodes out of line.
+    pub(crate) fn many_pushes(&self) -> bool {
+        self.many_pushes
     }
     /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
     pub(crate) fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {

@@ -609,6 +609,21 @@ static inline int64_t fx_tape_node(void) {
   fx_tape.starts[fx_tape.len + 1] = fx_tape.nterms;
   return fx_tape.len++;
 }
+/* A node of one or two terms, out of line: what a function making hundreds of nodes
+ * calls (emit.rs `many_pushes`; inlined, their room checks took GCC minutes). */
+static __attribute__((noinline)) int64_t fx_tape_push1(double c0, int64_t p0, uint32_t src, uint32_t start,
+                                                       uint32_t end) {
+  fx_tape_reserve(1, src, start, end);
+  fx_tape_term(c0, p0);
+  return fx_tape_node();
+}
+static __attribute__((noinline)) int64_t fx_tape_push2(double c0, int64_t p0, double c1, int64_t p1, uint32_t src,
+                                                       uint32_t start, uint32_t end) {
+  fx_tape_reserve(2, src, start, end);
+  fx_tape_term(c0, p0);
+  fx_tape_term(c1, p1);
+  return fx_tape_node();
+}
 static int64_t fx_tape_input(uint32_t src, uint32_t start, uint32_t end) {
   fx_tape_reserve(0, src, start, end);
   return fx_tape_node();
