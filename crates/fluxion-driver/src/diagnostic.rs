@@ -64,6 +64,32 @@ impl Diagnostic {
 
 /// Renders diagnostics as plain text (no colour), each starting with a
 /// `FILE:LINE:COL: heading: message` line followed by ariadne's snippet.
+/// A runtime error about a built-in (`build: negative length -2`), named by the
+/// built-in the source calls where the error points (`at`: the source from there).
+/// Derivative code computes `sumbuild` by `build`, `iterate` by `range` and a `sum` of
+/// arrays by `map2`, whose faults would otherwise name a function the user never
+/// called.
+fn named_as_called(message: &str, at: &str) -> String {
+    let called: &str = {
+        let end = at
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(at.len());
+        &at[..end]
+    };
+    let is_call = at[called.len()..].trim_start().starts_with('(');
+    match message.split_once(": ") {
+        Some((named, rest))
+            if is_call
+                && named != called
+                && fluxion_core::Prim::from_surface_name(called).is_some()
+                && fluxion_core::Prim::from_surface_name(named).is_some() =>
+        {
+            format!("{called}: {rest}")
+        }
+        _ => message.to_string(),
+    }
+}
+
 pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
     // Made once for all the diagnostics, so that rendering them takes linear time.
     let lines: Vec<LineIndex> = sources.iter().map(|s| LineIndex::new(&s.text)).collect();
@@ -87,11 +113,14 @@ pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
         let start = (span.start as usize).min(file.text.len());
         let end = (span.end as usize).clamp(start, file.text.len());
         let (line, col) = lines[span.source as usize].line_col(&file.text, start);
+        let message = match d.phase {
+            Phase::Runtime => named_as_called(&d.message, &file.text[start..]),
+            _ => d.message.clone(),
+        };
         out.push_str(&format!(
-            "{}:{line}:{col}: {}: {}\n",
+            "{}:{line}:{col}: {}: {message}\n",
             file.name,
             d.heading(),
-            d.message
         ));
         let name = file.name.clone();
         let mut buf = Vec::new();

@@ -413,7 +413,7 @@ fn first_line(result: Result<String, String>) -> String {
 
 #[test]
 fn a_fault_inside_a_derivative_is_reported_where_the_primal_reports_it() {
-    // Each fault sits in a `match` or `if` whose arms bind first: translating the arms
+    // Most faults sit in a `match` or `if` whose arms bind first: translating the arms
     // moved the place a failing match was reported to its last arm's last binding
     // (found by hand: `grad` of a non-exhaustive match blamed `2.0 * v`).
     let functions = "enum S { A(Real), B(Real), C }
@@ -430,6 +430,8 @@ fn divided(n: Int, x: Real) -> Real {
     let m = match C { A(v) => 1, B(v) => 2, C => { let k = n + 1; 7 / (k - k) } };
     x * to_real(m)
 }
+fn summed(v: [Real], x: Real) -> Real { sum(sum([[x], v])) }
+fn counted(n: Int, x: Real) -> Real { sumbuild(n, |i| x * to_real(i)) }
 ";
     let calls = [
         ("pick(C, 1.5)", "Real", "grad(|x: Real| pick(C, x), 1.5)"),
@@ -457,6 +459,18 @@ fn divided(n: Int, x: Real) -> Real {
             "guarded([1.0], 1.5)",
             "Real",
             "vjp(|x: Real| guarded([1.0], x), 1.5).1(1.0)",
+        ),
+        // Derivative code sums arrays by `map2` and runs `sumbuild` as `build`: the
+        // error still names the built-in the source calls (`named_as_called`).
+        (
+            "summed([1.0, 2.0], 1.5)",
+            "Real",
+            "grad(|x: Real| summed([1.0, 2.0], x), 1.5)",
+        ),
+        (
+            "counted(0 - 2, 1.5)",
+            "Real",
+            "grad(|x: Real| counted(0 - 2, x), 1.5)",
         ),
     ];
     for (primal, ty, derivative) in calls {
