@@ -29,6 +29,7 @@ snapshot_errors! {
     syntax_missing_else: "fn main() -> Int { if true { 1 } }\n";
     syntax_block_without_result: "fn main() -> Int { let x = 1; }\n";
     syntax_int_literal_too_large: "fn main() -> Int { 99999999999999999999 }\n";
+    syntax_real_literal_too_large: "fn main() -> Real { 1e400 }\n";
     type_int_plus_real: "fn main() -> Real {\n    let n = 1;\n    n + 2.5\n}\n";
     type_wrong_result: "fn main() -> Int { 1.5 }\n";
     type_enum_named_as_a_tangent_type: "enum P { P(Real, Int) }\nenum PTan { Z }\nfn g(p: P) -> Real { match p { P(x, n) => x * to_real(n) } }\nfn main() -> PTan { grad(g, P(1.0, 2)) }\n";

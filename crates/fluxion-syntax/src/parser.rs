@@ -449,7 +449,11 @@ impl<'a> Parser<'a> {
                         }
                     },
                     Token::RealLit => match text.parse::<f64>() {
-                        Ok(x) => PatKind::Real(x),
+                        Ok(x) if x.is_finite() => PatKind::Real(x),
+                        Ok(_) => {
+                            self.error(span, "real literal out of range (larger than 1.8e308)");
+                            return Err(Recover);
+                        }
                         Err(_) => {
                             self.error(span, "malformed real literal");
                             return Err(Recover);
@@ -674,7 +678,13 @@ impl<'a> Parser<'a> {
             Token::RealLit => {
                 self.bump();
                 match self.slice(span).parse::<f64>() {
-                    Ok(r) => ExprKind::Real(r),
+                    Ok(r) if r.is_finite() => ExprKind::Real(r),
+                    // As an out-of-range Int literal is: `1e400` would silently be inf
+                    // (write `1.0 / 0.0` for that).
+                    Ok(_) => {
+                        self.error(span, "real literal out of range (larger than 1.8e308)");
+                        ExprKind::Error
+                    }
                     Err(_) => {
                         self.error(span, "malformed real literal");
                         ExprKind::Error
