@@ -268,6 +268,7 @@ impl Session {
         let old_enums: Vec<String> = self.items.items.iter().filter_map(enum_name).collect();
         let mut redefined_enums = Vec::new();
         let mut defined_fns = Vec::new();
+        let mut replaced = Vec::new();
         for item in new {
             let name = item_name(&item).to_string();
             if let Item::Enum(_) = item
@@ -284,6 +285,7 @@ impl Session {
                 .position(|i| item_name(i) == name && same_kind(i, &item));
             match same {
                 Some(i) => {
+                    replaced.push(name.clone());
                     items.items[i] = item;
                     origins[i] = origin.map(str::to_string);
                 }
@@ -293,7 +295,17 @@ impl Session {
                 }
             }
         }
-        let definitions = elaborate(&[&self.prelude, &items], None).map_err(|d| self.render(d))?;
+        let definitions = elaborate(&[&self.prelude, &items], None).map_err(|d| {
+            // The error may point at an earlier input that the new definition breaks:
+            // say that the new one was not made.
+            let mut text = self.render(d);
+            for name in &replaced {
+                text.push_str(&format!(
+                    "note: `{name}` keeps its earlier definition: this one was not made\n"
+                ));
+            }
+            text
+        })?;
         let mut module = self.interp.module_mut();
         let mark = link::Mark::of(&module);
         let names = link::link_definitions(&definitions, &mut module);

@@ -161,6 +161,11 @@ fn a_definition_that_breaks_others_is_rejected() {
             .unwrap();
         let err = s.eval("enum E { B(Int) }").unwrap_err();
         assert!(err.contains("type error"), "{err}");
+        // The error points at `get`; the note says what happened to the new `E`.
+        assert!(
+            err.contains("note: `E` keeps its earlier definition: this one was not made"),
+            "{err}"
+        );
         assert_eq!(s.eval("get(A(2.5))").unwrap().output, "2.5\n");
     });
 }
