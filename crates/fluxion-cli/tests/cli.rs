@@ -507,17 +507,17 @@ fn deeply_nested_source_is_a_syntax_error_not_a_crash() {
     assert!(stderr(&out).contains("nesting too deep"));
 }
 
-#[test]
-fn repl_evaluates_definitions_lets_and_multiline_input() {
+/// `fluxion repl ARGS` with `input` piped in, to its end.
+fn repl_with_input(args: &[&str], input: &str) -> std::process::Output {
     let mut child = fluxion()
         .arg("repl")
+        .args(args)
         .env("HOME", std::env::temp_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let input = "1 + 2\nfn sq(x: Real) -> Real {\n  x * x\n}\nlet y = sq(3.0)\ny + 1.0\nnope\ndot([1.0, 2.0], [3.0, 4.0])\n";
     use std::io::Write;
     child
         .stdin
@@ -525,7 +525,13 @@ fn repl_evaluates_definitions_lets_and_multiline_input() {
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn repl_evaluates_definitions_lets_and_multiline_input() {
+    let input = "1 + 2\nfn sq(x: Real) -> Real {\n  x * x\n}\nlet y = sq(3.0)\ny + 1.0\nnope\ndot([1.0, 2.0], [3.0, 4.0])\n";
+    let out = repl_with_input(&[], input);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out), "3\n10.0\n11.0\n");
     assert!(stderr(&out).contains("unknown variable `nope`"));
@@ -534,22 +540,7 @@ fn repl_evaluates_definitions_lets_and_multiline_input() {
 #[test]
 fn repl_reports_input_left_open_at_its_end() {
     // It was dropped without a word (exit 0, nothing printed).
-    let mut child = fluxion()
-        .arg("repl")
-        .env("HOME", std::env::temp_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"1 + 1\nfn f(x: Int) -> Int {\n  x + 1\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = repl_with_input(&[], "1 + 1\nfn f(x: Int) -> Int {\n  x + 1\n");
     assert_eq!(stdout(&out), "2\n");
     let err = stderr(&out);
     assert!(
@@ -561,21 +552,7 @@ fn repl_reports_input_left_open_at_its_end() {
 #[test]
 fn repl_loads_a_file() {
     let src = write_temp("lib.flx", "fn twice(x: Int) -> Int { 2 * x }\n");
-    let mut child = fluxion()
-        .args(["repl", src.to_str().unwrap()])
-        .env("HOME", std::env::temp_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"twice(21)\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = repl_with_input(&[src.to_str().unwrap()], "twice(21)\n");
     assert_eq!(stdout(&out), "42\n");
 }
 
