@@ -62,9 +62,10 @@ pub struct Closure {
 }
 
 /// A value nested millions deep (a list built by a `fold`, a chain of closures) would
-/// be dropped by one recursion per level and overflow the stack. While the stack has room the drop is Rust's own; when it runs low, the rest
-/// is dropped from a work list: the values this one alone owns are moved out (leaving
-/// `()` behind) level by level, so each is dropped with nothing nested left in it.
+/// be dropped by one recursion per level and overflow the stack. While the stack has
+/// room the drop is Rust's own; when it runs low, the rest is dropped from a work list:
+/// the values this one alone owns are moved out (leaving `()` behind) level by level,
+/// so each is dropped with nothing nested left in it.
 impl Drop for Value {
     fn drop(&mut self) {
         if !self.nests() || crate::deep::has_room() {
@@ -181,7 +182,11 @@ impl Value {
     /// compare are kept in a work list, so values of any depth compare in constant
     /// stack.
     pub fn equals(&self, other: &Value) -> bool {
-        let mut work = vec![(self.clone(), other.clone())];
+        // (Scalars and flat arrays push nothing: no allocation.)
+        let mut work = Vec::new();
+        if !self.equals_here(other, &mut work) {
+            return false;
+        }
         while let Some((a, b)) = work.pop() {
             if !a.equals_here(&b, &mut work) {
                 return false;
