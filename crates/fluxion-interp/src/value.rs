@@ -67,8 +67,20 @@ pub struct Closure {
 /// the values this one alone owns are moved out (leaving `()` behind) level by level,
 /// so each is dropped with nothing nested left in it.
 impl Drop for Value {
+    #[inline(always)]
     fn drop(&mut self) {
-        if !self.nests() || crate::deep::has_room() {
+        if self.nests() {
+            self.drop_nested();
+        }
+    }
+}
+
+impl Value {
+    /// The rest of `drop` for a value that nests (out of line: most values dropped are
+    /// scalars, whose drop stays a discriminant check).
+    #[inline(never)]
+    fn drop_nested(&mut self) {
+        if crate::deep::has_room() {
             return;
         }
         let mut work = Vec::new();
@@ -77,10 +89,9 @@ impl Drop for Value {
             v.take_owned_nested(&mut work);
         }
     }
-}
 
-impl Value {
     /// Whether this value can hold values that hold values (what may recurse on drop).
+    #[inline(always)]
     fn nests(&self) -> bool {
         matches!(
             self,
