@@ -81,6 +81,16 @@ fn run_with(
     })
 }
 
+/// `src`'s result natively, which must be the interpreter's, reached without falling
+/// back to the interpreter.
+fn natively_as_interpreted(src: &str, mode: AdMode) -> Result<String, String> {
+    let (interp, _) = run(src, mode, Backend::Interp);
+    let (native, notes) = run(src, mode, Backend::Native);
+    assert!(notes.is_empty(), "fell back: {notes:?}\n{src}");
+    assert_eq!(interp, native, "--ad {}: {src}", mode.name());
+    native
+}
+
 fn close(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits()
         || (a.is_nan() && b.is_nan())
@@ -368,10 +378,7 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         "fn main() -> [Real] { grad(|v: [Real]| sum(build(2, |i| v[i] * v[0])), [1.0, 2.0]) }",
     ];
     for src in programs {
-        let (interp, _) = run(src, AdMode::Delta, Backend::Interp);
-        let (native, notes) = run(src, AdMode::Delta, Backend::Native);
-        assert!(notes.is_empty(), "fell back: {notes:?}\n{src}");
-        assert_eq!(interp, native, "{src}");
+        let _ = natively_as_interpreted(src, AdMode::Delta);
     }
     let fused = compile("prog.flx", programs[0])
         .unwrap_or_else(|f| panic!("{}", f.render()))
@@ -522,11 +529,8 @@ fn runtime_errors_are_the_interpreters() {
         "fn spin(n: Int) -> Int { spin(n) }\nfn main() -> Int { spin(0) }",
     ];
     for src in programs {
-        let (interp, _) = run(src, AdMode::Chad, Backend::Interp);
-        let (native, notes) = run(src, AdMode::Chad, Backend::Native);
-        assert!(notes.is_empty(), "{src}: {notes:?}");
-        assert!(interp.is_err(), "{src}: the interpreter gave {interp:?}");
-        assert_eq!(interp, native, "{src}");
+        let result = natively_as_interpreted(src, AdMode::Chad);
+        assert!(result.is_err(), "{src}: the interpreter gave {result:?}");
     }
     // A direction or cotangent of the wrong shape, in every mode: the interpreter's
     // words and place (found by hand: natively a direction was called a cotangent, and
@@ -544,12 +548,8 @@ fn runtime_errors_are_the_interpreters() {
     ];
     for src in shapes {
         for mode in MODES {
-            let (interp, _) = run(src, mode, Backend::Interp);
-            let (native, notes) = run(src, mode, Backend::Native);
-            assert!(notes.is_empty(), "{src}: {notes:?}");
-            let err = interp.clone().expect_err("a shape error");
+            let err = natively_as_interpreted(src, mode).expect_err("a shape error");
             assert!(!err.contains("prelude"), "{err}");
-            assert_eq!(interp, native, "--ad {}: {src}", mode.name());
         }
     }
     // Mutual runaway recursion stops too (at whichever call reaches the limit: the
@@ -851,16 +851,11 @@ fn the_ends_of_the_int_range_are_the_interpreters() {
         ),
         format!("fn main() -> Int {{ to_int(9223372036854775808.0 * {one}) }}"),
     ];
-    for src in &programs {
-        let (interp, _) = run(src, AdMode::Delta, Backend::Interp);
-        let (native, notes) = run(src, AdMode::Delta, Backend::Native);
-        assert!(notes.is_empty(), "{src}: {notes:?}");
-        assert_eq!(interp, native, "{src}");
-    }
     assert_eq!(
-        run(&programs[0], AdMode::Delta, Backend::Native).0,
+        natively_as_interpreted(&programs[0], AdMode::Delta),
         Ok("[9223372036854774784, -9223372036854775808]".into())
     );
+    assert!(natively_as_interpreted(&programs[1], AdMode::Delta).is_err());
 }
 
 #[test]
@@ -887,10 +882,7 @@ fn long_straight_line_code_makes_its_tape_nodes_out_of_line() {
     // line (`fx_tape_push2`) it takes a second. A function of a few nodes inlines them.
     let terms = vec!["x * 1.5 + x * x"; 300].join(" + ");
     let src = format!("fn main() -> Real {{ grad(|x: Real| {terms}, 1.0) }}");
-    let (interp, _) = run(&src, AdMode::Delta, Backend::Interp);
-    let (native, notes) = run(&src, AdMode::Delta, Backend::Native);
-    assert!(notes.is_empty(), "{notes:?}");
-    assert_eq!(interp, native);
+    natively_as_interpreted(&src, AdMode::Delta).expect("a gradient");
     let c = |src: &str| {
         compile("prog.flx", src)
             .unwrap_or_else(|f| panic!("{}", f.render()))
@@ -913,10 +905,7 @@ fn lgamma_and_erf_give_the_interpreters_bits() {
         "fn main() -> [Real] { [lgamma(-2.5), erf(0.1604), lgamma(0.5), erf(-3.25)] }",
     ];
     for src in programs {
-        let (interp, _) = run(src, AdMode::Delta, Backend::Interp);
-        let (native, notes) = run(src, AdMode::Delta, Backend::Native);
-        assert!(notes.is_empty(), "{src}: {notes:?}");
-        assert_eq!(interp, native, "{src}");
+        natively_as_interpreted(src, AdMode::Delta).expect("values");
     }
 }
 
