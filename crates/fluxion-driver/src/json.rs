@@ -65,7 +65,10 @@ fn decode_at(json: &Json, ty: &Type, module: &Module, path: &Path<'_>) -> Result
             Type::Int => match json.as_i64() {
                 Some(i) => Ok(Value::Int(i)),
                 // `-0` is a JSON integer, which serde_json reads as the float -0.0.
-                None if json.as_f64() == Some(0.0) && json.to_string().starts_with("-0") => {
+                None if json
+                    .as_f64()
+                    .is_some_and(|x| x == 0.0 && x.is_sign_negative()) =>
+                {
                     Ok(Value::Int(0))
                 }
                 None => bad(),

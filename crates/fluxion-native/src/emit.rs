@@ -386,14 +386,13 @@ impl<'m> Emitter<'m> {
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
         self.made_here.clear();
-        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
-            if let Rhs::Closure(c, args) = &b.rhs {
+        let mut pushes = 0;
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
+            Rhs::Closure(c, args) => {
                 self.made_here.insert(b.var, (*c, args.clone()));
             }
-        });
-        let mut pushes = 0;
-        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
-            pushes += usize::from(matches!(b.rhs, Rhs::Prim(Prim::DeltaPush, _)));
+            Rhs::Prim(Prim::DeltaPush, _) => pushes += 1,
+            _ => {}
         });
         self.many_pushes = pushes > MANY_PUSHES;
         self.terms_of = if suffix == TERMS_SUFFIX {

@@ -174,28 +174,37 @@ impl Toolchain {
 /// header says (the section headers end the file). A library cut short (a full disk, a
 /// copy interrupted) would be mapped and fault when touched, so it is built again.
 fn is_whole_library(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
         return false;
     };
-    if !bytes.starts_with(b"\x7fELF") {
+    let Ok(len) = file.metadata().map(|m| m.len()) else {
+        return false;
+    };
+    // The header only (the whole library is read by the loader, not here).
+    let mut header = [0u8; 64];
+    let read = file.read(&mut header).unwrap_or(0);
+    let header = &header[..read];
+    if !header.starts_with(b"\x7fELF") {
         // Another system's format: trusted if not empty.
-        return !bytes.is_empty();
+        return len > 0;
     }
-    if bytes.len() < 64 {
+    if read < 64 {
         return false;
     }
     // ELF64, little-endian: e_shoff at 0x28, e_shentsize at 0x3A, e_shnum at 0x3C.
-    if bytes[4] != 2 || bytes[5] != 1 {
+    if header[4] != 2 || header[5] != 1 {
         return true;
     }
-    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
-    let u16_at = |i: usize| u64::from(u16::from_le_bytes([bytes[i], bytes[i + 1]]));
+    let u64_at = |i: usize| u64::from_le_bytes(header[i..i + 8].try_into().unwrap_or([0; 8]));
+    let u16_at = |i: usize| u64::from(u16::from_le_bytes([header[i], header[i + 1]]));
     let end = u64_at(0x28).saturating_add(u16_at(0x3A).saturating_mul(u16_at(0x3C)));
-    end == bytes.len() as u64
+    end == len
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::rename(from, to).map_err(|e| format!("cannot move the library into the cache: {e}"))
+    std::fs::rename(from, to)
+        .map_err(|e| format!("cannot move {} into the cache: {e}", from.display()))
 }
 
 fn first_lines(s: &str, n: usize) -> String {

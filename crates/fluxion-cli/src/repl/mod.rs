@@ -47,6 +47,13 @@ enum Next {
 }
 
 impl Repl {
+    /// [`Repl::entry`], where a bug in Fluxion (a panic, reported by the hook in main)
+    /// does not end the session.
+    fn entry_guarded(&mut self, entry: &str) -> Next {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.entry(entry)))
+            .unwrap_or(Next::Continue)
+    }
+
     /// Handles one complete entry, printing what it produced.
     fn entry(&mut self, entry: &str) -> Next {
         let trimmed = entry.trim();
@@ -166,11 +173,7 @@ pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -
                 }
                 let entry = std::mem::take(&mut pending);
                 let _ = editor.add_history_entry(entry.trim());
-                // A bug in Fluxion (a panic, reported by the hook in main) must not end
-                // the session.
-                let next =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| repl.entry(&entry)))
-                        .unwrap_or(Next::Continue);
+                let next = repl.entry_guarded(&entry);
                 *names.borrow_mut() = repl.session.completion_names();
                 if let Next::Quit = next {
                     break;
@@ -181,10 +184,7 @@ pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -
                 // The input ended inside an unclosed bracket: read as it is, so that
                 // its syntax error is shown, not dropped.
                 if !pending.trim().is_empty() {
-                    let entry = std::mem::take(&mut pending);
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        repl.entry(&entry)
-                    }));
+                    repl.entry_guarded(&pending);
                 }
                 break;
             }
