@@ -168,6 +168,14 @@ static RULES: &[RealRule] = &[
         |_, xs, _| vec![Partial::At(xs[1]), Partial::At(xs[0])],
         |b, a| jets::mul(b, a[0], a[1])
     ),
+    // `%lscale(c, w)`: `c·w`, zero where either factor is zero (LANGUAGE.md is silent;
+    // README, "Decisions"). Differentiated as the product it is, so the forward layers
+    // can translate derivative code that scales (dual numbers' tangents, `tdot`).
+    rule!(
+        LinScale,
+        |_, xs, _| vec![Partial::At(xs[1]), Partial::At(xs[0])],
+        |b, a| jets::lscale(b, a[0], a[1])
+    ),
     rule!(
         Div,
         |b, xs, r| {
@@ -329,18 +337,22 @@ pub(crate) fn is_real_function(p: Prim) -> bool {
     rule(p).is_some()
 }
 
-/// `s·t`, without the product where `s` is the literal ±1.
+/// `%lscale(s, t)`, without it where `s` is the literal ±1.
 fn scaled(b: &mut Builder, s: Atom, t: Atom) -> Atom {
     match s {
         Atom::Lit(Lit::Real(1.0)) => t,
         Atom::Lit(Lit::Real(-1.0)) => b.neg(t),
-        _ => b.mul(s, t),
+        _ => b.prim(Prim::LinScale, &[s, t], Type::Real),
     }
 }
 
-/// Forward mode: the tangent `Σᵢ ∂ᵢ·dxᵢ` of `y = p(xs)`. A term is left out only where
-/// it is zero by construction (a zero partial, or a tangent that is the literal 0),
-/// never by a run-time test, so nesting sees the same code at every point.
+/// Forward mode: the tangent `Σᵢ ∂ᵢ·dxᵢ` of `y = p(xs)`. A term is left out where it
+/// is zero by construction (a zero partial, or a tangent that is the literal 0); each
+/// product is `%lscale(∂ᵢ, dxᵢ)`, so a zero tangent stays zero even where the partial
+/// is infinite or NaN — the rule every mode follows (the reverse modes skip zero
+/// cotangents; forward CHAD scales by `%lscale` too), so the modes agree outside a
+/// function's domain as well. Not an `if` on the tangent: `%lscale` has its own rule
+/// in this table, so nesting differentiates it as the bilinear map it is.
 pub(crate) fn tangent(
     b: &mut Builder,
     rule: &RealRule,
@@ -458,8 +470,7 @@ mod tests {
         let mut missing = Vec::new();
         for &p in Prim::ALL {
             let Some(scheme) = p.scheme() else { continue };
-            // `%lscale` is CHAD's linear scaling: it only appears in derivative code.
-            if !is_real_scheme(&scheme) || matches!(p, Prim::ToReal | Prim::LinScale) {
+            if !is_real_scheme(&scheme) || p == Prim::ToReal {
                 continue;
             }
             // Comparisons return Bool and are excluded by the scheme; ToReal is Int → Real

@@ -352,7 +352,9 @@ fn coords_of_range(b: &mut Builder, ty: &Type, elem: &Type, v: Atom, lo: Atom, h
     call(b, code, vec![v, lo, hi])
 }
 
-/// `sum of u[k]·v[k]` for two coordinate arrays of equal length.
+/// `sum of u[k]·v[k]` for two coordinate arrays of equal length, each product a
+/// `%lscale`: a zero component of the cotangent `v` takes no part, even against a NaN
+/// or infinite partial in `u` (as a reverse sweep skips a zero adjoint).
 pub(crate) fn dot(b: &mut Builder, u: Atom, v: Atom) -> Atom {
     let reals = Type::array(Type::Real);
     let code = helper(
@@ -368,7 +370,7 @@ pub(crate) fn dot(b: &mut Builder, u: Atom, v: Atom) -> Atom {
             let f = b.lambda("tdot_term", &[uv, vv], vec![Type::Int], |b, ps| {
                 let a = b.prim(Prim::Index, &[Atom::Var(uv), ps[0]], Type::Real);
                 let c = b.prim(Prim::Index, &[Atom::Var(vv), ps[0]], Type::Real);
-                b.mul(a, c)
+                b.prim(Prim::LinScale, &[a, c], Type::Real)
             });
             b.prim(Prim::Sumbuild, &[n, f], Type::Real)
         },

@@ -191,7 +191,18 @@ fn constant_like(b: &mut Builder, c: Atom, like: Atom) -> Atom {
 
 /// Cauchy product, truncated to the length of `x`.
 pub(crate) fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
-    let f = jet_helper(b, "jet_mul", vec![reals(), reals()], reals(), |b, args| {
+    product(b, Prim::Mul, "jet_mul", x, y)
+}
+
+/// `%lscale(x, y)` on series: the Cauchy product with every term a `%lscale`, so a
+/// zero coefficient scaled by a non-finite one stays zero, as `%lscale` on reals.
+pub(crate) fn lscale(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+    product(b, Prim::LinScale, "jet_lscale", x, y)
+}
+
+/// A Cauchy product whose terms `x_j·y_k` are `times(x_j, y_k)`.
+fn product(b: &mut Builder, times: Prim, name: &str, x: Atom, y: Atom) -> Atom {
+    let f = jet_helper(b, name, vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (var_of(b, args[0]), var_of(b, args[1]));
         let n = length(b, Atom::Var(x));
         let lam = b.lambda("coef", &[x, y], vec![Type::Int], |b, ps| {
@@ -201,7 +212,7 @@ pub(crate) fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                 let xj = index(b, c[0], j);
                 let k = b.sub(c[2], j);
                 let yk = index(b, c[1], k);
-                b.mul(xj, yk)
+                b.prim(times, &[xj, yk], Type::Real)
             })
         });
         b.prim(Prim::Build, &[n, lam], reals())

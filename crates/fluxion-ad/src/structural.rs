@@ -388,7 +388,7 @@ impl<L: Layer> Translate<'_, L> {
             }
             // Only delta- and CHAD-translated code has these, and it is never
             // translated again.
-            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinScale | LinProj | LinField
+            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinProj | LinField
             | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | ClosureCapture
             | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
                 return Err(AdError::new(format!(

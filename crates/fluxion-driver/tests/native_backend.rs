@@ -155,26 +155,45 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
     );
 }
 
-/// `--fwd` chooses the algorithm of `jvp` natively too (it was always forward CHAD).
-/// The two differ where a derivative is infinite and its tangent zero: at 0,
-/// `sqrt(x * x)` has the tangent `2·0·1 = 0` for `x * x`, then dual numbers divide it
-/// by `2·sqrt(0) = 0` (0/0: NaN), while forward CHAD's linear map scales by `1/0`,
-/// and a scaling of zero is zero.
+/// One rule outside a function's domain for every mode and both backends: a zero
+/// tangent or cotangent scaled by an infinite or NaN partial is zero (`%lscale`; the
+/// reverse sweeps skip zero adjoints). The expected values are read off the programs:
+/// - `sqrt(x * x)` at 0: the tangent of `x * x` is `0·1 + 0·1 = 0`, scaled by
+///   `sqrt'(0) = inf`: 0 (dual numbers gave 0·inf = NaN, forward CHAD 0);
+/// - `grad(|w| sqrt(x - 5.0), 1.0)` ignores `w`: 0 at every `x`, so its value and its
+///   derivative are 0 (the interpreter's delta mode gave the value NaN: the inner JVP
+///   scaled `x`'s zero tangent by `sqrt'(-4)`);
+/// - `sqrt(c) + w` with `c = -1`: `d/dw = 1` (dual numbers gave NaN);
+/// - `grad(|w| log(x - 5.0) * w, 1.0) = log(x - 5)`, whose derivative at 1 is
+///   `1 / (1 - 5) = -0.25`;
+/// - the Jacobian of `[v0, sqrt'(v1 - 5)]` at `[0.5, 1.0]`: row 0 is `[1, 0]`, row 1 is
+///   `[0, sqrt''(-4)] = [0, NaN]` (a NaN of row 1 leaked into row 0 where `wᵀ·J` came
+///   from JVPs, as `0·NaN` in a dot product).
 #[test]
-fn fwd_chooses_the_forward_algorithm_natively() {
-    let src =
-        "fn main() -> (Real, Real) { (diff(|x| sqrt(x * x), 0.0), diff(|x| sqrt(x * x), 4.0)) }";
-    for (fwd, expected) in [(FwdMode::Dual, "(NaN, 1.0)"), (FwdMode::Chad, "(0.0, 1.0)")] {
-        for backend in [Backend::Interp, Backend::Native] {
-            let (value, notes) = run_with(src, (AdMode::Delta, fwd), backend);
-            assert!(notes.is_empty(), "{notes:?}");
-            assert_eq!(
-                value.as_deref(),
-                Ok(expected),
-                "--fwd {} --backend {}",
-                fwd.name(),
-                backend.name()
-            );
+fn every_mode_and_backend_scale_a_zero_tangent_by_a_nan_partial_to_zero() {
+    let src = "fn main() -> ((Real, Real), (Real, Real), (Real, Real, Real), [[Real]]) {
+    let c = -1.0;
+    ((diff(|x| sqrt(x * x), 0.0), diff(|x| sqrt(x * x), 4.0)),
+     value_and_grad(|x: Real| grad(|w: Real| sqrt(x - 5.0), 1.0), 1.0),
+     (grad(|w: Real| sqrt(c) + w, 1.0),
+      grad(|x: Real| grad(|w: Real| sqrt(x - 5.0), 1.0), 1.0),
+      grad(|x: Real| grad(|w: Real| log(x - 5.0) * w, 1.0), 1.0)),
+     jacobian(|v: [Real]| [v[0], diff(|t: Real| sqrt(t - 5.0), v[1])], [0.5, 1.0]))
+}";
+    let expected = "((0.0, 1.0), (0.0, 0.0), (1.0, 0.0, -0.25), [[1.0, 0.0], [0.0, NaN]])";
+    for mode in MODES {
+        for fwd in [FwdMode::Dual, FwdMode::Chad] {
+            for backend in [Backend::Interp, Backend::Native] {
+                let (value, notes) = run_with(src, (mode, fwd), backend);
+                assert_no_bug(&notes, "the NaN-domain program");
+                assert_eq!(
+                    value.as_deref(),
+                    Ok(expected),
+                    "{} --backend {}",
+                    setting_name((mode, fwd)),
+                    backend.name()
+                );
+            }
         }
     }
 }

@@ -136,8 +136,10 @@ impl Compiler<'_> {
     fn rhs(&mut self, rhs: &Rhs, var: VarId) -> CRhs {
         match rhs {
             Rhs::Atom(a) => CRhs::Atom(self.atom(a)),
-            Rhs::Prim(p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem), args)
-                if args.len() == 2 =>
+            Rhs::Prim(
+                p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem | Prim::LinScale),
+                args,
+            ) if args.len() == 2 =>
             {
                 CRhs::Arith(*p, self.atom(&args[0]), self.atom(&args[1]))
             }

@@ -74,16 +74,27 @@ pub fn lazy_sum(u: &Value, v: &Value) -> Value {
     lazy(LazyCt::Sum(u.clone(), v.clone()))
 }
 
-/// `%lscale(c, w) = c·w`; zero where `w` is zero (symbolic or 0.0), so that a partial
-/// that overflows where no cotangent flows makes no NaN, and zero where the partial `c`
-/// is 0.0, so that an infinite cotangent through a branch not followed (`max`) or a
-/// constant factor makes no NaN either (the delta mode's `%delta(0.0, id)` records
-/// nothing, the same convention).
+/// `%lscale(c, w) = c·w`; `w` itself where `w` is zero (symbolic, 0.0 or -0.0), so that
+/// a partial that overflows where no cotangent flows makes no NaN, and 0.0 where the
+/// partial `c` is 0.0, so that an infinite cotangent through a branch not followed
+/// (`max`) or a constant factor makes no NaN either (the delta mode's `%delta(0.0, id)`
+/// records nothing, the same convention).
 pub fn scale(c: &Value, w: &Value) -> Value {
     match (c, w) {
         (_, Value::Zero) => Value::Zero,
-        (Value::Real(c), Value::Real(w)) if *w != 0.0 && *c != 0.0 => Value::Real(c * w),
+        (Value::Real(c), Value::Real(w)) => Value::Real(real_scale(*c, *w)),
         _ => Value::Real(0.0),
+    }
+}
+
+/// [`scale`] on two reals (the native backend's `fx_lscale` is the same function).
+pub(crate) fn real_scale(c: f64, w: f64) -> f64 {
+    if w == 0.0 {
+        w
+    } else if c == 0.0 {
+        0.0
+    } else {
+        c * w
     }
 }
 

@@ -624,6 +624,7 @@ pub(crate) fn real_arith(p: Prim, a: f64, b: f64) -> f64 {
         Prim::Sub => a - b,
         Prim::Mul => a * b,
         Prim::Div => a / b,
+        Prim::LinScale => crate::linear::real_scale(a, b),
         _ => a % b,
     }
 }
@@ -650,6 +651,7 @@ pub(crate) fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Val
             }
         }
         (Value::Real(a), Value::Real(b)) => Ok(Value::Real(real_arith(p, *a, *b))),
+        _ if p == LinScale => Ok(crate::linear::scale(x, y)),
         _ => fail(span, "internal error: arithmetic on mismatched values"),
     }
 }

@@ -447,8 +447,9 @@ static inline int64_t fx_imin(int64_t a, int64_t b) { return a <= b ? a : b; }
 static inline int64_t fx_imax(int64_t a, int64_t b) { return a >= b ? a : b; }
 static inline double fx_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* `%lscale(c, w)`: zero where either factor is zero (fluxion-interp's linear.rs). */
-static inline double fx_lscale(double c, double w) { return (w != 0.0 && c != 0.0) ? c * w : -0.0; }
+/* `%lscale(c, w)`: `w` where `w` is zero (keeping its sign: -0.0 is the symbolic zero),
+   0.0 where `c` is; `c * w` otherwise (fluxion-interp's linear.rs, `real_scale`). */
+static inline double fx_lscale(double c, double w) { return w == 0.0 ? w : (c == 0.0 ? 0.0 : c * w); }
 
 /* ψ, ψ' and ψ⁽ⁿ⁾ by the same recurrences and series as the interpreter (prims.rs). */
 static double fx_digamma(double x) {
