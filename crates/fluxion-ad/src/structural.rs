@@ -388,9 +388,9 @@ impl<L: Layer> Translate<'_, L> {
             }
             // Only delta- and CHAD-translated code has these, and it is never
             // translated again.
-            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinProj | LinField
-            | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | ClosureCapture
-            | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
+            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinProj | LinField | LinOneHot
+            | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | ClosureCapture | DeltaOpen
+            | DeltaInputs | DeltaPrimal | DeltaGrad => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()

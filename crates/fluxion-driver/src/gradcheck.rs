@@ -28,6 +28,42 @@ fn literal(xs: &[f64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// A printed derivative stage as a program to run: `%lscale(c, w)` — the scaling of
+/// a tangent, an internal primitive no source can spell — becomes a call of a source
+/// function with the same values (`w` where `w` is zero, 0 where `c` is, else `c·w`;
+/// fluxion-interp's `linear::real_scale`), so the run gives the stage's result bit for
+/// bit. `None` where the stage still applies a differential operator: differentiated,
+/// that function's `if` would follow one branch where `%lscale` is a product.
+pub fn runnable_stage(printed: &str) -> Option<String> {
+    if !printed.contains("%lscale(") {
+        return Some(printed.to_string());
+    }
+    const OPERATORS: [&str; 8] = [
+        "grad",
+        "value_and_grad",
+        "vjp",
+        "jvp",
+        "diff",
+        "jacobian",
+        "hessian",
+        "taylor",
+    ];
+    let applies_operator = OPERATORS.iter().any(|op| {
+        printed.match_indices(&format!("{op}(")).any(|(at, _)| {
+            !printed[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '%')
+        })
+    });
+    (!applies_operator).then(|| {
+        format!(
+            "{}\n\nfn lscale_as_source(c: Real, w: Real) -> Real {{\n    if w == 0.0 {{ w }} else {{ if c == 0.0 {{ 0.0 }} else {{ c * w }} }}\n}}\n",
+            printed.replace("%lscale(", "lscale_as_source(")
+        )
+    })
+}
+
 /// Evaluates `expr` (which may use the functions of `src`) and parses the printed
 /// result as a flat list of reals (nested arrays and tuples are flattened).
 pub fn eval_reals(src: &str, expr: &str, mode: impl Into<RunOptions>) -> Result<Vec<f64>, String> {

@@ -398,8 +398,9 @@ impl Program {
     }
 
     /// The program after a pipeline stage, its reverse-mode operators expanded with
-    /// `mode` (`--ad fwd` output uses no internal primitive but `%check_tangent`, so
-    /// its stages re-parse; `--ad delta` output calls `%delta_vjp`).
+    /// `mode` (`--ad fwd` output uses no internal primitive but `%check_tangent` and
+    /// `%lscale`, so its stages re-parse once `gradcheck::runnable_stage` spells
+    /// `%lscale`; `--ad delta` output calls `%delta_vjp`).
     pub fn show_with(
         &self,
         stage: &str,

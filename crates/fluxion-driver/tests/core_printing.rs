@@ -100,7 +100,8 @@ fn core_snapshots() {
 }
 
 /// A stage's print with the operators expanded by `--ad fwd`, which uses no internal
-/// primitive a program cannot spell (but `%check_tangent` in `vjp`), so it re-parses.
+/// primitive a program cannot spell but `%check_tangent` in `vjp` and `%lscale` in
+/// tangents (spelt as a source function by `runnable_stage`), so it re-parses.
 fn stage_of(src: &str, stage: &str) -> String {
     stage_with(src, stage, AdMode::Fwd)
 }
@@ -146,7 +147,10 @@ fn forward_mode_snapshots() {
 #[test]
 fn forward_mode_output_reparses_and_type_checks() {
     for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
-        let printed = fwd_of(src);
+        let Some(printed) = fluxion_driver::gradcheck::runnable_stage(&fwd_of(src)) else {
+            assert_eq!(*name, "fwd_nested_operator", "only it differentiates again");
+            continue;
+        };
         with_big_stack(|| {
             if let Err(f) = compile("fwd.flx", &printed) {
                 panic!(

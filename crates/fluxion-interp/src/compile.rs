@@ -139,10 +139,7 @@ impl Compiler<'_> {
             Rhs::Prim(
                 p @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Rem | Prim::LinScale),
                 args,
-            ) if args.len() == 2 =>
-            {
-                CRhs::Arith(*p, self.atom(&args[0]), self.atom(&args[1]))
-            }
+            ) if args.len() == 2 => CRhs::Arith(*p, self.atom(&args[0]), self.atom(&args[1])),
             Rhs::Prim(p @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge), args) if args.len() == 2 => {
                 CRhs::Compare(*p, self.atom(&args[0]), self.atom(&args[1]))
             }

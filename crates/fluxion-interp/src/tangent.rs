@@ -115,8 +115,17 @@ pub fn zero_at(x: &Value) -> Value {
     }
 }
 
+/// `buf` with each -0.0 made 0.0, if it holds one.
+fn positive_zeros(buf: &Rc<[f64]>) -> Option<Rc<[f64]>> {
+    buf.iter()
+        .any(|x| *x == 0.0 && x.is_sign_negative())
+        .then(|| buf.iter().map(|x| x + 0.0).collect())
+}
+
 /// `t` with every symbolic zero in it replaced by the dense zero at the matching part
-/// of `x`. `t` must have `x`'s lengths and constructors where it is not zero.
+/// of `x`, and every real `r` as `r + 0.0` (a -0.0 becomes 0.0), as natively, where
+/// -0.0 is the symbolic zero of a real. `t` must have `x`'s lengths and constructors
+/// where it is not zero.
 pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
     crate::deep(|| {
         if let Value::Lazy(_) = t {
@@ -124,7 +133,7 @@ pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
         }
         Ok(match (x, t) {
             (x, Value::Zero) => zero_at(x),
-            (_, Value::Dual(..)) => t.clone(),
+            (_, Value::Dual(p, d)) => Value::Dual(p + 0.0, d + 0.0),
             (x, Value::Tuple(ts)) if x.tuple_fields().is_some() => {
                 let xs = x.tuple_fields().expect("tuple");
                 Value::tuple(
@@ -147,13 +156,26 @@ pub fn dense(x: &Value, t: &Value) -> Result<Value, String> {
                         .into(),
                 )
             }
-            (_, Value::RealArray(_))
-            | (_, Value::DualArray(_))
-            | (_, Value::Real(_))
-            | (_, Value::Unit) => {
+            (_, Value::Real(r)) => {
                 same_length(x, t)?;
-                t.clone()
+                Value::Real(r + 0.0)
             }
+            (_, Value::RealArray(a)) => {
+                same_length(x, t)?;
+                positive_zeros(a).map_or_else(|| t.clone(), Value::RealArray)
+            }
+            (_, Value::DualArray(d)) => {
+                same_length(x, t)?;
+                match (positive_zeros(d.primal()), positive_zeros(d.tangent())) {
+                    (None, None) => t.clone(),
+                    (p, q) => {
+                        let p = p.unwrap_or_else(|| d.primal().clone());
+                        let q = q.unwrap_or_else(|| d.tangent().clone());
+                        Value::DualArray(Rc::new(DualArray::new(p, q).expect("same lengths")))
+                    }
+                }
+            }
+            (_, Value::Unit) => t.clone(),
             (x, t) => {
                 same_length(x, t)?;
                 match (x.array_len(), t.array_len()) {

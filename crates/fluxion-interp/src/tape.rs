@@ -63,8 +63,7 @@ impl Tape {
     }
 
     /// A new delta `Σ c·parent`. Terms on the zero delta are left out (they add
-    /// nothing); terms with a zero coefficient are kept, so that an infinite or NaN
-    /// adjoint still propagates as IEEE arithmetic says.
+    /// nothing); terms with a zero coefficient are kept (the sweep skips them).
     pub fn push(&mut self, terms: impl IntoIterator<Item = (f64, DeltaId)>) -> DeltaId {
         let id = DeltaId(self.len() as u32);
         for (c, parent) in terms {
@@ -97,7 +96,11 @@ impl Tape {
             }
             let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
             for (&c, &parent) in self.coefs[start..end].iter().zip(&self.parents[start..end]) {
-                adjoint[parent as usize] += c * a;
+                // A zero partial passes nothing on, even an infinite adjoint: the rule
+                // of every mode (`%lscale`; README, "Decisions").
+                if c != 0.0 {
+                    adjoint[parent as usize] += c * a;
+                }
             }
         }
         adjoint

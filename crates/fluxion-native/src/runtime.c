@@ -658,11 +658,13 @@ static void fx_tape_sweep(void) {
   double *adj = fx_tape.adj;
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
-    /* A delta no path from the output reaches contributes nothing (not 0 * inf). */
+    /* A delta no path from the output reaches contributes nothing (not 0 * inf),
+     * and a zero partial passes nothing on (tape.rs: the rule of every mode). */
     if (a == 0.0) continue;
     for (int64_t k = fx_tape.starts[id]; k < fx_tape.starts[id + 1]; k++) {
       int64_t p = fx_tape.parents[k];
-      if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
+      double c = fx_tape.coefs[k];
+      if (p >= mark && c != 0.0) adj[p - mark] += c * a;
     }
   }
 }
