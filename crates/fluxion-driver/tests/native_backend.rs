@@ -184,8 +184,9 @@ fn every_example_gives_the_interpreters_result_in_every_mode() {
 /// - `grad(|w| pow(-1.0, v0) * sqrt(w0), [v0, 1.0])[1]` is `d/dw1` of a function of
 ///   `w0` alone: 0 for every `v0`, so its Hessian is `[[0.0]]` (the interpreter's delta
 ///   mode gave NaN, native 0);
-/// - a pullback of `-0.0`: a derivative's zero is `0.0` (natively -0.0 is a real's
-///   symbolic zero, which `%tdense` makes 0.0; the interpreter kept -0.0 under CHAD).
+/// - a pullback of `-0.0`, and `jvp` in the direction `-0.0`: a derivative's zero is
+///   `0.0` (natively -0.0 is a real's symbolic zero, which `%tdense` makes 0.0, of a
+///   cotangent and of a direction; the interpreter kept -0.0).
 #[test]
 fn every_mode_and_backend_scale_a_zero_tangent_by_a_nan_partial_to_zero() {
     let src = "fn main() -> ((Real, Real), (Real, Real), (Real, Real, Real), [[Real]]) {
@@ -197,14 +198,14 @@ fn every_mode_and_backend_scale_a_zero_tangent_by_a_nan_partial_to_zero() {
       grad(|x: Real| grad(|w: Real| log(x - 5.0) * w, 1.0), 1.0)),
      jacobian(|v: [Real]| [v[0], diff(|t: Real| sqrt(t - 5.0), v[1])], [0.5, 1.0]))
 }
-fn more() -> (Real, [[Real]], Real) {
+fn more() -> (Real, [[Real]], Real, Real) {
     let (_, pb) = vjp(|x: Real| 3.0 * x, 1.0);
     (grad(|x: Real| sqrt(x * x), 0.0),
      hessian(|v: [Real]| grad(|w: [Real]| pow(-1.0, v[0]) * sqrt(w[0]), [v[0], 1.0])[1], [0.0]),
-     pb(-0.0))
+     pb(-0.0), jvp(|x: Real| 3.0 * x, 1.0, -0.0).1)
 }";
     let expected = "((0.0, 1.0), (0.0, 0.0), (1.0, 0.0, -0.25), [[1.0, 0.0], [0.0, NaN]])";
-    let expected_more = "(0.0, [[0.0]], 0.0)";
+    let expected_more = "(0.0, [[0.0]], 0.0, 0.0)";
     for mode in MODES {
         for fwd in [FwdMode::Dual, FwdMode::Chad] {
             for backend in [Backend::Interp, Backend::Native] {

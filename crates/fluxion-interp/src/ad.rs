@@ -83,7 +83,10 @@ impl Interp {
         let (params, ret) = self.signature(clo.code, span)?;
         let translated = self.translate(clo, layer, span)?;
         let a = differentiated_argument(&params);
-        let point = combine(&self.module(), x, v, &a, layer)
+        // As natively (`push_forward.rs`): the direction checked, then dense (-0.0s 0.0).
+        crate::prims::check_direction(x, v, span)?;
+        let v = crate::tangent::dense(x, v).map_err(|message| RuntimeError { span, message })?;
+        let point = combine(&self.module(), x, &v, &a, layer)
             .map_err(|message| RuntimeError { span, message })?;
         let result = self.apply(&translated, split_args(point, params.len(), span)?, span)?;
         let m = self.module();
