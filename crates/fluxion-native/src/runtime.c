@@ -449,7 +449,10 @@ static inline double fx_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* `%lscale(c, w)`: `w` where `w` is zero (keeping its sign: -0.0 is the symbolic zero),
    0.0 where `c` is; `c * w` otherwise (fluxion-interp's linear.rs, `real_scale`). */
-static inline double fx_lscale(double c, double w) { return w == 0.0 ? w : (c == 0.0 ? 0.0 : c * w); }
+static inline double fx_lscale(double c, double w) {
+  double r = c * w; /* computed first, so that the C compiler selects without branching */
+  return w == 0.0 ? w : (c == 0.0 ? 0.0 : r);
+}
 
 /* ψ, ψ' and ψ⁽ⁿ⁾ by the same recurrences and series as the interpreter (prims.rs). */
 static double fx_digamma(double x) {
