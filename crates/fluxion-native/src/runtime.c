@@ -661,13 +661,23 @@ static void fx_tape_sweep(void) {
   double *adj = fx_tape.adj;
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
-    /* A delta no path from the output reaches contributes nothing (not 0 * inf),
-     * and a zero partial passes nothing on (tape.rs: the rule of every mode). */
+    /* A delta no path from the output reaches contributes nothing (not 0 * inf). */
     if (a == 0.0) continue;
-    for (int64_t k = fx_tape.starts[id]; k < fx_tape.starts[id + 1]; k++) {
-      int64_t p = fx_tape.parents[k];
-      double c = fx_tape.coefs[k];
-      if (p >= mark && c != 0.0) adj[p - mark] += c * a;
+    int64_t k0 = fx_tape.starts[id], k1 = fx_tape.starts[id + 1];
+    if (isfinite(a)) {
+      /* A zero partial adds 0.0 here, which is skipping it: an adjoint is never -0.0. */
+      for (int64_t k = k0; k < k1; k++) {
+        int64_t p = fx_tape.parents[k];
+        if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
+      }
+    } else {
+      /* A zero partial passes nothing on, not even an infinite or NaN adjoint
+       * (tape.rs: the rule of every mode). */
+      for (int64_t k = k0; k < k1; k++) {
+        int64_t p = fx_tape.parents[k];
+        double c = fx_tape.coefs[k];
+        if (p >= mark && c != 0.0) adj[p - mark] += c * a;
+      }
     }
   }
 }
