@@ -1056,7 +1056,10 @@ int main(void) {
 "#;
 
 /// The program generator's programs, natively and in the interpreter: value, gradient
-/// (reverse CHAD, and delta's tape) and JVP (forward CHAD) agree.
+/// (reverse CHAD, and delta's tape) and JVP (forward CHAD) agree — at the generated
+/// point, and at that point times 1e155, where squares overflow and infinite and NaN
+/// partials meet zero tangents and cotangents (the rule of every mode, README's
+/// "Decisions", decides those products the same way on both backends).
 #[test]
 fn generated_programs_agree_with_the_interpreter() {
     let tc = test_toolchain("generated");
@@ -1078,9 +1081,18 @@ fn generated_programs_agree_with_the_interpreter() {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let far = format!(
+            "[{}]",
+            g.x.iter()
+                .map(|v| format!("{:?}", v * 1e155))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         // `jvp` of `grad`: forward-over-reverse, pushed through the forward layer.
-        let expr =
-            format!("(f({x}), grad(f, {x}), jvp(f, {x}, {x}), jvp(|v| grad(f, v), {x}, {x}))");
+        let expr = format!(
+            "(f({x}), grad(f, {x}), jvp(f, {x}, {x}), jvp(|v| grad(f, v), {x}, {x}), \
+             f({far}), grad(f, {far}), jvp(f, {far}, {x}), jvp(|v| grad(f, v), {far}, {x}))"
+        );
         // Each reverse mode with one of the forward algorithms (`jvp` follows `--fwd`).
         for setting in [
             (AdMode::Chad, FwdMode::Chad),
