@@ -84,7 +84,11 @@ fn named_as_called(message: &str, at: &str) -> String {
                 && fluxion_core::Prim::from_surface_name(called).is_some()
                 && fluxion_core::Prim::from_surface_name(named).is_some() =>
         {
-            format!("{called}: {rest}")
+            // CHAD runs `iterate` over a `range`, whose word for its count is "length".
+            match (called, rest.strip_prefix("negative length ")) {
+                ("iterate", Some(count)) => format!("iterate: negative count {count}"),
+                _ => format!("{called}: {rest}"),
+            }
         }
         _ => message.to_string(),
     }

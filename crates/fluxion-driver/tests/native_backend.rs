@@ -481,6 +481,7 @@ fn divided(n: Int, x: Real) -> Real {
 }
 fn summed(v: [Real], x: Real) -> Real { sum(sum([[x], v])) }
 fn counted(n: Int, x: Real) -> Real { sumbuild(n, |i| x * to_real(i)) }
+fn iterated(n: Int, x: Real) -> Real { iterate(n, |y: Real| y * x, 1.0) }
 ";
     let calls = [
         ("pick(C, 1.5)", "Real", "grad(|x: Real| pick(C, x), 1.5)"),
@@ -520,6 +521,12 @@ fn counted(n: Int, x: Real) -> Real { sumbuild(n, |i| x * to_real(i)) }
             "counted(0 - 2, 1.5)",
             "Real",
             "grad(|x: Real| counted(0 - 2, x), 1.5)",
+        ),
+        // CHAD runs `iterate` over `range`: "negative length" was `range`'s word.
+        (
+            "iterated(0 - 2, 1.5)",
+            "Real",
+            "grad(|x: Real| iterated(0 - 2, x), 1.5)",
         ),
     ];
     for (primal, ty, derivative) in calls {
