@@ -302,6 +302,29 @@ fn the_default_budget_honours_an_address_space_limit() {
     );
 }
 
+/// A large result comes back from native code at the interpreter's cost: 3·10⁷ reals
+/// under a 1.5 GB address space (read through boxed values, the result took three
+/// times its size and the allocation aborted, status 134).
+#[test]
+fn a_large_native_result_fits_where_the_interpreter_fits() {
+    let src = write_temp(
+        "large_result.flx",
+        "fn main() -> [Real] { replicate(30000000, 1.5) }\n",
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1500000 && exec '{}' run '{}' --backend native",
+            env!("CARGO_BIN_EXE_fluxion"),
+            src.display()
+        ))
+        .output()
+        .expect("sh runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // "[1.5, 1.5, …]": five bytes an element, less the last ", ", plus "[]\n".
+    assert_eq!(out.stdout.len(), 30000000 * 5 - 2 + 3);
+}
+
 /// Under an address-space limit too small for the 1.25 GiB evaluation stack, a smaller
 /// stack is used: programs run, and deep recursion is still a clean error (before:
 /// "internal compiler error", status 101).

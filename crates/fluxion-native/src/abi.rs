@@ -95,6 +95,22 @@ pub fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<V
             Type::Bool => Value::Bool(read()? != 0),
             Type::Unit => Value::Unit,
             Type::Fn(..) => return None,
+            // Arrays of reals and of Ints straight into their unboxed buffers: through
+            // boxed values, a result of 2·10⁸ reals took three times the interpreter's
+            // memory (a `Vec<Value>` doubling to 6 GiB) and aborted.
+            Type::Array(e) if matches!(**e, Type::Real | Type::Int) => {
+                let n = usize::try_from(read()?).ok()?;
+                let end = pos.checked_add(n)?;
+                let body = words.get(*pos..end)?;
+                *pos = end;
+                match **e {
+                    _ if n == 0 => Value::array(Vec::new()),
+                    Type::Real => {
+                        Value::RealArray(body.iter().map(|w| f64::from_bits(*w)).collect())
+                    }
+                    _ => Value::IntArray(body.iter().map(|w| *w as i64).collect()),
+                }
+            }
             Type::Tuple(ts) => {
                 stack.push(Partial::Tuple(ts.clone(), Vec::with_capacity(ts.len())));
                 next = stack.last()?.next_type()?;
