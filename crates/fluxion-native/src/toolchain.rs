@@ -73,12 +73,30 @@ impl Toolchain {
             // No tail calls turned into jumps: a runaway recursion must reach the stack
             // check and stop with the interpreter's error, not loop forever.
             "-fno-optimize-sibling-calls",
-            // lgamma and erf of constants are not folded by the compiler (exactly, with
-            // MPFR) but computed by the C library at run time, as the interpreter does
-            // (`fluxion_interp::cmath`): the same bits on both backends.
+            // The C library's functions that are not exactly rounded are not folded
+            // by the compiler for constant arguments (it computes them correctly
+            // rounded, with MPFR, where the library is at times an ulp off) but called
+            // at run time, as the interpreter calls them (Rust's `f64` methods and
+            // `fluxion_interp::cmath`): the same bits on both backends. `sqrt`,
+            // `floor`, `ceil` and `fmod` are exact, so folding them changes nothing.
             "-fno-builtin-lgamma_r",
             "-fno-builtin-lgamma",
             "-fno-builtin-erf",
+            "-fno-builtin-sin",
+            "-fno-builtin-cos",
+            "-fno-builtin-tan",
+            "-fno-builtin-asin",
+            "-fno-builtin-acos",
+            "-fno-builtin-atan",
+            "-fno-builtin-atan2",
+            "-fno-builtin-sinh",
+            "-fno-builtin-cosh",
+            "-fno-builtin-tanh",
+            "-fno-builtin-exp",
+            "-fno-builtin-expm1",
+            "-fno-builtin-log",
+            "-fno-builtin-log1p",
+            "-fno-builtin-pow",
             "-fPIC",
             "-shared",
             "-w",
