@@ -277,6 +277,19 @@ fn a_memory_budget_stops_a_runaway_program_cleanly() {
     assert_eq!(stdout(&out), "499999500000\n", "{}", stderr(&out));
 }
 
+/// `fluxion run FILE FLAGS` under an address-space limit of `kib` KiB (`ulimit -v`).
+fn run_under_ulimit(kib: u64, src: &std::path::Path, flags: &str) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {kib} && exec '{}' run '{}' {flags}",
+            env!("CARGO_BIN_EXE_fluxion"),
+            src.display()
+        ))
+        .output()
+        .expect("sh runs")
+}
+
 /// Under an address-space limit (`ulimit -v`), the default budget fits inside it:
 /// the program stops with a runtime error instead of an allocation failure (abort).
 #[test]
@@ -285,15 +298,7 @@ fn the_default_budget_honours_an_address_space_limit() {
         "ranges.flx",
         "fn main() -> Int {\n    length(build(100000, |i| range(1000000)))\n}\n",
     );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 2000000 && exec '{}' run '{}'",
-            env!("CARGO_BIN_EXE_fluxion"),
-            src.display()
-        ))
-        .output()
-        .expect("sh runs");
+    let out = run_under_ulimit(2_000_000, &src, "");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -311,15 +316,7 @@ fn a_large_native_result_fits_where_the_interpreter_fits() {
         "large_result.flx",
         "fn main() -> [Real] { replicate(30000000, 1.5) }\n",
     );
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 1500000 && exec '{}' run '{}' --backend native",
-            env!("CARGO_BIN_EXE_fluxion"),
-            src.display()
-        ))
-        .output()
-        .expect("sh runs");
+    let out = run_under_ulimit(1_500_000, &src, "--backend native");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // "[1.5, 1.5, …]": five bytes an element, less the last ", ", plus "[]\n".
     assert_eq!(out.stdout.len(), 30000000 * 5 - 2 + 3);
@@ -332,15 +329,7 @@ fn a_large_native_result_fits_where_the_interpreter_fits() {
 fn a_tight_address_space_limit_gets_a_smaller_stack_not_a_crash() {
     let run = |name: &str, text: &str| {
         let src = write_temp(name, text);
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v 1000000 && exec '{}' run '{}'",
-                env!("CARGO_BIN_EXE_fluxion"),
-                src.display()
-            ))
-            .output()
-            .expect("sh runs")
+        run_under_ulimit(1_000_000, &src, "")
     };
     let out = run("small.flx", "fn main() -> Int { length(range(1000)) }\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -372,15 +361,7 @@ fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
     );
     let run = |name: &str, main: &str, flags: &str| {
         let src = write_temp(name, &format!("{list}{main}\n"));
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v 1000000 && exec '{}' run {flags} '{}'",
-                env!("CARGO_BIN_EXE_fluxion"),
-                src.display()
-            ))
-            .output()
-            .expect("sh runs")
+        run_under_ulimit(1_000_000, &src, flags)
     };
     let cases = [
         (
@@ -500,15 +481,7 @@ fn nested_forward_mode_under_an_address_space_limit_stops_cleanly() {
          fn main() -> Real { nth(16, 0.5) }\n",
     );
     for limit in [400_000, 1_500_000] {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v {limit} && exec '{}' run '{}'",
-                env!("CARGO_BIN_EXE_fluxion"),
-                src.display()
-            ))
-            .output()
-            .expect("sh runs");
+        let out = run_under_ulimit(limit, &src, "");
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "ulimit -v {limit}: {err}");
         assert!(err.contains("runtime error: memory budget of"), "{err}");
