@@ -62,8 +62,6 @@ impl Diagnostic {
     }
 }
 
-/// Renders diagnostics as plain text (no colour), each starting with a
-/// `FILE:LINE:COL: heading: message` line followed by ariadne's snippet.
 /// A runtime error about a built-in (`build: negative length -2`), named by the
 /// built-in the source calls where the error points (`at`: the source from there).
 /// Derivative code computes `sumbuild` by `build`, `iterate` by `range` and a `sum` of
@@ -94,6 +92,8 @@ fn named_as_called(message: &str, at: &str) -> String {
     }
 }
 
+/// Renders diagnostics as plain text (no colour), each starting with a
+/// `FILE:LINE:COL: heading: message` line followed by ariadne's snippet.
 pub fn render(diagnostics: &[Diagnostic], sources: &[SourceFile]) -> String {
     // Made once for all the diagnostics, so that rendering them takes linear time.
     let lines: Vec<LineIndex> = sources.iter().map(|s| LineIndex::new(&s.text)).collect();
