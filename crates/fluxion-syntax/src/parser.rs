@@ -448,14 +448,10 @@ impl<'a> Parser<'a> {
                             return Err(Recover);
                         }
                     },
-                    Token::RealLit => match text.parse::<f64>() {
-                        Ok(x) if x.is_finite() => PatKind::Real(x),
-                        Ok(_) => {
-                            self.error(span, "real literal out of range (larger than 1.8e308)");
-                            return Err(Recover);
-                        }
-                        Err(_) => {
-                            self.error(span, "malformed real literal");
+                    Token::RealLit => match real_literal(&text) {
+                        Ok(x) => PatKind::Real(x),
+                        Err(message) => {
+                            self.error(span, message);
                             return Err(Recover);
                         }
                     },
@@ -677,16 +673,10 @@ impl<'a> Parser<'a> {
             }
             Token::RealLit => {
                 self.bump();
-                match self.slice(span).parse::<f64>() {
-                    Ok(r) if r.is_finite() => ExprKind::Real(r),
-                    // As an out-of-range Int literal is: `1e400` would silently be inf
-                    // (write `1.0 / 0.0` for that).
-                    Ok(_) => {
-                        self.error(span, "real literal out of range (larger than 1.8e308)");
-                        ExprKind::Error
-                    }
-                    Err(_) => {
-                        self.error(span, "malformed real literal");
+                match real_literal(self.slice(span)) {
+                    Ok(r) => ExprKind::Real(r),
+                    Err(message) => {
+                        self.error(span, message);
                         ExprKind::Error
                     }
                 }
@@ -980,4 +970,14 @@ fn binop_of(tok: Token) -> Option<(BinOp, u8)> {
         Token::Percent => (BinOp::Rem, 4),
         _ => return None,
     })
+}
+
+/// The value of a real literal's text, or the error to report: out of range as an
+/// out-of-range Int literal is (`1e400` would silently be inf; `1.0 / 0.0` is that).
+fn real_literal(text: &str) -> Result<f64, &'static str> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(_) => Err("real literal out of range (larger than 1.8e308)"),
+        Err(_) => Err("malformed real literal"),
+    }
 }
