@@ -31,7 +31,7 @@ fn literal(xs: &[f64]) -> String {
 /// A printed derivative stage as a program to run: `%lscale(c, w)` — the scaling of
 /// a tangent, an internal primitive no source can spell — becomes a call of a source
 /// function with the same values (`w` where `w` is zero, 0 where `c` is, else `c·w`;
-/// fluxion-interp's `linear::real_scale`), so the run gives the stage's result bit for
+/// `fluxion_core::prim::lscale`), so the run gives the stage's result bit for
 /// bit. `None` where the stage still applies a differential operator: differentiated,
 /// that function's `if` would follow one branch where `%lscale` is a product.
 pub fn runnable_stage(printed: &str) -> Option<String> {

@@ -82,19 +82,8 @@ pub fn lazy_sum(u: &Value, v: &Value) -> Value {
 pub fn scale(c: &Value, w: &Value) -> Value {
     match (c, w) {
         (_, Value::Zero) => Value::Zero,
-        (Value::Real(c), Value::Real(w)) => Value::Real(real_scale(*c, *w)),
+        (Value::Real(c), Value::Real(w)) => Value::Real(fluxion_core::prim::lscale(*c, *w)),
         _ => Value::Real(0.0),
-    }
-}
-
-/// [`scale`] on two reals (the native backend's `fx_lscale` is the same function).
-pub(crate) fn real_scale(c: f64, w: f64) -> f64 {
-    if w == 0.0 {
-        w
-    } else if c == 0.0 {
-        0.0
-    } else {
-        c * w
     }
 }
 

@@ -624,7 +624,7 @@ pub(crate) fn real_arith(p: Prim, a: f64, b: f64) -> f64 {
         Prim::Sub => a - b,
         Prim::Mul => a * b,
         Prim::Div => a / b,
-        Prim::LinScale => crate::linear::real_scale(a, b),
+        Prim::LinScale => fluxion_core::prim::lscale(a, b),
         _ => a % b,
     }
 }

@@ -448,7 +448,7 @@ static inline int64_t fx_imax(int64_t a, int64_t b) { return a >= b ? a : b; }
 static inline double fx_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* `%lscale(c, w)`: `w` where `w` is zero (keeping its sign: -0.0 is the symbolic zero),
-   0.0 where `c` is; `c * w` otherwise (fluxion-interp's linear.rs, `real_scale`). */
+   0.0 where `c` is; `c * w` otherwise (fluxion-core's `prim::lscale`). */
 static inline double fx_lscale(double c, double w) {
   double r = c * w; /* computed first, so that the C compiler selects without branching */
   return w == 0.0 ? w : (c == 0.0 ? 0.0 : r);

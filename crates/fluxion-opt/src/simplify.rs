@@ -272,10 +272,7 @@ fn fold(p: Prim, args: &[Atom]) -> Option<Lit> {
             Sub => Some(Lit::Real(x - y)),
             Mul => Some(Lit::Real(x * y)),
             Div => Some(Lit::Real(x / y)),
-            // `%lscale`'s zero rule (fluxion-interp's `linear::real_scale`).
-            LinScale if y == 0.0 => Some(Lit::Real(y)),
-            LinScale if x == 0.0 => Some(Lit::Real(0.0)),
-            LinScale => Some(Lit::Real(x * y)),
+            LinScale => Some(Lit::Real(fluxion_core::prim::lscale(x, y))),
             _ => None,
         },
         (_, Lit::Int(x), Some(Some(Lit::Int(y)))) => match p {
