@@ -38,23 +38,16 @@ pub fn runnable_stage(printed: &str) -> Option<String> {
     if !printed.contains("%lscale(") {
         return Some(printed.to_string());
     }
-    const OPERATORS: [&str; 8] = [
-        "grad",
-        "value_and_grad",
-        "vjp",
-        "jvp",
-        "diff",
-        "jacobian",
-        "hessian",
-        "taylor",
-    ];
-    let applies_operator = OPERATORS.iter().any(|op| {
-        printed.match_indices(&format!("{op}(")).any(|(at, _)| {
-            !printed[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '%')
-        })
+    // A call of a differential operator: a name the `Prim` table calls one, then `(`.
+    let applies_operator = printed.match_indices('(').any(|(at, _)| {
+        let before = &printed[..at];
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        crate::core::Prim::from_surface_name(&before[start..])
+            .is_some_and(crate::core::Prim::is_differential)
     });
     (!applies_operator).then(|| {
         format!(
