@@ -102,6 +102,9 @@ static void fx_miss(uint32_t src, uint32_t start, uint32_t end) {
   fx_fail(src, start, end, "a closure met a differential operator with no translation made ahead of time");
 }
 
+/* Whether this frame lies below `limit` (the stack grows down): every stack check. */
+#define FX_BELOW(limit) __builtin_expect((uintptr_t)__builtin_frame_address(0) < (limit), 0)
+
 /* A walk over a value (reading the arguments, writing the result, `==`) recursing
  * once per level of an enum: on a value too deep for the stack left, the caller runs
  * the program in the interpreter instead, whose walks take any depth. */
@@ -110,9 +113,9 @@ static void fx_too_deep(const char *walk) {
   fx_fail_status = 2;
   fx_fail(0, 0, 0, "a value nested too deeply for native code's %s", walk);
 }
-#define FX_DEEP_CHECK(walk)                                                                    \
-  do {                                                                                         \
-    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < fx_entry_limit, 0)) fx_too_deep(walk); \
+#define FX_DEEP_CHECK(walk)                           \
+  do {                                                \
+    if (FX_BELOW(fx_entry_limit)) fx_too_deep(walk);  \
   } while (0)
 
 /* Deep recursion is an error, not a segfault: checked before every call (with the
@@ -120,7 +123,7 @@ static void fx_too_deep(const char *walk) {
  * every function (which catches recursion through a higher-order built-in's loop). */
 #define FX_STACK_CHECK_AT(limit, src, start, end)                                 \
   do {                                                                            \
-    if (__builtin_expect((uintptr_t)__builtin_frame_address(0) < (limit), 0))     \
+    if (FX_BELOW(limit))                                                          \
       fx_fail(src, start, end, "stack depth exceeded (recursion too deep)");      \
   } while (0)
 #define FX_STACK_CHECK(src, start, end) FX_STACK_CHECK_AT(fx_entry_limit, src, start, end)
@@ -337,9 +340,7 @@ typedef struct fx_clo {
  * (and the entry does before it returns), so freeing takes constant stack. An error
  * frees everything at once (fx_free_all), the list with it. */
 #define FX_LATER_ROOM (256 << 10)
-static inline int fx_stack_low(uintptr_t room) {
-  return (uintptr_t)__builtin_frame_address(0) < fx_stack_limit + room;
-}
+static inline int fx_stack_low(uintptr_t room) { return FX_BELOW(fx_stack_limit + room); }
 static void fx_later_push(void *x, fx_dec_fn f) {
   if (fx_later.len == fx_later.cap) {
     int64_t cap = fx_later.cap ? 2 * fx_later.cap : 1024;
