@@ -211,47 +211,4 @@ pub fn family_input(n: usize) -> Vec<f64> {
 /// ```
 ///
 /// with n_w = d + m + 1 and log Γ_d the multivariate log-gamma function.
-pub const GMM: &str = "fn gmm(alphas: [Real], means: [[Real]], icf: [[Real]], x: [[Real]], gamma: Real, m: Int) -> Real {
-    let pi = 3.141592653589793;
-    let k = length(alphas);
-    let n = length(x);
-    let d = length(x[0]);
-    let qdiags = map(|q| map(exp, slice(q, 0, d)), icf);
-    let sum_qs = map(|q| sum(slice(q, 0, d)), icf);
-    let ls = map(|q| slice(q, d, length(q) - d), icf);
-    // Row j of each L_k's strict lower triangle: L_k[j][t] for t < j.
-    let lrows = map(|l| build(d, |j| build(j, |t| l[t * (d - 1) - t * (t - 1) / 2 + j - t - 1])), ls);
-    let slse = sumbuild(n, |i| {
-        let xi = x[i];
-        logsumexp(build(k, |c| {
-            let xc = vsub(xi, means[c]);
-            let qd = qdiags[c];
-            let rows = lrows[c];
-            let qx = build(d, |j| {
-                let row = rows[j];
-                qd[j] * xc[j] + sumbuild(j, |t| row[t] * xc[t])
-            });
-            alphas[c] + sum_qs[c] - 0.5 * dot(qx, qx)
-        }))
-    });
-    let n_w = d + m + 1;
-    let frobenius = sumbuild(k, |c| 0.5 * gamma * gamma * (norm2(qdiags[c]) + norm2(ls[c])) - to_real(m) * sum_qs[c]);
-    let log_gamma_d = 0.25 * to_real(d * (d - 1)) * log(pi) + sumbuild(d, |j| lgamma(0.5 * to_real(n_w) - 0.5 * to_real(j)));
-    let c_w = to_real(n_w * d) * (log(gamma) - 0.5 * log(2.0)) - log_gamma_d;
-    let constant = -0.5 * to_real(n * d) * log(2.0 * pi);
-    constant + slse - to_real(n) * logsumexp(alphas) + frobenius - to_real(k) * c_w
-}
-
-fn primal(alphas: [Real], means: [[Real]], icf: [[Real]], x: [[Real]], gamma: Real, m: Int) -> Real {
-    gmm(alphas, means, icf, x, gamma, m)
-}
-
-fn gradient(alphas: [Real], means: [[Real]], icf: [[Real]], x: [[Real]], gamma: Real, m: Int) -> ([Real], [[Real]], [[Real]]) {
-    grad(|a: [Real], mu: [[Real]], q: [[Real]]| gmm(a, mu, q, x, gamma, m), (alphas, means, icf))
-}
-
-// One forward-mode pass along (da, dmu, dq): what `--ad fwd` runs once per parameter.
-fn tangent(alphas: [Real], means: [[Real]], icf: [[Real]], x: [[Real]], gamma: Real, m: Int, da: [Real], dmu: [[Real]], dq: [[Real]]) -> Real {
-    jvp(|a: [Real], mu: [[Real]], q: [[Real]]| gmm(a, mu, q, x, gamma, m), (alphas, means, icf), (da, dmu, dq)).1
-}
-";
+pub const GMM: &str = include_str!("../../../examples/gmm.flx");

@@ -422,6 +422,34 @@ fn fused_delta_sums_give_the_interpreters_bits() {
     for src in programs {
         let _ = natively_as_interpreted(src, AdMode::Delta);
     }
+    // Dot products, whose sum's node holds the two arrays instead of their terms
+    // (delta_fuse.rs `emit_dot`): the sweep reads the terms back in the same order.
+    let dots = [
+        "fn main() -> [Real] { grad(|v: [Real]| dot(v, v) * dot(v, [1.0e17, 1.0, -1.0e17]), [0.1, 0.2, 0.3]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sum(map(|x| x * x, v)) + sum(map2(|a, b| a * b, v, reverse(v))), [0.1, 0.2, 0.3]) }",
+        // Three terms on one parent: summed last element first, the sum is 1, not 0.
+        "fn main() -> Real { grad(|x: Real| { let s = [x, x, x]; sumbuild(3, |t| s[t] * [1.0, 1.0e17, -1.0e17][t]) }, 2.0) }",
+        "fn main() -> [Real] { grad(|v: [Real]| { let a = slice(v, 1, 2); sumbuild(1, |t| v[t] * a[t]) }, [0.5, 2.0, 7.0]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| sumbuild(0, |t| v[t] * v[t]) + v[0], [1.0]) }",
+        // An infinite adjoint reaches the dot: a zero partial passes none of it on.
+        "fn main() -> [Real] { grad(|v: [Real]| sqrt(dot(v, [0.0, 1.0])), [1.0, 0.0]) }",
+        "fn main() -> [Real] { grad(|v: [Real]| { let a = slice(v, 2, 2); sqrt(sumbuild(2, |t| v[t] * a[t])) }, [0.0, 1.0, 3.0, 0.0]) }",
+        "fn main() -> [Real] { let w = [0.0, 0.0]; grad(|v: [Real]| sqrt(dot(v, w)) + dot(v, v), [1.0, 2.0]) }",
+        // Dots on a tape nested in another, and an operand from the outer tape.
+        "fn main() -> [Real] { grad(|v: [Real]| dot(grad(|w: [Real]| dot(w, v) * dot(w, w), v), v), [0.5, 1.5]) }",
+        "fn main() -> Real { grad(|x: Real| { let v = [x, 2.0 * x]; dot(vjp(|w: [Real]| dot(w, v), v).1(1.0), v) }, 0.7) }",
+        // A count beyond an operand: the fused loop runs and faults where the
+        // interpreter does.
+        "fn main() -> [Real] { grad(|v: [Real]| sumbuild(3, |t| v[t] * v[t]), [1.0, 2.0]) }",
+    ];
+    for src in dots {
+        let _ = natively_as_interpreted(src, AdMode::Delta);
+        let c = compile("prog.flx", src)
+            .unwrap_or_else(|f| panic!("{}", f.render()))
+            .show_with("c", Some("main"), AdMode::Delta)
+            .expect("C");
+        assert!(c.contains("fx_tape_dot(da, db"), "no dot node:\n{src}");
+    }
     let fused = compile("prog.flx", programs[0])
         .unwrap_or_else(|f| panic!("{}", f.render()))
         .show_with("c", Some("main"), AdMode::Delta)

@@ -14,6 +14,13 @@
 //! The element function, a lambda of known code, is compiled a second time as
 //! `fn_N_t`, whose final `%delta` writes its terms into the room the sum's node has
 //! on the tape (`fx_tape_fused_*` in `runtime.c`) and yields the id 0.
+//!
+//! A dot product — the element is `a[t] * b[t]` of two arrays of `(Real, Int)` pairs,
+//! as `dot`, `sum(map2(|x, y| x * y, ..))` or `sumbuild(n, |t| a[t] * b[t])` make
+//! it — writes no terms at all: the sum's node is a dot node that holds the two arrays
+//! (`fx_tape_dot`), whose terms the sweep reads back from them in the same order.
+//! That is O(1) tape per dot where the terms took 24 bytes per element, which was
+//! most of the tape of a GMM gradient (BENCHMARKS.md).
 
 use std::fmt::Write;
 
@@ -116,7 +123,8 @@ fn mentions(bindings: &[Binding], result: &Atom, v: VarId) -> bool {
 }
 
 /// The fused loop and sum, binding the sum's `(Real, Int)` to the sum's variable
-/// (`fusable` said the pair is one).
+/// (`fusable` said the pair is one): a dot node for a dot product, else the
+/// elements' terms in the sum's node.
 pub(crate) fn emit(
     e: &mut Emitter<'_>,
     loop_: &Binding,
@@ -125,12 +133,33 @@ pub(crate) fn emit(
     s: &mut String,
     pad: &str,
 ) {
+    let fused = |e: &mut Emitter<'_>| fused_loop(e, loop_, sum, fusion);
+    if emit_dot(e, loop_, sum, &fused, fusion.code, s, pad) {
+        return;
+    }
+    let m = e.module();
+    if let Rhs::Prim(Prim::Map2, args) = &loop_.rhs {
+        let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
+        let lsp = span_args(loop_.span);
+        let _ = writeln!(
+            s,
+            "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {lsp});"
+        );
+    }
+    let ct = e.types().c(m.var_ty(sum.var));
+    let _ = writeln!(s, "{pad}{ct} {};", var(sum.var));
+    let block = fused(e);
+    let _ = writeln!(s, "{pad}{block}");
+}
+
+/// The loop writing each element's terms into the sum's node, as one C block that
+/// assigns the sum's variable (declared, and a `map2`'s lengths checked, before it).
+fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusion) -> String {
     let m = e.module();
     let (lsp, ssp) = (span_args(loop_.span), span_args(sum.span));
     let name = var(sum.var);
-    let ct = e.types().c(m.var_ty(sum.var));
     let Some((p, args, f)) = element_fn(&loop_.rhs) else {
-        return;
+        return String::new();
     };
     // A `build` whose lambda indexes captured arrays by its index: two copies of the
     // loop, as `prims.rs` emits `build` (`index_hints`).
@@ -154,11 +183,6 @@ pub(crate) fn emit(
         ),
         _ => {
             let (x, y) = (read(e, &args[1], &a[1]), read(e, &args[2], &a[2]));
-            let _ = writeln!(
-                s,
-                "{pad}fx_same_length(\"map2\", FX_LEN({}), FX_LEN({}), {lsp});",
-                a[1], a[2]
-            );
             (format!("FX_LEN({})", a[1]), "map2", vec![x, y])
         }
     };
@@ -166,7 +190,6 @@ pub(crate) fn emit(
         .types()
         .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
     let k = fusion.terms;
-    let _ = writeln!(s, "{pad}{ct} {name};");
     let call_args = call_args.join(", ");
     let body = |assume: &str| {
         format!(
@@ -174,8 +197,170 @@ pub(crate) fn emit(
         )
     };
     let loops = crate::prims::versioned(hints, body);
+    format!(
+        "{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
+    )
+}
+
+/// An operand of a dot product's elements: the element function's parameter `k`
+/// (`map`, `map2`), or its captured array `k` indexed by its one parameter (`build`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Operand {
+    Param(usize),
+    Captured(usize),
+}
+
+/// What a variable of an element function is, as far as a dot product goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Meaning {
+    Pair(Operand),
+    Value(Operand),
+    Id(Operand),
+    Product(Operand, Operand),
+    /// `%delta(b.0, a.1, a.0, b.1)`: the product's delta, in the calculus's order.
+    Delta(Operand, Operand),
+    Result(Operand, Operand),
+}
+
+/// For an element function (of code `c`, run by loop primitive `p`) that is exactly
+/// `a * b` of two `(Real, Int)` operands — reads, projections, the product, its
+/// `%delta` and the pair, nothing else — the operands `(a, b)`.
+fn dot_operands(m: &Module, p: Prim, c: CodeId) -> Option<(Operand, Operand)> {
+    use Meaning::*;
+    let code = m.code(c);
+    let pair = Type::Tuple(vec![Type::Real, Type::Int]);
+    let mut meaning: std::collections::HashMap<VarId, Meaning> = Default::default();
+    let mut index = None;
+    if p == Prim::Build {
+        let &[i] = code.params.as_slice() else {
+            return None;
+        };
+        index = Some(i);
+    } else {
+        for (k, &x) in code.params.iter().enumerate() {
+            if *m.var_ty(x) == pair {
+                meaning.insert(x, Pair(Operand::Param(k)));
+            }
+        }
+    }
+    let of = |meaning: &std::collections::HashMap<VarId, Meaning>, a: &Atom| match a {
+        Atom::Var(v) => meaning.get(v).copied(),
+        _ => None,
+    };
+    for b in &code.body.bindings {
+        let means = match &b.rhs {
+            Rhs::Prim(Prim::Index, args) if *m.var_ty(b.var) == pair => {
+                let (&Atom::Var(xs), &Atom::Var(i)) = (&args[0], &args[1]) else {
+                    return None;
+                };
+                if Some(i) != index {
+                    return None;
+                }
+                Pair(Operand::Captured(
+                    code.captures.iter().position(|&c| c == xs)?,
+                ))
+            }
+            Rhs::Proj(x, field) => match (of(&meaning, x)?, field) {
+                (Pair(o), 0) => Value(o),
+                (Pair(o), 1) => Id(o),
+                _ => return None,
+            },
+            Rhs::Prim(Prim::Mul, args) => {
+                match (of(&meaning, &args[0])?, of(&meaning, &args[1])?) {
+                    (Value(a), Value(b)) => Product(a, b),
+                    _ => return None,
+                }
+            }
+            Rhs::Prim(Prim::DeltaPush, args) if args.len() == 4 => {
+                let parts: Option<Vec<Meaning>> = args.iter().map(|a| of(&meaning, a)).collect();
+                match parts?.as_slice() {
+                    &[Value(b), Id(a), Value(a2), Id(b2)] if a == a2 && b == b2 => Delta(a, b),
+                    _ => return None,
+                }
+            }
+            Rhs::Tuple(parts) if parts.len() == 2 => {
+                match (of(&meaning, &parts[0])?, of(&meaning, &parts[1])?) {
+                    (Product(a, b), Delta(a2, b2)) if (a, b) == (a2, b2) => Result(a, b),
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        meaning.insert(b.var, means);
+    }
+    match of(&meaning, &code.body.result)? {
+        Result(a, b) => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// The fused loop and sum of a dot product (`fusable` said the pair is one, and
+/// [`dot_operands`] that its element is a product): the value summed in the loop's
+/// order, the delta a dot node (`fx_tape_dot`). A `build` reads both arrays at each
+/// index below its count; where one is shorter, the fused loop runs instead and
+/// faults where the interpreter does. Returns false (nothing written) for any other
+/// loop.
+fn emit_dot(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    fused: &dyn Fn(&mut Emitter<'_>) -> String,
+    code: CodeId,
+    s: &mut String,
+    pad: &str,
+) -> bool {
+    let m = e.module();
+    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
+        return false;
+    };
+    let Some((a, b)) = dot_operands(m, p, code) else {
+        return false;
+    };
+    let array = |e: &Emitter<'_>, o: Operand| match o {
+        Operand::Param(k) => Some(e.atom(&args[k + 1])),
+        Operand::Captured(k) => e.captured_by(f).map(|c| e.atom(&c[k])),
+    };
+    let (Some(a), Some(b)) = (array(e, a), array(e, b)) else {
+        return false;
+    };
+    let (lsp, ssp) = (span_args(loop_.span), span_args(sum.span));
+    let name = var(sum.var);
+    let ct = e.types().c(m.var_ty(sum.var));
+    let pair = e
+        .types()
+        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
+    let what = match p {
+        Prim::Build => "build",
+        Prim::Map => "map",
+        _ => "map2",
+    };
+    let len = match p {
+        Prim::Build => e.atom(&args[0]),
+        _ => format!("FX_LEN({})", e.atom(&args[1])),
+    };
+    if p == Prim::Map2 {
+        let _ = writeln!(
+            s,
+            "{pad}fx_same_length(\"map2\", FX_LEN({}), FX_LEN({}), {lsp});",
+            e.atom(&args[1]),
+            e.atom(&args[2])
+        );
+    }
+    let _ = writeln!(s, "{pad}{ct} {name};");
+    let dot = format!(
+        "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, {ssp});"
+    );
+    // A `map` or `map2` reads its arrays' own elements (of the length just checked).
+    let dot = match p {
+        Prim::Build => format!(
+            "if (n <= FX_LEN({a}) && n <= FX_LEN({b})) {{ {dot} }} else {{ {} }}",
+            fused(e)
+        ),
+        _ => dot,
+    };
     let _ = writeln!(
         s,
-        "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
+        "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); {dot} }}"
     );
+    true
 }

@@ -829,6 +829,14 @@ impl<'m> Emitter<'m> {
             .join(" ");
         Some((cond, assume))
     }
+    /// What a closure made in the function being emitted captured, in its code's
+    /// `captures` order.
+    pub(crate) fn captured_by(&self, f: &Atom) -> Option<&[Atom]> {
+        let Atom::Var(v) = f else { return None };
+        self.made_here
+            .get(v)
+            .map(|(_, captured)| captured.as_slice())
+    }
     pub(crate) fn atom(&self, a: &Atom) -> String {
         atom(a)
     }

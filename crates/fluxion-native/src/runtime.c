@@ -520,6 +520,15 @@ static double fx_lgamma(double x) {
  * first, skipping those whose adjoint is zero (the interpreter's order exactly). The
  * buffers are kept between calls and reset on entry. They count in the memory budget,
  * as the interpreter's tape does: their capacity, and the adjoints of a sweep. */
+/* A dot node (delta_fuse.rs `emit_dot`): the delta of the sum over t < n of a[t]·b[t],
+ * for arrays a and b of (Real, Int) pairs, each a buffer of reals then a buffer of
+ * ids (types.rs `Types::get`). It holds the two arrays (a reference each) instead of
+ * their 2n terms: O(1) tape where the fused node wrote 24n bytes, and the sweep reads
+ * the terms back from the arrays in the fused node's order (fx_tape_sweep_dot). */
+typedef struct {
+  int64_t id, n;
+  fx_arr *a, *b;
+} fx_tape_dot_t;
 static struct {
   int64_t len, depth, cap_nodes, nterms, cap_terms, cursor;
   int64_t *starts;
@@ -528,12 +537,16 @@ static struct {
   double *adj;
   int64_t mark;
   uint64_t adj_bytes;
+  /* The dot nodes, by increasing id. */
+  fx_tape_dot_t *dots;
+  int64_t ndots, cap_dots;
 } fx_tape;
 
 /* The bytes the tape's buffers hold (their capacity). */
 static uint64_t fx_tape_bytes(void) {
   return (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
-         (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t));
+         (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t)) +
+         (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t);
 }
 
 /* On entry (after the budget is set): an empty tape, whose kept buffers are charged to
@@ -546,14 +559,18 @@ static void fx_tape_reset(void) {
   free(fx_tape.adj);
   fx_tape.adj = NULL;
   fx_tape.adj_bytes = 0;
+  /* A failed call's dot nodes held arrays that fx_free_all has freed. */
+  fx_tape.ndots = 0;
   if (fx_tape_bytes() > fx_memory_limit / 4) {
     free(fx_tape.starts);
     free(fx_tape.coefs);
     free(fx_tape.parents);
+    free(fx_tape.dots);
     fx_tape.starts = NULL;
     fx_tape.coefs = NULL;
     fx_tape.parents = NULL;
-    fx_tape.cap_nodes = fx_tape.cap_terms = 0;
+    fx_tape.dots = NULL;
+    fx_tape.cap_nodes = fx_tape.cap_terms = fx_tape.cap_dots = 0;
   }
   fx_memory_used += fx_tape_bytes();
 }
@@ -657,11 +674,34 @@ static void fx_tape_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint
 static inline void fx_tape_seed(int64_t id, double w) {
   if (id >= fx_tape.mark) fx_tape.adj[id - fx_tape.mark] += w;
 }
+static inline const double *fx_pair_vals(const fx_arr *a) { return (const double *)(a + 1); }
+static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_t *)((const uint64_t *)(a + 1) + a->len); }
+/* A dot node's terms, as the fused node of the same loop held them (delta_fuse.rs):
+ * the last element's first, each element's `(b[t], id of a[t]), (a[t], id of b[t])`,
+ * the order of the product's `%delta` — so the adjoints are the interpreter's bits. */
+static void fx_tape_sweep_dot(const fx_tape_dot_t *d, double a, double *adj, int64_t mark) {
+  const double *av = fx_pair_vals(d->a), *bv = fx_pair_vals(d->b);
+  const int64_t *ai = fx_pair_ids(d->a), *bi = fx_pair_ids(d->b);
+  int finite = isfinite(a);
+  for (int64_t t = d->n - 1; t >= 0; t--) {
+    /* As in fx_tape_sweep: a zero partial passes no infinite or NaN adjoint on. */
+    if (ai[t] >= mark && (finite || bv[t] != 0.0)) adj[ai[t] - mark] += bv[t] * a;
+    if (bi[t] >= mark && (finite || av[t] != 0.0)) adj[bi[t] - mark] += av[t] * a;
+  }
+}
 static void fx_tape_sweep(void) {
   int64_t mark = fx_tape.mark;
   double *adj = fx_tape.adj;
+  int64_t r = fx_tape.ndots - 1;
+  int64_t next_dot = r >= 0 ? fx_tape.dots[r].id : -1;
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
+    if (id == next_dot) {
+      if (a != 0.0) fx_tape_sweep_dot(&fx_tape.dots[r], a, adj, mark);
+      r--;
+      next_dot = r >= 0 ? fx_tape.dots[r].id : -1;
+      continue;
+    }
     /* A delta no path from the output reaches contributes nothing (not 0 * inf). */
     if (a == 0.0) continue;
     int64_t k0 = fx_tape.starts[id], k1 = fx_tape.starts[id + 1];
@@ -700,12 +740,35 @@ static inline int64_t fx_tape_fused_close(int64_t terms) {
   fx_tape.nterms += terms;
   return fx_tape_node();
 }
+/* The dot node of `a` and `b` over their first `n` elements (the caller checked that
+ * both have them), holding a reference to each; the zero delta when n is 0, as
+ * fx_tape_fused_close. */
+static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint32_t src, uint32_t start, uint32_t end) {
+  if (n == 0) return 0;
+  fx_tape_reserve(0, src, start, end);
+  if (fx_tape.ndots == fx_tape.cap_dots) {
+    int64_t cap = fx_tape.cap_dots;
+    fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
+                                                 start, end);
+    fx_tape.cap_dots = cap;
+  }
+  fx_inc(a);
+  fx_inc(b);
+  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b};
+  return fx_tape_node();
+}
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
   free(fx_tape.adj);
   fx_tape.adj = NULL;
   fx_memory_used -= fx_tape.adj_bytes;
   fx_tape.adj_bytes = 0;
+  while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
+    fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
+    /* Arrays of pairs hold no references: dropping one frees its buffer alone. */
+    if (fx_dec_last(d->a)) fx_release(d->a);
+    if (fx_dec_last(d->b)) fx_release(d->b);
+  }
   fx_tape.len = mark;
   fx_tape.nterms = fx_tape.starts[mark];
   fx_tape.depth--;
