@@ -91,6 +91,14 @@ fn run_entry(
     })
 }
 
+/// The C of `src`'s `main` under `--ad delta`, the runtime included.
+fn delta_c_of_main(src: &str) -> String {
+    compile("prog.flx", src)
+        .unwrap_or_else(|f| panic!("{}", f.render()))
+        .show_with("c", Some("main"), AdMode::Delta)
+        .expect("C")
+}
+
 /// `src`'s result natively, which must be the interpreter's, reached without falling
 /// back to the interpreter.
 fn natively_as_interpreted(src: &str, mode: AdMode) -> Result<String, String> {
@@ -444,16 +452,10 @@ fn fused_delta_sums_give_the_interpreters_bits() {
     ];
     for src in dots {
         let _ = natively_as_interpreted(src, AdMode::Delta);
-        let c = compile("prog.flx", src)
-            .unwrap_or_else(|f| panic!("{}", f.render()))
-            .show_with("c", Some("main"), AdMode::Delta)
-            .expect("C");
+        let c = delta_c_of_main(src);
         assert!(c.contains("fx_tape_dot(da, db"), "no dot node:\n{src}");
     }
-    let fused = compile("prog.flx", programs[0])
-        .unwrap_or_else(|f| panic!("{}", f.render()))
-        .show_with("c", Some("main"), AdMode::Delta)
-        .expect("C");
+    let fused = delta_c_of_main(programs[0]);
     assert!(
         fused.contains("fx_tape_fused_close("),
         "the loop was not fused:\n{fused}"
@@ -470,10 +472,7 @@ fn the_c_of_an_array_of_pairs() {
     let ps = build(4, |i| (to_real(i) * 0.5, i));
     reverse(map(|p: (Real, Int)| (p.0 * p.0, p.1 + 1), ps))
 }";
-    let c = compile("prog.flx", src)
-        .unwrap_or_else(|f| panic!("{}", f.render()))
-        .show_with("c", Some("main"), AdMode::Delta)
-        .expect("C");
+    let c = delta_c_of_main(src);
     let generated = c
         .split_once("/* ---- types ---- */")
         .map(|(_, rest)| rest)
@@ -960,14 +959,8 @@ fn long_straight_line_code_makes_its_tape_nodes_out_of_line() {
     let terms = vec!["x * 1.5 + x * x"; 300].join(" + ");
     let src = format!("fn main() -> Real {{ grad(|x: Real| {terms}, 1.0) }}");
     natively_as_interpreted(&src, AdMode::Delta).expect("a gradient");
-    let c = |src: &str| {
-        compile("prog.flx", src)
-            .unwrap_or_else(|f| panic!("{}", f.render()))
-            .show_with("c", Some("main"), AdMode::Delta)
-            .expect("C")
-    };
-    assert!(c(&src).contains("= fx_tape_push2("));
-    let small = c("fn main() -> Real { grad(|x: Real| x * 1.5 + x * x, 1.0) }");
+    assert!(delta_c_of_main(&src).contains("= fx_tape_push2("));
+    let small = delta_c_of_main("fn main() -> Real { grad(|x: Real| x * 1.5 + x * x, 1.0) }");
     assert!(!small.contains("= fx_tape_push") && small.contains("fx_tape_reserve(2"));
 }
 
