@@ -462,6 +462,37 @@ fn fused_delta_sums_give_the_interpreters_bits() {
     );
 }
 
+/// A dot node holds its two arrays only while they take no more memory than the terms
+/// it replaces would (`fx_tape_dot_pays`): a dot over a 16-element prefix of a fresh
+/// 100,016-element array, 300 times, writes terms, where holding the arrays would keep
+/// 480 MB alive (found by a helper, /work/adv12/min).
+#[test]
+fn a_dot_node_holds_no_more_memory_than_its_terms() {
+    let src = "fn main() -> Real {
+    let z = replicate(100000, 0.5);
+    grad(|x: [Real]| fold(|acc, k| {
+        let a = concat(x, z);
+        acc + sumbuild(16, |t| a[t] * a[t])
+    }, 0.0, range(300)), replicate(16, 1.0))[0]
+}";
+    assert!(delta_c_of_main(src).contains("fx_tape_dot_pays(da, db, n)"));
+    for backend in [Backend::Interp, Backend::Native] {
+        let options = RunOptions {
+            memory_limit: Some(64 << 20),
+            ..options(AdMode::Delta, backend)
+        };
+        let src = src.to_string();
+        let (out, notes) = with_big_stack(move || {
+            let program = compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+            let out = program.run_with_options("main", None, options);
+            let notes = out.as_ref().map(|o| o.notes.clone()).unwrap_or_default();
+            (out.map(|o| o.to_literal()).map_err(|f| f.render()), notes)
+        });
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(out, Ok("600.0".to_string()), "{backend:?}");
+    }
+}
+
 /// The C of a program over an array of pairs (after the runtime): a change in the
 /// code the backend writes shows up as a snapshot diff to review. The pairs are a
 /// struct of arrays (`soa_get_N`/`soa_set_N`: the reals in one region, the ints in the

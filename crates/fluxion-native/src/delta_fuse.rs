@@ -296,10 +296,10 @@ fn dot_operands(m: &Module, p: Prim, c: CodeId) -> Option<(Operand, Operand)> {
 
 /// The fused loop and sum of a dot product (`fusable` said the pair is one, and
 /// [`dot_operands`] that its element is a product): the value summed in the loop's
-/// order, the delta a dot node (`fx_tape_dot`). A `build` reads both arrays at each
-/// index below its count; where one is shorter, the fused loop runs instead and
-/// faults where the interpreter does. Returns false (nothing written) for any other
-/// loop.
+/// order, the delta a dot node (`fx_tape_dot`). The fused loop runs instead where a
+/// `build` would read past an operand (it faults where the interpreter does) and
+/// where holding the arrays would cost more memory than their terms
+/// (`fx_tape_dot_pays`). Returns false (nothing written) for any other loop.
 fn emit_dot(
     e: &mut Emitter<'_>,
     loop_: &Binding,
@@ -348,16 +348,17 @@ fn emit_dot(
     }
     let _ = writeln!(s, "{pad}{ct} {name};");
     let dot = format!(
-        "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, {ssp});"
+        "double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, {ssp});"
     );
     // A `map` or `map2` reads its arrays' own elements (of the length just checked).
-    let dot = match p {
-        Prim::Build => format!(
-            "if (n <= FX_LEN({a}) && n <= FX_LEN({b})) {{ {dot} }} else {{ {} }}",
-            fused(e)
-        ),
-        _ => dot,
+    let fits = match p {
+        Prim::Build => format!("n <= FX_LEN({a}) && n <= FX_LEN({b}) && "),
+        _ => String::new(),
     };
+    let dot = format!(
+        "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); if ({fits}fx_tape_dot_pays(da, db, n)) {{ {dot} }} else {{ {} }}",
+        fused(e)
+    );
     let _ = writeln!(
         s,
         "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); {dot} }}"

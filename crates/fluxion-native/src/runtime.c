@@ -528,6 +528,8 @@ static double fx_lgamma(double x) {
 typedef struct {
   int64_t id, n;
   fx_arr *a, *b;
+  /* The bytes this node counted as held (fx_tape_dot_pays). */
+  uint64_t held;
 } fx_tape_dot_t;
 static struct {
   int64_t len, depth, cap_nodes, nterms, cap_terms, cursor;
@@ -540,6 +542,10 @@ static struct {
   /* The dot nodes, by increasing id. */
   fx_tape_dot_t *dots;
   int64_t ndots, cap_dots;
+  /* Over the dot nodes on the tape: the bytes of the arrays they hold (each array
+   * counted once per node, unless the node before held it too) and the bytes their
+   * terms would have taken. */
+  uint64_t dot_held, dot_terms;
 } fx_tape;
 
 /* The bytes the tape's buffers hold (their capacity). */
@@ -561,6 +567,7 @@ static void fx_tape_reset(void) {
   fx_tape.adj_bytes = 0;
   /* A failed call's dot nodes held arrays that fx_free_all has freed. */
   fx_tape.ndots = 0;
+  fx_tape.dot_held = fx_tape.dot_terms = 0;
   if (fx_tape_bytes() > fx_memory_limit / 4) {
     free(fx_tape.starts);
     free(fx_tape.coefs);
@@ -740,12 +747,32 @@ static inline int64_t fx_tape_fused_close(int64_t terms) {
   fx_tape.nterms += terms;
   return fx_tape_node();
 }
+/* The bytes a dot node of `a` and `b` would count as held: 16 per pair of each array
+ * that the node before it does not hold already (its arrays are alive while it is on
+ * the tape, so they cannot be new arrays at the same address). */
+static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
+  const fx_tape_dot_t *last = fx_tape.ndots > 0 ? &fx_tape.dots[fx_tape.ndots - 1] : NULL;
+  uint64_t held = 0;
+  if (!last || (a != last->a && a != last->b)) held += 16 * (uint64_t)FX_LEN(a);
+  if (b != a && (!last || (b != last->a && b != last->b))) held += 16 * (uint64_t)FX_LEN(b);
+  return held;
+}
+/* Whether a dot node over `n` elements of `a` and `b` keeps the tape within a constant
+ * of the terms it replaces: the arrays the tape's dot nodes hold stay within twice the
+ * 24 bytes per element their terms would take. Arrays much longer than the dot (a
+ * dot over a prefix of a fresh long array, every iteration) write terms instead, so
+ * that holding them never costs memory the terms would not (found by a helper:
+ * /work/adv12/min). */
+static inline int fx_tape_dot_pays(const fx_arr *a, const fx_arr *b, int64_t n) {
+  return fx_tape.dot_held + fx_tape_dot_held(a, b) <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n);
+}
 /* The dot node of `a` and `b` over their first `n` elements (the caller checked that
- * both have them), holding a reference to each; the zero delta when n is 0, as
- * fx_tape_fused_close. */
+ * both have them, and fx_tape_dot_pays), holding a reference to each; the zero delta
+ * when n is 0, as fx_tape_fused_close. */
 static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint32_t src, uint32_t start, uint32_t end) {
   if (n == 0) return 0;
   fx_tape_reserve(0, src, start, end);
+  uint64_t held = fx_tape_dot_held(a, b);
   if (fx_tape.ndots == fx_tape.cap_dots) {
     int64_t cap = fx_tape.cap_dots;
     fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
@@ -754,7 +781,9 @@ static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint32_t src, uint32
   }
   fx_inc(a);
   fx_inc(b);
-  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b};
+  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held};
+  fx_tape.dot_held += held;
+  fx_tape.dot_terms += 24 * (uint64_t)n;
   return fx_tape_node();
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
@@ -765,6 +794,8 @@ static void fx_tape_close(int64_t mark) {
   fx_tape.adj_bytes = 0;
   while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
     fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
+    fx_tape.dot_held -= d->held;
+    fx_tape.dot_terms -= 24 * (uint64_t)d->n;
     /* Arrays of pairs hold no references: dropping one frees its buffer alone. */
     if (fx_dec_last(d->a)) fx_release(d->a);
     if (fx_dec_last(d->b)) fx_release(d->b);
