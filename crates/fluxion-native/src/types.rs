@@ -667,12 +667,22 @@ impl<'m> Types<'m> {
                     .collect();
                 format!("  {cty} r = {{{}}}; return r;", parts.join(", "))
             }
-            // Tangents: a lazy sum, O(1) (`runtime.c`), with NULL as the zero.
-            Type::Array(_) if h == Helper::TanPlus => {
+            // Tangents: a lazy sum, O(1) (`runtime.c`), with NULL as the zero — except
+            // two dense arrays of reals, added at once, as the interpreter adds two
+            // unboxed arrays (fluxion-interp's `tangent::plus`): the sums are then
+            // associated alike and give the interpreter's bits.
+            Type::Array(e) if h == Helper::TanPlus => {
                 let lazy = self.helper(Helper::Lazy, ty);
                 let id = lazy.trim_start_matches("lazy_");
+                let eager = if **e == Type::Real {
+                    format!(
+                        "  if (a->kind == FX_DENSE && b->kind == FX_DENSE) {{\n    fx_arr *r = fx_arr_new(a->len, sizeof(fx_real), \"a cotangent\", {sp});\n    for (int64_t i = 0; i < a->len; i++) FX_DATA(r, fx_real)[i] = FX_DATA(a, fx_real)[i] + FX_DATA(b, fx_real)[i];\n    return r;\n  }}\n"
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n  return lsum_{id}(a, b);"
+                    "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n{eager}  return lsum_{id}(a, b);"
                 )
             }
             Type::Array(e) => {
