@@ -344,6 +344,12 @@ fn expand_operator(
     v: VarId,
     span: Span,
 ) -> Option<Vec<Binding>> {
+    // Not `%chad_vjp` by pushing forward where the interpreter runs CHAD on a closure
+    // that captures closures (translated at run time, which CHAD here does not do):
+    // one reverse pass there, n passes here — it runs in the interpreter instead.
+    let push = p != Prim::ChadVjp
+        || !(captures_a_closure(m, closures, &args[0])
+            && chad_goes_forward(m, closures, &args[0], 0) == Some(false));
     let mut site = crate::lift::Site {
         m,
         table,
@@ -358,8 +364,54 @@ fn expand_operator(
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         _ => expand(&mut site, p, args, v),
     }
-    .or_else(|| crate::push::expand(&mut site, p, args, v))
+    .or_else(|| {
+        push.then(|| crate::push::expand(&mut site, p, args, v))
+            .flatten()
+    })
 }
+
+/// Whether the interpreter's `--ad chad` differentiates the closure `f` by forward
+/// mode (fluxion-interp's `chad.rs`, `chad_translates`): CHAD does not translate its
+/// code (it applies an operator itself), or a closure it captures is such a closure.
+/// `None` where `f` or a captured function is not a closure known here.
+fn chad_goes_forward(
+    m: &Module,
+    closures: &ClosureBindings,
+    f: &Atom,
+    depth: usize,
+) -> Option<bool> {
+    let Atom::Var(f) = f else { return None };
+    let (code, captured) = closures.get(f)?;
+    if fluxion_ad::chad_unsupported(m, *code, TypeMap::Chad).is_some() {
+        return Some(true);
+    }
+    let mut forward = false;
+    for (x, value) in m.code(*code).captures.iter().zip(captured) {
+        if m.is_fixed(m.var_ty(*x), TypeMap::Chad) {
+            continue;
+        }
+        // A closure capturing itself through a chain of closures is not one to follow.
+        if depth >= MAX_CAPTURE_DEPTH || !matches!(m.var_ty(*x), Type::Fn(..)) {
+            return None;
+        }
+        forward |= chad_goes_forward(m, closures, value, depth + 1)?;
+    }
+    Some(forward)
+}
+
+/// Whether `f` is a closure known here that captures a function.
+fn captures_a_closure(m: &Module, closures: &ClosureBindings, f: &Atom) -> bool {
+    let Atom::Var(f) = f else { return false };
+    closures.get(f).is_some_and(|(code, _)| {
+        m.code(*code)
+            .captures
+            .iter()
+            .any(|x| matches!(m.var_ty(*x), Type::Fn(..)))
+    })
+}
+
+/// How deep [`chad_goes_forward`] follows closures captured by closures.
+const MAX_CAPTURE_DEPTH: usize = 16;
 
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
 /// the operator stays for the interpreter.
