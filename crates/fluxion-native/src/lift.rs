@@ -28,11 +28,11 @@ pub(crate) struct Site<'a, 'm> {
 }
 
 impl Site<'_, '_> {
-    /// The closure `f` as its translation by `layer` (delta, forward or Taylor), the
+    /// The closure `f` as its translation by `layer` (delta, CHAD, forward or Taylor), the
     /// bindings that lift its captures appended to `lifts`: the right-hand side making
     /// it, the translated code and the parameter types. Under delta and the forward
     /// layer a closure the compiler cannot see goes through `%chad_of(f, 2 or 3)`;
-    /// Taylor needs it known. Delta translates no code that applies an operator (the caller computes
+    /// CHAD and Taylor need it known. Delta and CHAD translate no code that applies an operator (the caller computes
     /// such a reverse pass by pushing forward); the forward layers translate the code
     /// as written, before the resolution rewrote its operators.
     pub(crate) fn closure(
@@ -94,7 +94,7 @@ impl Site<'_, '_> {
             .iter()
             .map(|x| self.m.var_ty(*x).clone())
             .collect();
-        let translated = if layer == TypeMap::Delta {
+        let translated = if matches!(layer, TypeMap::Delta | TypeMap::Chad) {
             if holds_operator(self.m, code, self.rewritten) {
                 return None;
             }

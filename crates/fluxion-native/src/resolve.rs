@@ -416,28 +416,37 @@ const MAX_CAPTURE_DEPTH: usize = 16;
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
 /// the operator stays for the interpreter.
 fn expand(site: &mut crate::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
-    let (m, table, span) = (&mut *site.m, &mut *site.table, site.span);
-    let (closures, rewritten, scope) = (site.closures, site.rewritten, site.scope);
     let Atom::Var(f) = args[0] else { return None };
     let layer = if p == Prim::ChadVjp {
         TypeMap::Chad
     } else {
         TypeMap::ChadFwd
     };
+    let mut reads = Vec::new();
+    // A known closure capturing closures: its code translated with the captured
+    // closures translated in turn (`lift.rs`), as the interpreter's CHAD does at run
+    // time (seed 000 §7.5: a function's translation is a function of translations).
+    let lifted = if layer == TypeMap::Chad && captures_a_closure(site.m, site.closures, &args[0]) {
+        Some(site.closure(args[0], layer, &mut reads, 0)?)
+    } else {
+        None
+    };
+    let (m, table, span) = (&mut *site.m, &mut *site.table, site.span);
+    let (closures, rewritten, scope) = (site.closures, site.rewritten, site.scope);
     // The translated closure: of the known code with the same captures (those out of
     // scope here read out of the closure), or, where the closure is not known here,
     // chosen at run time among every code of its type (`%chad_of`), each translated
     // ahead of time.
-    let mut reads = Vec::new();
-    let (make, translated, params) = match closures.get(&f) {
-        Some((code, captures)) => {
+    let (make, translated, params) = match (lifted, closures.get(&f)) {
+        (Some(lifted), _) => lifted,
+        (None, None) => translated_at_run_time(m, table, rewritten, args[0], layer)?,
+        (None, Some((code, captures))) => {
             let (code, captures) = (*code, captures.clone());
             let params = translatable(m, code, layer, rewritten)?;
             let translated = translate(m, code, layer)?;
             let captures = captures_here(m, scope, args[0], code, &captures, &mut reads, span);
             (Rhs::Closure(translated, captures), translated, params)
         }
-        None => translated_at_run_time(m, table, rewritten, args[0], layer)?,
     };
     let ret = m.code(translated).ret.clone();
     let Type::Tuple(parts) = &ret else {
