@@ -8,11 +8,31 @@ use std::rc::Rc;
 
 use crate::value::{DualArray, Value};
 
+/// The elements of an array of reals, a boxed one's symbolic zeros as `-0.0` — as
+/// compiled code holds every array of reals (a real's zero is `-0.0` there), whose
+/// sum of two dense arrays is made at once: so that both backends associate sums of
+/// array cotangents alike (the `TanPlus` helper of fluxion-native's `types.rs`).
+fn reals_of(v: &Value) -> Option<Vec<f64>> {
+    match v {
+        Value::RealArray(xs) => Some(xs.to_vec()),
+        Value::Array(vs) => vs
+            .iter()
+            .map(|e| match e {
+                Value::Real(x) => Some(*x),
+                Value::Zero => Some(-0.0),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
 /// `u + v` for two tangents of one type. Arrays of different lengths and enums of
 /// different constructors are errors (the message says which).
 ///
 /// A sum involving a lazy array cotangent (`linear.rs`), or of two arrays that are
-/// not both unboxed reals, is itself left lazy: O(1), forced once when read.
+/// not both arrays of reals (symbolic zeros allowed), is itself left lazy: O(1),
+/// forced once when read.
 pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
     crate::deep(|| {
         Ok(match (u, v) {
@@ -21,7 +41,12 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
             (Value::Array(_), _) | (_, Value::Array(_))
                 if u.array_len().is_some() && v.array_len().is_some() =>
             {
-                crate::linear::lazy_sum(u, v)
+                match (reals_of(u), reals_of(v)) {
+                    (Some(xs), Some(ys)) if xs.len() == ys.len() => {
+                        Value::RealArray(xs.iter().zip(&ys).map(|(x, y)| x + y).collect())
+                    }
+                    _ => crate::linear::lazy_sum(u, v),
+                }
             }
             (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
             (Value::Unit, Value::Unit) => Value::Unit,
