@@ -12,10 +12,13 @@ use crate::value::{DualArray, Value};
 /// compiled code holds every array of reals (a real's zero is `-0.0` there), whose
 /// sum of two dense arrays is made at once: so that both backends associate sums of
 /// array cotangents alike (the `TanPlus` helper of fluxion-native's `types.rs`).
+///
+/// A boxed array must hold a real: one of symbolic zeros alone may be of any type's
+/// tangents (closures' among them); [`plus`] returns the other summand for it.
 fn reals_of(v: &Value) -> Option<Vec<f64>> {
     match v {
         Value::RealArray(xs) => Some(xs.to_vec()),
-        Value::Array(vs) => vs
+        Value::Array(vs) if vs.iter().any(|e| matches!(e, Value::Real(_))) => vs
             .iter()
             .map(|e| match e {
                 Value::Real(x) => Some(*x),
@@ -25,6 +28,11 @@ fn reals_of(v: &Value) -> Option<Vec<f64>> {
             .collect(),
         _ => None,
     }
+}
+
+/// Whether `v` is a boxed array of symbolic zeros.
+fn all_zeros(v: &Value) -> bool {
+    matches!(v, Value::Array(vs) if vs.iter().all(|e| matches!(e, Value::Zero)))
 }
 
 /// `u + v` for two tangents of one type. Arrays of different lengths and enums of
@@ -41,7 +49,12 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
             (Value::Array(_), _) | (_, Value::Array(_))
                 if u.array_len().is_some() && v.array_len().is_some() =>
             {
+                let same_length = u.array_len() == v.array_len();
                 match (reals_of(u), reals_of(v)) {
+                    // An array of symbolic zeros adds nothing (compiled code adds its
+                    // -0.0s, which changes no bit of the other).
+                    _ if same_length && all_zeros(u) => v.clone(),
+                    _ if same_length && all_zeros(v) => u.clone(),
                     (Some(xs), Some(ys)) if xs.len() == ys.len() => {
                         Value::RealArray(xs.iter().zip(&ys).map(|(x, y)| x + y).collect())
                     }
