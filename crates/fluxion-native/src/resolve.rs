@@ -345,8 +345,8 @@ fn expand_operator(
     span: Span,
 ) -> Option<Vec<Binding>> {
     // Not `%chad_vjp` by pushing forward where the interpreter runs CHAD on a closure
-    // that captures closures (translated at run time, which CHAD here does not do):
-    // one reverse pass there, n passes here — it runs in the interpreter instead.
+    // that captures closures (translating them at run time) and `expand` could not
+    // build that here: one reverse pass there, n passes here — the interpreter runs it.
     let push = p != Prim::ChadVjp
         || !(captures_a_closure(m, closures, &args[0])
             && chad_goes_forward(m, closures, &args[0], 0) == Some(false));
