@@ -431,7 +431,7 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         let _ = natively_as_interpreted(src, AdMode::Delta);
     }
     // Dot products, whose sum's node holds the two arrays instead of their terms
-    // (delta_fuse.rs `emit_dot`): the sweep reads the terms back in the same order.
+    // (delta_fuse.rs `dot_or`): the sweep reads the terms back in the same order.
     let dots = [
         "fn main() -> [Real] { grad(|v: [Real]| dot(v, v) * dot(v, [1.0e17, 1.0, -1.0e17]), [0.1, 0.2, 0.3]) }",
         "fn main() -> [Real] { grad(|v: [Real]| sum(map(|x| x * x, v)) + sum(map2(|a, b| a * b, v, reverse(v))), [0.1, 0.2, 0.3]) }",
@@ -506,7 +506,7 @@ fn a_dot_node_holds_no_more_memory_than_its_terms() {
         acc + sumbuild(16, |t| a[t] * a[t])
     }, 0.0, range(300)), replicate(16, 1.0))[0]
 }";
-    assert!(delta_c_of_main(src).contains("fx_tape_dot_pays(da, db, n)"));
+    assert!(delta_c_of_main(src).contains("fx_tape_dot_pays(held, n)"));
     for backend in [Backend::Interp, Backend::Native] {
         let options = RunOptions {
             memory_limit: Some(64 << 20),

@@ -133,30 +133,41 @@ pub(crate) fn emit(
     s: &mut String,
     pad: &str,
 ) {
-    let fused = |e: &mut Emitter<'_>| fused_loop(e, loop_, sum, fusion);
-    if emit_dot(e, loop_, sum, &fused, fusion.code, s, pad) {
-        return;
-    }
     let m = e.module();
-    if let Rhs::Prim(Prim::Map2, args) = &loop_.rhs {
-        let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
-        let lsp = span_args(loop_.span);
-        let _ = writeln!(
-            s,
-            "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {lsp});"
-        );
-    }
+    let Some((p, args, _)) = element_fn(&loop_.rhs) else {
+        return;
+    };
+    let lsp = span_args(loop_.span);
+    let (len, what) = match p {
+        Prim::Build => (e.atom(&args[0]), "build"),
+        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
+        _ => {
+            let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
+            let _ = writeln!(
+                s,
+                "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {lsp});"
+            );
+            (format!("FX_LEN({x})"), "map2")
+        }
+    };
     let ct = e.types().c(m.var_ty(sum.var));
     let _ = writeln!(s, "{pad}{ct} {};", var(sum.var));
-    let block = fused(e);
-    let _ = writeln!(s, "{pad}{block}");
+    let pair = e
+        .types()
+        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
+    let fused = fused_loop(e, loop_, sum, fusion);
+    let body = dot_or(e, loop_, sum, fusion.code, &fused).unwrap_or(fused);
+    let _ = writeln!(
+        s,
+        "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); {body} }}"
+    );
 }
 
-/// The loop writing each element's terms into the sum's node, as one C block that
-/// assigns the sum's variable (declared, and a `map2`'s lengths checked, before it).
+/// The loop writing each element's terms into the sum's node, as C statements over
+/// the count `n` (declared and checked before them) that assign the sum's variable.
 fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusion) -> String {
     let m = e.module();
-    let (lsp, ssp) = (span_args(loop_.span), span_args(sum.span));
+    let ssp = span_args(sum.span);
     let name = var(sum.var);
     let Some((p, args, f)) = element_fn(&loop_.rhs) else {
         return String::new();
@@ -174,21 +185,11 @@ fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusi
         _ => "0".into(),
     };
     let variant = e.terms_variant(fusion.code);
-    let (len, what, call_args) = match p {
-        Prim::Build => (a[0].clone(), "build", vec!["i".to_string()]),
-        Prim::Map => (
-            format!("FX_LEN({})", a[1]),
-            "map",
-            vec![read(e, &args[1], &a[1])],
-        ),
-        _ => {
-            let (x, y) = (read(e, &args[1], &a[1]), read(e, &args[2], &a[2]));
-            (format!("FX_LEN({})", a[1]), "map2", vec![x, y])
-        }
+    let call_args = match p {
+        Prim::Build => vec!["i".to_string()],
+        Prim::Map => vec![read(e, &args[1], &a[1])],
+        _ => vec![read(e, &args[1], &a[1]), read(e, &args[2], &a[2])],
     };
-    let pair = e
-        .types()
-        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
     let k = fusion.terms;
     let call_args = call_args.join(", ");
     let body = |assume: &str| {
@@ -198,7 +199,7 @@ fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusi
     };
     let loops = crate::prims::versioned(hints, body);
     format!(
-        "{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}); }}"
+        "fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k});"
     )
 }
 
@@ -295,73 +296,33 @@ fn dot_operands(m: &Module, p: Prim, c: CodeId) -> Option<(Operand, Operand)> {
 }
 
 /// The fused loop and sum of a dot product (`fusable` said the pair is one, and
-/// [`dot_operands`] that its element is a product): the value summed in the loop's
-/// order, the delta a dot node (`fx_tape_dot`). The fused loop runs instead where a
-/// `build` would read past an operand (it faults where the interpreter does) and
-/// where holding the arrays would cost more memory than their terms
-/// (`fx_tape_dot_pays`). Returns false (nothing written) for any other loop.
-fn emit_dot(
+/// [`dot_operands`] that its element is a product), as C statements over the count
+/// `n`: the value summed in the loop's order, the delta a dot node (`fx_tape_dot`).
+/// The `fused` loop runs instead where a `build` would read past an operand (it
+/// faults where the interpreter does) and where holding the arrays would cost more
+/// memory than their terms (`fx_tape_dot_pays`). `None` for any other loop.
+fn dot_or(
     e: &mut Emitter<'_>,
     loop_: &Binding,
     sum: &Binding,
-    fused: &dyn Fn(&mut Emitter<'_>) -> String,
     code: CodeId,
-    s: &mut String,
-    pad: &str,
-) -> bool {
-    let m = e.module();
-    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
-        return false;
-    };
-    let Some((a, b)) = dot_operands(m, p, code) else {
-        return false;
-    };
-    let array = |e: &Emitter<'_>, o: Operand| match o {
+    fused: &str,
+) -> Option<String> {
+    let (p, args, f) = element_fn(&loop_.rhs)?;
+    let (a, b) = dot_operands(e.module(), p, code)?;
+    let array = |o: Operand| match o {
         Operand::Param(k) => Some(e.atom(&args[k + 1])),
         Operand::Captured(k) => e.captured_by(f).map(|c| e.atom(&c[k])),
     };
-    let (Some(a), Some(b)) = (array(e, a), array(e, b)) else {
-        return false;
-    };
-    let (lsp, ssp) = (span_args(loop_.span), span_args(sum.span));
+    let (a, b) = (array(a)?, array(b)?);
+    let ssp = span_args(sum.span);
     let name = var(sum.var);
-    let ct = e.types().c(m.var_ty(sum.var));
-    let pair = e
-        .types()
-        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
-    let what = match p {
-        Prim::Build => "build",
-        Prim::Map => "map",
-        _ => "map2",
-    };
-    let len = match p {
-        Prim::Build => e.atom(&args[0]),
-        _ => format!("FX_LEN({})", e.atom(&args[1])),
-    };
-    if p == Prim::Map2 {
-        let _ = writeln!(
-            s,
-            "{pad}fx_same_length(\"map2\", FX_LEN({}), FX_LEN({}), {lsp});",
-            e.atom(&args[1]),
-            e.atom(&args[2])
-        );
-    }
-    let _ = writeln!(s, "{pad}{ct} {name};");
-    let dot = format!(
-        "double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, {ssp});"
-    );
-    // A `map` or `map2` reads its arrays' own elements (of the length just checked).
+    // A `map` or `map2` reads its arrays' own elements (of the length checked).
     let fits = match p {
         Prim::Build => format!("n <= FX_LEN({a}) && n <= FX_LEN({b}) && "),
         _ => String::new(),
     };
-    let dot = format!(
-        "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); if ({fits}fx_tape_dot_pays(da, db, n)) {{ {dot} }} else {{ {} }}",
-        fused(e)
-    );
-    let _ = writeln!(
-        s,
-        "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); {dot} }}"
-    );
-    true
+    Some(format!(
+        "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); uint64_t held = fx_tape_dot_held(da, db); if ({fits}fx_tape_dot_pays(held, n)) {{ double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, held, {ssp}); }} else {{ {fused} }}"
+    ))
 }

@@ -520,7 +520,7 @@ static double fx_lgamma(double x) {
  * first, skipping those whose adjoint is zero (the interpreter's order exactly). The
  * buffers are kept between calls and reset on entry. They count in the memory budget,
  * as the interpreter's tape does: their capacity, and the adjoints of a sweep. */
-/* A dot node (delta_fuse.rs `emit_dot`): the delta of the sum over t < n of a[t]·b[t],
+/* A dot node (delta_fuse.rs `dot_or`): the delta of the sum over t < n of a[t]·b[t],
  * for arrays a and b of (Real, Int) pairs, each a buffer of reals then a buffer of
  * ids (types.rs `Types::get`). It holds the two arrays (a reference each) instead of
  * their 2n terms: O(1) tape where the fused node wrote 24n bytes, and the sweep reads
@@ -757,22 +757,22 @@ static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
   if (b != a && (!last || (b != last->a && b != last->b))) held += 16 * (uint64_t)FX_LEN(b);
   return held;
 }
-/* Whether a dot node over `n` elements of `a` and `b` keeps the tape within a constant
- * of the terms it replaces: the arrays the tape's dot nodes hold stay within twice the
+/* Whether a dot node over `n` elements holding `held` bytes (fx_tape_dot_held) keeps
+ * the tape within a constant of the terms it replaces: the arrays the tape's dot nodes hold stay within twice the
  * 24 bytes per element their terms would take. Arrays much longer than the dot (a
  * dot over a prefix of a fresh long array, every iteration) write terms instead, so
  * that holding them never costs memory the terms would not (found by a helper:
  * /work/adv12/min). */
-static inline int fx_tape_dot_pays(const fx_arr *a, const fx_arr *b, int64_t n) {
-  return fx_tape.dot_held + fx_tape_dot_held(a, b) <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n);
+static inline int fx_tape_dot_pays(uint64_t held, int64_t n) {
+  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n);
 }
 /* The dot node of `a` and `b` over their first `n` elements (the caller checked that
- * both have them, and fx_tape_dot_pays), holding a reference to each; the zero delta
+ * both have them, and fx_tape_dot_pays of their `held` bytes), holding a reference to each; the zero delta
  * when n is 0, as fx_tape_fused_close. */
-static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint32_t src, uint32_t start, uint32_t end) {
+static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src, uint32_t start,
+                           uint32_t end) {
   if (n == 0) return 0;
   fx_tape_reserve(0, src, start, end);
-  uint64_t held = fx_tape_dot_held(a, b);
   if (fx_tape.ndots == fx_tape.cap_dots) {
     int64_t cap = fx_tape.cap_dots;
     fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
