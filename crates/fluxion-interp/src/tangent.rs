@@ -4,6 +4,7 @@
 //! `%tdense(x, t)` makes every symbolic zero in `t` dense in the shape of the point
 //! `x`, which is how a tangent reaches the user.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use crate::value::{DualArray, Value};
@@ -15,9 +16,9 @@ use crate::value::{DualArray, Value};
 ///
 /// A boxed array must hold a real: one of symbolic zeros alone may be of any type's
 /// tangents (closures' among them); [`plus`] returns the other summand for it.
-fn reals_of(v: &Value) -> Option<Vec<f64>> {
+fn reals_of(v: &Value) -> Option<Cow<'_, [f64]>> {
     match v {
-        Value::RealArray(xs) => Some(xs.to_vec()),
+        Value::RealArray(xs) => Some(Cow::Borrowed(xs)),
         Value::Array(vs) if vs.iter().any(|e| matches!(e, Value::Real(_))) => vs
             .iter()
             .map(|e| match e {
@@ -25,7 +26,8 @@ fn reals_of(v: &Value) -> Option<Vec<f64>> {
                 Value::Zero => Some(-0.0),
                 _ => None,
             })
-            .collect(),
+            .collect::<Option<Vec<f64>>>()
+            .map(Cow::Owned),
         _ => None,
     }
 }
@@ -50,15 +52,19 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
                 if u.array_len().is_some() && v.array_len().is_some() =>
             {
                 let same_length = u.array_len() == v.array_len();
-                match (reals_of(u), reals_of(v)) {
-                    // An array of symbolic zeros adds nothing (compiled code adds its
-                    // -0.0s, which changes no bit of the other).
-                    _ if same_length && all_zeros(u) => v.clone(),
-                    _ if same_length && all_zeros(v) => u.clone(),
-                    (Some(xs), Some(ys)) if xs.len() == ys.len() => {
-                        Value::RealArray(xs.iter().zip(&ys).map(|(x, y)| x + y).collect())
+                // An array of symbolic zeros adds nothing (compiled code adds its
+                // -0.0s, which changes no bit of the other).
+                if same_length && all_zeros(u) {
+                    v.clone()
+                } else if same_length && all_zeros(v) {
+                    u.clone()
+                } else {
+                    match (reals_of(u), reals_of(v)) {
+                        (Some(xs), Some(ys)) if same_length => {
+                            Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
+                        }
+                        _ => crate::linear::lazy_sum(u, v),
                     }
-                    _ => crate::linear::lazy_sum(u, v),
                 }
             }
             (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
