@@ -231,7 +231,9 @@ fn more() -> (Real, [[Real]], Real, Real) {
 
 /// The C compiler with the backend's flags builds constant tuples right: GCC 12.2 with
 /// AVX-512 did not (`tests/native/constant_tuples.c`, reduced from Halley's example
-/// under `--fwd dual`), hence `-mno-avx512f` beside `-march=native`. By hand: `fn_45`
+/// under `--fwd dual`), hence `-mno-avx512f` beside `-march=native`; on a Sapphire
+/// Rapids machine it was still wrong with AVX2 under Ice Lake tuning, hence
+/// `-fno-tree-slp-vectorize`. By hand: `fn_45`
 /// calls `fn_42` with `((1, 1), (0, 0))`, which adds the captured `((1, 0), (1, 0))`:
 /// `((2, 1), (1, 0))`, whose transposition is printed.
 #[test]

@@ -113,6 +113,10 @@ impl Toolchain {
             // lines of plain C, right with `-mavx2`, wrong with `-mavx512f`). AVX2 is
             // kept.
             f.push("-mno-avx512f".into());
+            // The same reduction is wrong with AVX2 alone when GCC tunes for Ice Lake
+            // or later (`-march=native` on a Sapphire Rapids machine): the culprit is
+            // the basic-block (SLP) vectoriser, off here; loops still vectorise.
+            f.push("-fno-tree-slp-vectorize".into());
         }
         f.extend(self.extra_flags.iter().cloned());
         f
