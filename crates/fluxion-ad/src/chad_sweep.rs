@@ -128,25 +128,7 @@ fn is_operator(p: Prim) -> bool {
 /// Whether values of `ty` have a non-trivial cotangent (`T(ty)` holds a real or a
 /// function cotangent): only those get adjoints.
 pub(crate) fn carries_cotangent(m: &Module, ty: &Type) -> bool {
-    fn go(m: &Module, t: &Type, seen: &mut Vec<fluxion_core::EnumId>) -> bool {
-        match t {
-            Type::Real | Type::Fn(..) => true,
-            Type::Int | Type::Bool | Type::Unit => false,
-            Type::Tuple(ts) => ts.iter().any(|t| go(m, t, seen)),
-            Type::Array(t) => go(m, t, seen),
-            Type::Enum(e) => {
-                if seen.contains(e) {
-                    return false;
-                }
-                seen.push(*e);
-                m.enum_def(*e)
-                    .variants
-                    .iter()
-                    .any(|v| v.fields.iter().any(|f| go(m, f, seen)))
-            }
-        }
-    }
-    go(m, ty, &mut Vec::new())
+    m.has_leaf(ty, &|t| matches!(t, Type::Real | Type::Fn(..)))
 }
 
 /// One original binding whose backward rule runs, with what its forward translation

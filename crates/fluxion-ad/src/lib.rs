@@ -26,6 +26,7 @@
 //! from `calculus.rs`; generated code is ordinary Core (it passes the verifier and can
 //! itself be transformed).
 
+pub mod ahead;
 mod builder;
 mod calculus;
 mod chad;
@@ -58,7 +59,6 @@ pub use forward::forward_code;
 pub use layer::is_translated;
 pub use mode::{AdMode, FwdMode};
 pub use pullback_by_jvps::vjp_by_forward;
-pub use push_forward::{lift_code, push_forward_code, vjp_by_push_forward};
 pub use taylor::taylor_code;
 
 /// A program the transformation cannot handle (reported as a runtime error where the

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use fluxion_driver::interp::Value;
-use fluxion_driver::native_backend::{NativeProgram, Toolchain};
+use fluxion_driver::native_backend::{CallValues, NativeProgram, Toolchain};
 use fluxion_driver::{AdMode, Backend, RunOptions};
 
 /// One entry of a program, compiled to machine code.

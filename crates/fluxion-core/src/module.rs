@@ -23,6 +23,14 @@ pub struct Module {
     pub translated_from: HashMap<CodeId, CodeId>,
     /// The enum of function cotangents ([`FN_COTANGENT`]), once something needs it.
     pub fn_cotangent: Option<EnumId>,
+    /// What `%chad_of(f, d)` chooses among at run time: (the code of a closure `f`,
+    /// direction `d`) → the code of its translation, made ahead of time (fluxion-ad's
+    /// `ahead`). A closure of a code not listed hands the run over.
+    pub chad_of: HashMap<(CodeId, i64), CodeId>,
+    /// The bodies of the codes whose operators fluxion-ad's `ahead` resolved, as they
+    /// were before: a translation made later (a forward layer over a code applying an
+    /// operator) translates these ([`Module::swap_unresolved`]).
+    pub unresolved: HashMap<CodeId, Body>,
 }
 
 impl Module {
@@ -257,6 +265,42 @@ impl Module {
     /// Whether `map` leaves enum `e` (and every enum it contains) unchanged.
     fn enum_is_fixed(&self, e: EnumId, map: TypeMap) -> bool {
         self.is_fixed(&Type::Enum(e), map)
+    }
+
+    /// Puts the bodies of [`Module::unresolved`] in place of the resolved ones, or back:
+    /// a translation of the program as written runs between two calls.
+    pub fn swap_unresolved(&mut self) {
+        for (c, body) in self.unresolved.iter_mut() {
+            std::mem::swap(&mut self.codes[c.0 as usize].body, body);
+        }
+    }
+
+    /// Whether a value of `t` can hold a function.
+    pub fn can_hold_fn(&self, t: &Type) -> bool {
+        self.has_leaf(t, &|t| matches!(t, Type::Fn(..)))
+    }
+
+    /// Whether `t` has a leaf type (a scalar, `()` or a function, reached through
+    /// tuples, arrays and enum fields) satisfying `leaf`.
+    pub fn has_leaf(&self, t: &Type, leaf: &dyn Fn(&Type) -> bool) -> bool {
+        fn go(m: &Module, t: &Type, leaf: &dyn Fn(&Type) -> bool, seen: &mut Vec<EnumId>) -> bool {
+            match t {
+                Type::Tuple(ts) => ts.iter().any(|t| go(m, t, leaf, seen)),
+                Type::Array(t) => go(m, t, leaf, seen),
+                Type::Enum(e) => {
+                    if seen.contains(e) {
+                        return false;
+                    }
+                    seen.push(*e);
+                    m.enum_def(*e)
+                        .variants
+                        .iter()
+                        .any(|v| v.fields.iter().any(|t| go(m, t, leaf, seen)))
+                }
+                t => leaf(t),
+            }
+        }
+        go(self, t, leaf, &mut Vec::new())
     }
 
     /// Whether `map` leaves `ty` unchanged (for `Fwd` and `Taylor`: `ty` has no reals

@@ -159,3 +159,34 @@ pub fn free_vars(body: &Body) -> Vec<VarId> {
     );
     out
 }
+
+/// Over the bindings of `codes`: the code of every variable bound to a closure, or to
+/// a copy of one (variables are bound once in a module, so this holds wherever the
+/// variable is used), and the codes some closure is made of.
+pub fn closures_of(
+    m: &crate::Module,
+    codes: &[CodeId],
+) -> (
+    std::collections::HashMap<VarId, CodeId>,
+    std::collections::HashSet<CodeId>,
+) {
+    let (mut known, mut made) = (
+        std::collections::HashMap::new(),
+        std::collections::HashSet::new(),
+    );
+    for c in codes {
+        for_each_binding(&m.code(*c).body, &mut |b| match &b.rhs {
+            Rhs::Closure(c, _) => {
+                known.insert(b.var, *c);
+                made.insert(*c);
+            }
+            Rhs::Atom(Atom::Var(x)) => {
+                if let Some(&c) = known.get(x) {
+                    known.insert(b.var, c);
+                }
+            }
+            _ => {}
+        });
+    }
+    (known, made)
+}

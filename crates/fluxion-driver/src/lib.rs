@@ -6,6 +6,7 @@
 //! functions shadow it. All evaluation should happen inside [`with_big_stack`], which
 //! gives deep (non-tail) recursion room and turns exhaustion into a clean error.
 
+mod abi;
 mod diagnostic;
 pub mod gradcheck;
 pub mod json;
@@ -20,7 +21,11 @@ pub use fluxion_ad::{AdMode, FwdMode};
 pub use fluxion_core as core;
 pub use fluxion_interp as interp;
 pub use fluxion_interp::CountingAlloc;
-pub use fluxion_native as native_backend;
+/// The native backend, and calls of its programs with values (`abi.rs`).
+pub mod native_backend {
+    pub use crate::abi::CallValues;
+    pub use fluxion_native::*;
+}
 pub use fluxion_opt::{OptLevel, Report as OptReport};
 pub use memory::{default_memory_limit, parse_size};
 pub use native::{Backend, compile as compile_native};
@@ -326,10 +331,37 @@ impl Program {
     }
 
     /// The steps before running: [`Program::expand`] for `options.mode`, then
-    /// [`Program::optimize`]; returns what each optimiser pass did.
+    /// [`Program::optimize`], then [`Program::resolve`]; returns what each optimiser
+    /// pass did.
     pub fn prepare(&mut self, options: RunOptions) -> Result<OptReport, Diagnostic> {
         self.expand(options.mode)?;
-        self.optimize(options.opt)
+        let report = self.optimize(options.opt)?;
+        self.resolve(options)?;
+        Ok(report)
+    }
+
+    /// Makes the derivative code of the operators ahead of time, once, for both
+    /// backends (fluxion-ad's `ahead`): every function of the user's file is a root
+    /// (the prelude's are reached through them: a prelude lambda the program never
+    /// makes is no candidate for a closure the compiler cannot see). What it cannot
+    /// bound is left to run time (the interpreter translates it there; native code
+    /// resolves it again for its entry, or hands the run to the interpreter).
+    pub fn resolve(&mut self, options: RunOptions) -> Result<(), Diagnostic> {
+        let roots = self.user_functions();
+        fluxion_ad::ahead::resolve_operators(
+            &mut self.module,
+            &roots,
+            options.opt,
+            options.fwd,
+            fluxion_ad::ahead::Walks::RunTime,
+        );
+        if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
+            eprintln!(
+                "{}",
+                fluxion_core::print::print_reachable(&self.module, &roots)
+            );
+        }
+        check_core(&self.module, "making derivative code ahead of time")
     }
 
     /// Runs `entry` of a program already [`Program::prepare`]d with `options`.
@@ -442,13 +474,14 @@ impl Program {
                         "no function named `{name}` (choose one with --entry)"
                     ));
                 };
-                let translations = fluxion_native::resolve_operators(
+                fluxion_ad::ahead::resolve_operators(
                     &mut program.module,
-                    code,
+                    &[code],
                     OptLevel::On,
                     FwdMode::default(),
+                    fluxion_ad::ahead::Walks::Core,
                 );
-                fluxion_native::c_source(&program.module, code, &translations).map_err(|u| {
+                fluxion_native::c_source(&program.module, code).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })
             }
@@ -628,7 +661,7 @@ fn interpret(
     let span = module.code(code).span;
     let ty = module.code(code).ret.clone();
     let interp = interpreter(module, options);
-    match interp.call_code(code, &[], args, span) {
+    match interp.run_code(code, args, span) {
         Ok(value) => Ok(Output {
             value,
             ty,

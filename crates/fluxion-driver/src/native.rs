@@ -2,6 +2,7 @@
 //! code (`fluxion-native`). What the backend cannot compile runs in the interpreter
 //! with a one-line note; it never fails where the interpreter would not.
 
+use crate::abi::CallValues;
 use fluxion_ad::FwdMode;
 use fluxion_core::{CodeId, Module};
 use fluxion_interp::Value;
@@ -63,6 +64,9 @@ pub(crate) fn run(
 }
 
 /// The compiled program and the module it was compiled from, or the note of why not.
+/// `module` is prepared ([`crate::Program::prepare`]: its operators resolved ahead of
+/// time, for both backends); what that left to the run time is resolved again here
+/// for `code` alone, pushing forward through walks written as Core (`Walks::Core`).
 pub fn compile(
     module: &Module,
     code: CodeId,
@@ -71,7 +75,13 @@ pub fn compile(
     fwd: FwdMode,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    let translations = fluxion_native::resolve_operators(&mut resolved, code, opt, fwd);
+    fluxion_ad::ahead::resolve_operators(
+        &mut resolved,
+        &[code],
+        opt,
+        fwd,
+        fluxion_ad::ahead::Walks::Core,
+    );
     if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
         eprintln!(
             "{}",
@@ -86,7 +96,7 @@ pub fn compile(
             fluxion_core::verify::describe(&errors)
         ));
     }
-    match NativeProgram::compile(&resolved, code, &translations, toolchain) {
+    match NativeProgram::compile(&resolved, code, toolchain) {
         Ok(p) => Ok((p, resolved)),
         Err(NativeError::Unsupported(why)) => {
             Err(format!("note: running in the interpreter: {why}"))

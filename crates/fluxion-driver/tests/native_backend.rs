@@ -11,7 +11,7 @@ mod generator;
 use std::path::{Path, PathBuf};
 
 use fluxion_driver::gradcheck::parse_reals;
-use fluxion_driver::native_backend::Toolchain;
+use fluxion_driver::native_backend::{CallValues, Toolchain};
 use fluxion_driver::{
     AdMode, Backend, FwdMode, RunOptions, compile, compile_with_expr, with_big_stack,
 };
@@ -1090,14 +1090,14 @@ fn sanitizers_find_nothing_in_the_examples() {
             }
             let code = program.module.functions["main"];
             let mut module = program.module.clone();
-            let translations = fluxion_driver::native_backend::resolve_operators(
+            fluxion_driver::ad::ahead::resolve_operators(
                 &mut module,
-                code,
+                &[code],
                 fluxion_driver::OptLevel::On,
                 setting.1,
+                fluxion_driver::ad::ahead::Walks::Core,
             );
-            let Ok(c) = fluxion_driver::native_backend::c_source(&module, code, &translations)
-            else {
+            let Ok(c) = fluxion_driver::native_backend::c_source(&module, code) else {
                 continue;
             };
             let stem = format!(
@@ -1238,8 +1238,8 @@ fn generated_programs_agree_with_the_interpreter() {
     );
 }
 
-/// `--opt 0` reaches the translations the native backend makes ahead of time: they are
-/// left as the AD rules made them (found by review: they were always optimised).
+/// `--opt 0` reaches the translations made ahead of time: they are left as the AD
+/// rules made them (found by review: they were always optimised).
 #[test]
 fn opt_0_leaves_ahead_of_time_translations_unoptimised() {
     let src = "fn f(x: [Real]) -> Real { sum(map(|y| y * y, x)) }
@@ -1247,17 +1247,23 @@ fn opt_0_leaves_ahead_of_time_translations_unoptimised() {
     let Ok(mut program) = compile("prog.flx", src) else {
         panic!("compiles")
     };
+    // The steps of `prepare` before the resolution.
+    assert!(program.expand(AdMode::Chad).is_ok(), "expands");
     assert!(
-        program
-            .prepare(options(AdMode::Chad, Backend::Native))
-            .is_ok(),
-        "prepares"
+        program.optimize(fluxion_driver::OptLevel::On).is_ok(),
+        "optimises"
     );
     let size = |opt: fluxion_driver::OptLevel| {
         let mut module = program.module.clone();
         let first_new = module.codes.len();
         let main = module.functions["main"];
-        fluxion_driver::native_backend::resolve_operators(&mut module, main, opt, FwdMode::Chad);
+        fluxion_driver::ad::ahead::resolve_operators(
+            &mut module,
+            &[main],
+            opt,
+            FwdMode::Chad,
+            fluxion_driver::ad::ahead::Walks::Core,
+        );
         let live = fluxion_opt::live_codes(&module);
         (first_new..module.codes.len())
             .filter(|c| live[*c])

@@ -1,6 +1,7 @@
 //! One protocol session: the modules defined so far, each with its interpreter, and
 //! the answer to each message.
 
+use fluxion_driver::native_backend::CallValues;
 use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -214,9 +215,7 @@ impl Session {
                 }
             }
             let start = Instant::now();
-            let result = loaded
-                .interp
-                .call_code(code, &[], args.iter().cloned(), span);
+            let result = loaded.interp.run_code(code, args.to_vec(), span);
             let elapsed = start.elapsed();
             result
                 .map(|v| (v, elapsed))

@@ -153,6 +153,10 @@ impl Interp {
         self.reserve(estimate, span)?;
         let mut m = self.module_mut();
         let first_new = m.codes.len();
+        // The program as written: the bodies whose operators were resolved ahead of
+        // time are put back while translating (their operators translate by the
+        // layer's own rules; resolved code does not translate again).
+        m.swap_unresolved();
         let code = match layer {
             TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, code, k),
             TypeMap::Delta => fluxion_ad::delta_code(&mut m, code),
@@ -160,8 +164,10 @@ impl Interp {
             TypeMap::ChadFwd => fluxion_ad::chad_fwd_code(&mut m, code),
             _ => fluxion_ad::forward_code(&mut m, code),
         }
-        .map_err(|e| RuntimeError { span, message: e.0 })?;
-        self.finish_derived(&mut m, first_new, span)?;
+        .map_err(|e| RuntimeError { span, message: e.0 })
+        .and_then(|code| self.finish_derived(&mut m, first_new, span).map(|()| code));
+        m.swap_unresolved();
+        let code = code?;
         // A translation grows the module (nested forward mode: about 3x the code
         // it translates), so it counts against the memory budget like values do.
         drop(m);

@@ -93,11 +93,20 @@ impl Interp {
 
     /// Whether CHAD (`layer`: either direction) translates the closure `f` and every
     /// closure it holds.
-    fn chad_translates(&self, f: &Value, layer: TypeMap) -> bool {
+    pub(crate) fn chad_translates(&self, f: &Value, layer: TypeMap) -> bool {
         let Value::Closure(clo) = f else {
             return true;
         };
-        if fluxion_ad::chad_unsupported(&self.module(), clo.code, layer).is_some() {
+        // Judged on the program as written (the bodies whose operators were resolved
+        // ahead of time put back), as `translate_code` translates it.
+        let unsupported = {
+            let mut m = self.module_mut();
+            m.swap_unresolved();
+            let unsupported = fluxion_ad::chad_unsupported(&m, clo.code, layer).is_some();
+            m.swap_unresolved();
+            unsupported
+        };
+        if unsupported {
             return false;
         }
         let types = self.capture_types(clo.code);

@@ -144,6 +144,11 @@ impl Compiler<'_> {
                 CRhs::Compare(*p, self.atom(&args[0]), self.atom(&args[1]))
             }
             Rhs::Prim(Prim::DeltaPush, args) => CRhs::Delta(self.atoms(args)),
+            Rhs::Prim(p @ (Prim::DeltaInputs | Prim::DeltaLift | Prim::DeltaGrad), args) => {
+                let arg_tys: Vec<_> = args.iter().map(|a| self.module.atom_ty(a)).collect();
+                let ty = crate::resolved::walk_types(*p, &arg_tys, self.module.var_ty(var));
+                CRhs::Prim(*p, self.atoms(args), Rc::new(ty))
+            }
             Rhs::Prim(p, args) => CRhs::Prim(
                 *p,
                 self.atoms(args),

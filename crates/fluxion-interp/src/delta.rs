@@ -263,7 +263,7 @@ fn map_leaves<E>(
 }
 
 /// `x: A` as `Δ(A)` with a fresh input id for each real.
-fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
+pub(crate) fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
     let fields = |e, tag| fields_of(m, e, tag);
     let lifted: Result<Value, std::convert::Infallible> =
         map_leaves(x, ty, &fields, &mut |v, t| {
@@ -277,7 +277,7 @@ fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
 
 /// The seeds `(id, w)` of the output `y: Δ(B)` from its cotangent `w: T(B)`, which
 /// has `y`'s shape (checked by `same_shape` first; the types check the rest).
-fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(DeltaId, f64)>) {
+pub(crate) fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(DeltaId, f64)>) {
     crate::deep(|| {
         if matches!(w, Value::Zero) {
             return;
@@ -312,7 +312,7 @@ fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(DeltaId, f64
 }
 
 /// The gradient `T(A)` of the inputs `x: Δ(A)`: each real's adjoint.
-fn gradient(m: &Module, x: &Value, ty: &Type, adjoint: &[f64]) -> Value {
+pub(crate) fn gradient(m: &Module, x: &Value, ty: &Type, adjoint: &[f64]) -> Value {
     let fields = |e, tag| fields_of(m, e, tag);
     let g: Result<Value, std::convert::Infallible> = map_leaves(x, ty, &fields, &mut |v, t| {
         Ok(match t {

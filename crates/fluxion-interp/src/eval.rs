@@ -66,6 +66,9 @@ pub struct Interp {
     memory: MemoryBudget,
     /// The tapes of the reverse passes under way (`--ad delta`), innermost last.
     pub(crate) tapes: RefCell<Vec<crate::tape::Tape>>,
+    /// Set where code made ahead of time cannot go on (`resolved.rs`): the run is
+    /// made again on the module as written ([`Interp::run_code`]).
+    pub(crate) handed_over: std::cell::Cell<bool>,
 }
 
 /// Address of a local: how deep the Rust stack currently is.
@@ -94,6 +97,7 @@ impl Interp {
             stack_budget: 0,
             memory: MemoryBudget::UNLIMITED,
             tapes: RefCell::new(Vec::new()),
+            handed_over: std::cell::Cell::new(false),
         }
     }
 
@@ -188,6 +192,25 @@ impl Interp {
     /// Calls a top-level function or lambda code with captured values and arguments
     /// (any exact-size collection: the interpreter passes arrays and iterators, so a
     /// call allocates nothing but its frame).
+    /// [`Interp::call_code`] of a top-level function, run again on the module as
+    /// written (its operators translated at run time) where the derivative code made
+    /// ahead of time hands the run over: what native code does when `fx_entry` returns
+    /// 2. Programs have no effects, so running again from the start is the same run.
+    pub fn run_code(&self, id: CodeId, args: Vec<Value>, span: Span) -> EvalResult<Value> {
+        let first = self.call_code(id, &[], args.clone(), span);
+        if first.is_ok() || !self.handed_over.take() {
+            return first;
+        }
+        {
+            let mut m = self.module_mut();
+            m.swap_unresolved();
+            m.unresolved.clear();
+        }
+        self.compiled.borrow_mut().clear();
+        self.tapes.borrow_mut().clear();
+        self.call_code(id, &[], args, span)
+    }
+
     pub fn call_code(
         &self,
         id: CodeId,

@@ -18,6 +18,7 @@ mod eval;
 pub mod linear;
 mod memory;
 mod prims;
+mod resolved;
 pub mod tangent;
 pub mod tape;
 pub mod value;

@@ -447,15 +447,9 @@ impl Interp {
             | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
             }
-            // Only the native backend's resolved modules hold it; the interpreter runs
-            // the module as expanded, before that resolution.
+            // Derivative code made ahead of time calls these (`resolved.rs`).
             ChadOf | ClosureCapture | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal
-            | DeltaGrad => {
-                return fail(
-                    span,
-                    format!("internal error: `{}` reached the interpreter", p.name()),
-                );
-            }
+            | DeltaGrad => return self.resolved_prim(p, args, ty, span),
             LinScale => crate::linear::scale(a(0), a(1)),
             LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 let int = |i: usize| match a(i) {

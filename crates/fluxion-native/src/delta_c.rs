@@ -1,6 +1,7 @@
 //! C for `--ad delta` (seed 004 §7): the delta layer's primitives `%delta` and
 //! `%delta_sum` (tape entries, `runtime.c`'s `fx_tape_*`), and the primitives of a
-//! resolved `%delta_vjp` (`delta.rs`) with the per-type walks they need:
+//! resolved `%delta_vjp` (fluxion-ad's `ahead/delta.rs`) with the per-type walks they
+//! need (`types/delta.rs`):
 //!
 //! - `dlift`/`dinputs` (`A` → `Δ(A)`): each real with the zero delta / a fresh input;
 //! - `dprimal` (`Δ(B)` → `B`): the reals without their deltas;
@@ -17,9 +18,18 @@ use std::fmt::Write;
 
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
-use crate::emit::{Emitter as FnEmitter, Unsupported};
-use crate::prims::Operands;
-use crate::types::{Helper2, Types, has_rc};
+use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
+use crate::types::delta::{rebuild, seed};
+use crate::types::{Helper2, has_rc};
+
+/// Whether `p` is a delta primitive, emitted here.
+pub(crate) fn emits(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad
+    )
+}
 
 /// C for a delta primitive binding `v: ty`; whether `v` owns its value.
 #[allow(clippy::too_many_arguments)]
@@ -114,165 +124,4 @@ fn elem(t: &Type) -> Type {
         Type::Array(e) => (**e).clone(),
         _ => Type::Unit,
     }
-}
-
-/// The pair type `Δ(Real)`.
-fn is_delta_real(t: &Type) -> bool {
-    matches!(t, Type::Tuple(ts) if ts.as_slice() == [Type::Real, Type::Int])
-}
-
-/// An owned value of type `to` made from `x: from` by walk `h`, as a C expression.
-pub(crate) fn rebuild(
-    t: &mut Types<'_>,
-    h: Helper2,
-    from: &Type,
-    to: &Type,
-    x: &str,
-    sp: &str,
-) -> String {
-    match (h, from, to) {
-        (Helper2::DeltaLift, Type::Real, _) => {
-            format!("(({}){{{x}, 0}})", t.c(to))
-        }
-        (Helper2::FwdLift, Type::Real, _) => {
-            format!("(({}){{{x}, 0.0}})", t.c(to))
-        }
-        (Helper2::DeltaInputs, Type::Real, _) => {
-            format!("(({}){{{x}, fx_tape_input({sp})}})", t.c(to))
-        }
-        (Helper2::DeltaPrimal, _, Type::Real) if is_delta_real(from) => format!("{x}.f0"),
-        (Helper2::DeltaRead, _, Type::Real) if is_delta_real(from) => {
-            format!("fx_tape_adjoint({x}.f1)")
-        }
-        // `T(Int) = T(Bool) = ()`.
-        (Helper2::DeltaRead, _, Type::Unit) => "0".into(),
-        _ if from == to && !has_rc(to) => x.into(),
-        _ if from == to && matches!(to, Type::Array(_) | Type::Enum(_)) => {
-            format!("(({})fx_inc_ret({x}))", t.c(to))
-        }
-        _ => format!("{}({x}, {sp})", t.helper2(h, from, to)),
-    }
-}
-
-/// The statement that seeds the deltas of `y: dy` with the cotangent `w: tw`.
-fn seed(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str) -> String {
-    match tw {
-        Type::Real => format!("fx_tape_seed({y}.f1, {w});"),
-        Type::Unit | Type::Int | Type::Bool => String::new(),
-        _ => format!("{}({y}, {w});", t.helper2(Helper2::DeltaSeed, dy, tw)),
-    }
-}
-
-/// The C function of walk `h` at (`x`, `t`) (its prototype is `types.rs`'s).
-pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: &str) -> String {
-    let m = types.module();
-    let (cx, ct) = (types.c(x), types.c(t));
-    let sp = "s0, s1, s2";
-    let mut s = String::new();
-    if h == Helper2::DeltaSeed {
-        let _ = writeln!(s, "static void {name}({cx} x, {ct} t) {{");
-        match (x, t) {
-            (Type::Tuple(xs), Type::Tuple(ts)) => {
-                for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
-                    let st = seed(types, xi, ti, &format!("x.f{i}"), &format!("t.f{i}"));
-                    let _ = writeln!(s, "  {st}");
-                }
-            }
-            (Type::Array(xe), Type::Array(te)) => {
-                let (xi, ti) = (types.get(xe, "x", "i"), types.get(te, "t", "i"));
-                let st = seed(types, xe, te, &xi, &ti);
-                let _ = writeln!(
-                    s,
-                    "  if (!t) return;\n  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {st} }}"
-                );
-            }
-            (Type::Enum(xe), Type::Enum(te)) => {
-                let _ = writeln!(s, "  if (!t) return;\n  switch (x->tag) {{");
-                for (tag, v) in m.enum_def(*xe).variants.iter().enumerate() {
-                    let xs = types.variant_struct(*xe, tag as u32);
-                    let ts = types.variant_struct(*te, tag as u32);
-                    let _ = write!(s, "  case {tag}:");
-                    for (j, (fx, ft)) in v
-                        .fields
-                        .iter()
-                        .zip(&m.enum_def(*te).variants[tag].fields)
-                        .enumerate()
-                    {
-                        let st = seed(
-                            types,
-                            fx,
-                            ft,
-                            &format!("(({xs}*)x)->f{j}"),
-                            &format!("(({ts}*)t)->f{j}"),
-                        );
-                        let _ = write!(s, " {st}");
-                    }
-                    let _ = writeln!(s, " break;");
-                }
-                s.push_str("  }\n");
-            }
-            _ => {}
-        }
-        s.push_str("}\n");
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "static {ct} {name}({cx} x, uint32_t s0, uint32_t s1, uint32_t s2) {{"
-    );
-    match (x, t) {
-        (Type::Tuple(xs), Type::Tuple(ts)) => {
-            let _ = writeln!(s, "  {ct} r;");
-            for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
-                let f = rebuild(types, h, xi, ti, &format!("x.f{i}"), sp);
-                let _ = writeln!(s, "  r.f{i} = {f};");
-            }
-            s.push_str("  return r;\n");
-        }
-        (Type::Array(xe), Type::Array(te)) => {
-            let xi = types.get(xe, "x", "i");
-            let f = rebuild(types, h, xe, te, &xi, sp);
-            let size = types.elem_size(te);
-            let put = types.set(te, "r", "i", &f);
-            let _ = writeln!(
-                s,
-                "  int64_t n = FX_LEN(x);\n  fx_arr *r = fx_arr_new(n, {size}, \"an array\", {sp});\n  for (int64_t i = 0; i < n; i++) {put}\n  return r;"
-            );
-        }
-        (Type::Enum(xe), Type::Enum(te)) => {
-            // A recursive enum (a list) is walked by recursion: deep is an error.
-            s.push_str("  FX_STACK_CHECK(s0, s1, s2);\n  switch (x->tag) {\n");
-            for (tag, v) in m.enum_def(*xe).variants.iter().enumerate() {
-                let xs = types.variant_struct(*xe, tag as u32);
-                let ts = types.variant_struct(*te, tag as u32);
-                if v.fields.is_empty() {
-                    let _ = writeln!(s, "  case {tag}: return (fx_enum*)&{ts}_unit;");
-                    continue;
-                }
-                let _ = writeln!(
-                    s,
-                    "  case {tag}: {{ {ts} *r = ({ts}*)fx_alloc(sizeof({ts}), {sp}); r->h.tag = {tag};"
-                );
-                for (j, (fx, ft)) in v
-                    .fields
-                    .iter()
-                    .zip(&m.enum_def(*te).variants[tag].fields)
-                    .enumerate()
-                {
-                    let f = rebuild(types, h, fx, ft, &format!("(({xs}*)x)->f{j}"), sp);
-                    let _ = writeln!(s, "    r->f{j} = {f};");
-                }
-                s.push_str("    return (fx_enum*)r; }\n");
-            }
-            s.push_str("  }\n  return NULL;\n");
-        }
-        _ => {
-            let _ = writeln!(
-                s,
-                "  (void)x; fx_fail({sp}, \"internal error: no delta walk here\");"
-            );
-        }
-    }
-    s.push_str("}\n");
-    s
 }

@@ -27,7 +27,7 @@ use std::fmt::Write;
 use fluxion_core::visit::free_vars;
 use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Type, VarId};
 
-use crate::emit::{Emitter, span_args, var};
+use crate::emitter::{Emitter, span_args, var, versioned};
 
 /// A fusable pair of bindings: the loop (`build`, `map` or `map2` of a lambda of
 /// code `code`) and the `%delta_sum` of its array right after it.
@@ -197,7 +197,7 @@ fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusi
             "for (int64_t i = 0; i < n; i++) {{ {assume}t += {variant}({f}, {call_args}).f0; }}"
         )
     };
-    let loops = crate::prims::versioned(hints, body);
+    let loops = versioned(hints, body);
     format!(
         "fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k});"
     )

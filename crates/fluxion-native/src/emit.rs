@@ -17,26 +17,19 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use fluxion_core::{Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Span, Type, VarId};
+use fluxion_core::{Atom, Body, CodeId, CodeKind, Module, Prim, Rhs, Span, Type, VarId};
 
-use crate::resolve::Translations;
+use crate::analysis::{enters_code, non_escaping_closures, reachable};
+use crate::emitter::{Emitter, MANY_PUSHES, TERMS_SUFFIX, Unsupported, atom, span_args, var};
 use crate::types::{Helper, Types, has_rc};
 
-/// Why a program cannot be compiled to C (it then runs in the interpreter).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unsupported(pub String);
-
 /// The C translation unit of `entry` and every code it reaches.
-pub fn emit_module(
-    m: &Module,
-    entry: CodeId,
-    translations: &Translations,
-) -> Result<String, Unsupported> {
+pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
     let Type::Fn(params, ret) = m.code_ty(entry) else {
         return Err(Unsupported("the entry is not a function".into()));
     };
     for t in params.iter().chain(std::iter::once(&*ret)) {
-        if contains_fn(t, m) {
+        if m.can_hold_fn(t) {
             return Err(Unsupported("the entry takes or returns a function".into()));
         }
     }
@@ -45,13 +38,13 @@ pub fn emit_module(
     let mut roots = vec![entry];
     let (codes, known, closures) = loop {
         let codes = reachable(m, &roots);
-        let (known, mut closures) = closures_of(m, &codes);
+        let (known, mut closures) = fluxion_core::visit::closures_of(m, &codes);
         // `%chad_of` makes closures of the translations it picks, which may be picked
         // from in turn (a forward translation's delta translation).
         loop {
             let before = closures.len();
-            let picked: Vec<CodeId> = translations
-                .codes
+            let picked: Vec<CodeId> = m
+                .chad_of
                 .iter()
                 .filter(|((c, _), _)| closures.contains(c))
                 .map(|(_, t)| *t)
@@ -76,7 +69,6 @@ pub fn emit_module(
         types: Types::new(m),
         closures,
         known,
-        translations,
         owned: Vec::new(),
         on_stack: HashSet::new(),
         made_here: HashMap::new(),
@@ -138,243 +130,7 @@ pub fn emit_module(
     Ok(out)
 }
 
-/// Whether a value of `t` can hold a function.
-pub(crate) fn contains_fn(t: &Type, m: &Module) -> bool {
-    fn go(t: &Type, m: &Module, seen: &mut HashSet<fluxion_core::EnumId>) -> bool {
-        match t {
-            Type::Fn(..) => true,
-            Type::Tuple(ts) => ts.iter().any(|t| go(t, m, seen)),
-            Type::Array(t) => go(t, m, seen),
-            Type::Enum(e) => {
-                seen.insert(*e)
-                    && m.enum_def(*e)
-                        .variants
-                        .iter()
-                        .any(|v| v.fields.iter().any(|t| go(t, m, seen)))
-            }
-            _ => false,
-        }
-    }
-    go(t, m, &mut HashSet::new())
-}
-
-/// Over the bindings of `codes`: the code of every variable bound to a closure
-/// (variables are bound once in a module, so this holds wherever the variable is used
-/// — in a lambda that captured it too, whose calls of it are then direct), and the
-/// codes some closure is made of.
-pub(crate) fn closures_of(
-    m: &Module,
-    codes: &[CodeId],
-) -> (HashMap<VarId, CodeId>, HashSet<CodeId>) {
-    let (mut known, mut made) = (HashMap::new(), HashSet::new());
-    for c in codes {
-        fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| match &b.rhs {
-            Rhs::Closure(c, _) => {
-                known.insert(b.var, *c);
-                made.insert(*c);
-            }
-            Rhs::Atom(Atom::Var(x)) => {
-                if let Some(&c) = known.get(x) {
-                    known.insert(b.var, c);
-                }
-            }
-            _ => {}
-        });
-    }
-    (known, made)
-}
-
-/// The closures of `body` that never escape it: used only as the function a call or a
-/// higher-order built-in applies (never stored, returned, captured or passed on). Their
-/// environments live on the C stack, where the C compiler can take them apart once it
-/// inlines the (known) code.
-fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
-    fn walk(body: &Body, made: &mut HashSet<VarId>, escaped: &mut HashSet<VarId>) {
-        let escape = |a: &Atom, escaped: &mut HashSet<VarId>| {
-            if let Atom::Var(v) = a {
-                escaped.insert(*v);
-            }
-        };
-        for b in &body.bindings {
-            match &b.rhs {
-                Rhs::Closure(_, args) => {
-                    made.insert(b.var);
-                    args.iter().for_each(|a| escape(a, escaped));
-                }
-                Rhs::Call(_, args) => args.iter().for_each(|a| escape(a, escaped)),
-                Rhs::Prim(p, args) => {
-                    let applied = match p {
-                        Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan => Some(0),
-                        Prim::Build | Prim::Sumbuild | Prim::Iterate => Some(1),
-                        _ => None,
-                    };
-                    for (i, a) in args.iter().enumerate() {
-                        if applied != Some(i) {
-                            escape(a, escaped);
-                        }
-                    }
-                }
-                Rhs::If(c, t, e) => {
-                    escape(c, escaped);
-                    walk(t, made, escaped);
-                    walk(e, made, escaped);
-                }
-                Rhs::Match(a, arms, d) => {
-                    escape(a, escaped);
-                    arms.iter().for_each(|arm| walk(&arm.body, made, escaped));
-                    if let Some(d) = d {
-                        walk(d, made, escaped);
-                    }
-                }
-                Rhs::Atom(a) | Rhs::Proj(a, _) => escape(a, escaped),
-                Rhs::CallDirect(_, args)
-                | Rhs::Tuple(args)
-                | Rhs::Array(args)
-                | Rhs::Ctor(_, _, args) => args.iter().for_each(|a| escape(a, escaped)),
-            }
-        }
-        escape(&body.result, escaped);
-    }
-    let (mut made, mut escaped) = (HashSet::new(), HashSet::new());
-    walk(body, &mut made, &mut escaped);
-    made.retain(|v| !escaped.contains(v));
-    made
-}
-
-/// The codes `entry` reaches by calls and closures, in id order.
-fn reachable(m: &Module, roots: &[CodeId]) -> Vec<CodeId> {
-    let mut seen: HashSet<CodeId> = roots.iter().copied().collect();
-    let mut stack = roots.to_vec();
-    while let Some(c) = stack.pop() {
-        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |d| {
-            if seen.insert(d) {
-                stack.push(d);
-            }
-        });
-    }
-    let mut codes: Vec<CodeId> = seen.into_iter().collect();
-    codes.sort();
-    codes
-}
-
-pub(crate) struct Emitter<'m> {
-    m: &'m Module,
-    types: Types<'m>,
-    /// Codes some closure is made of (they need an environment struct).
-    closures: HashSet<CodeId>,
-    /// Variables bound to a closure of a known code (anywhere in the module).
-    known: HashMap<VarId, CodeId>,
-    /// Per open block, the variables it owns.
-    owned: Vec<Vec<VarId>>,
-    /// Closures of the current function whose environment is on the C stack.
-    on_stack: HashSet<VarId>,
-    /// The closures made in the function being emitted: code and captured atoms (for
-    /// [`Emitter::index_hints`]).
-    made_here: HashMap<VarId, (CodeId, Vec<Atom>)>,
-    /// What `%chad_of` chooses among.
-    translations: &'m Translations,
-    /// Calls of prelude functions from the user's code so far (names their saved site).
-    sites: usize,
-    /// The `%chad_of` helpers asked for: (function type, direction), by index.
-    chad_of: Vec<(Type, i64)>,
-    /// Codes whose terms variant (`delta_fuse.rs`) a fused loop calls.
-    terms_variants: Vec<CodeId>,
-    /// In a terms variant, the `%delta` whose terms go into the sum's node.
-    terms_of: Option<VarId>,
-    /// Whether the function being emitted makes many tape nodes (long straight-line
-    /// code): each is then an out-of-line call (`fx_tape_push1/2`), since hundreds of
-    /// inlined room checks took GCC minutes at -O3.
-    many_pushes: bool,
-}
-
-/// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions
-/// make a few each.
-const MANY_PUSHES: usize = 64;
-
-/// The C name of a terms variant is its code's `fn_N` with this suffix.
-const TERMS_SUFFIX: &str = "_t";
-
-pub(crate) fn var(v: VarId) -> String {
-    format!("v{}", v.0)
-}
-
-pub(crate) fn span_args(s: Span) -> String {
-    format!("{}, {}, {}", s.source, s.start, s.end)
-}
-
-/// A real as an exact C literal.
-pub fn real_lit(x: f64) -> String {
-    if x.is_nan() {
-        "NAN".into()
-    } else if x.is_infinite() {
-        if x > 0.0 {
-            "INFINITY".into()
-        } else {
-            "(-INFINITY)".into()
-        }
-    } else {
-        format!("({x:e})")
-    }
-}
-
-fn atom(a: &Atom) -> String {
-    match a {
-        Atom::Var(v) => var(*v),
-        Atom::Lit(Lit::Real(x)) => real_lit(*x),
-        Atom::Lit(Lit::Int(i)) if *i == i64::MIN => "INT64_MIN".into(),
-        Atom::Lit(Lit::Int(i)) => format!("INT64_C({i})"),
-        Atom::Lit(Lit::Bool(b)) => u8::from(*b).to_string(),
-        Atom::Lit(Lit::Unit) => "0".into(),
-    }
-}
-
-fn lit_int(a: &Atom) -> i64 {
-    match a {
-        Atom::Lit(Lit::Int(i)) => *i,
-        _ => -1,
-    }
-}
-
-impl<'m> Emitter<'m> {
-    fn signature(&mut self, c: CodeId) -> String {
-        self.signature_named(c, "")
-    }
-
-    /// The signature of `fn_N` followed by `suffix` (a variant of code `c`).
-    fn signature_named(&mut self, c: CodeId, suffix: &str) -> String {
-        let code = self.m.code(c);
-        let ret = self.types.c(&code.ret);
-        let mut s = format!("static {ret} fn_{}{suffix}(fx_clo *self_", c.0);
-        for p in &code.params {
-            let t = self.types.c(self.m.var_ty(*p));
-            let _ = write!(s, ", {t} {}", var(*p));
-        }
-        s.push(')');
-        s
-    }
-
-    /// The environment struct of `c`'s closures and the function that drops one.
-    fn env(&mut self, c: CodeId) -> String {
-        let code = self.m.code(c);
-        let mut s = String::from("typedef struct { fx_clo h;");
-        for (i, v) in code.captures.iter().enumerate() {
-            let t = self.types.c(self.m.var_ty(*v));
-            let _ = write!(s, " {t} c{i};");
-        }
-        let _ = writeln!(s, " }} env_{};", c.0);
-        let _ = write!(
-            s,
-            "static void drop_{0}(fx_clo *c) {{ env_{0} *e = (env_{0}*)c; (void)e;",
-            c.0
-        );
-        for (i, v) in code.captures.iter().enumerate() {
-            let ty = self.m.var_ty(*v).clone();
-            let _ = write!(s, " {}", self.types.dec(&ty, &format!("e->c{i}")));
-        }
-        s.push_str(" }\n");
-        s
-    }
-
+impl Emitter<'_> {
     fn function(&mut self, c: CodeId) -> Result<String, Unsupported> {
         self.function_named(c, "")
     }
@@ -683,282 +439,10 @@ impl<'m> Emitter<'m> {
                 let _ = writeln!(s, "{pad}}}\n{pad}}}");
                 Ok(true)
             }
+            Rhs::Prim(p, args) if crate::delta_c::emits(*p) => {
+                crate::delta_c::emit(self, *p, args, v, ty, span, s, &pad)
+            }
             Rhs::Prim(p, args) => crate::prims::emit(self, *p, args, v, ty, span, s, &pad),
         }
     }
-
-    fn inc_atoms(&mut self, args: &[Atom], s: &mut String, pad: &str) {
-        for a in args {
-            if let Atom::Var(x) = a {
-                let ty = self.m.var_ty(*x).clone();
-                let inc = self.types.inc(&ty, &var(*x));
-                if !inc.is_empty() {
-                    let _ = writeln!(s, "{pad}{inc}");
-                }
-            }
-        }
-    }
-
-    /// The prelude function a call at `span` of code `callee` enters from the user's
-    /// code, if it does: a fault inside it is reported at this call, naming it, as
-    /// the interpreter's `attribute_to_caller` does (calls of closures whose code is
-    /// not known here are not tracked: a fault there keeps the prelude's location).
-    /// A helper code the AD layers generate (`push_forward_*`, `vjp_by_push_forward_*`:
-    /// no source span) is not the user's to know: a fault inside it is reported at the
-    /// call without a name, as the interpreter reports it at the operator.
-    fn library_call_site(&self, callee: Option<CodeId>, span: Span) -> Option<(String, Span)> {
-        let callee = callee?;
-        let library = fluxion_core::PRELUDE_SOURCE;
-        let at = self.m.code(callee).span;
-        if span.source == library || at.source != library {
-            return None;
-        }
-        let generated = at == Span::default();
-        let name = if generated {
-            String::new()
-        } else {
-            self.m.source_name(callee).to_string()
-        };
-        Some((name, span))
-    }
-
-    /// `stmt` (a call), with the innermost user call of a prelude function set to this
-    /// one around it when `site` names the function.
-    fn call_at_site(
-        &mut self,
-        site: Option<(String, Span)>,
-        stmt: &str,
-        pad: &str,
-        s: &mut String,
-    ) {
-        let Some((fname, span)) = site else {
-            let _ = writeln!(s, "{pad}{stmt}");
-            return;
-        };
-        self.sites += 1;
-        let saved = format!("site_{}", self.sites);
-        let _ = writeln!(
-            s,
-            "{pad}fx_site_t {saved} = fx_site; fx_site.name = \"{}\"; fx_site.src = {}; fx_site.start = {}; fx_site.end = {};",
-            fname.escape_default(),
-            span.source,
-            span.start,
-            span.end
-        );
-        let _ = writeln!(s, "{pad}{stmt}");
-        let _ = writeln!(s, "{pad}fx_site = {saved};");
-    }
-
-    /// A call of closure `f` (a direct call when its code is known).
-    fn call(&mut self, f: &Atom, args: &[String]) -> String {
-        let fname = atom(f);
-        let mut rest = String::new();
-        for a in args {
-            rest.push_str(", ");
-            rest.push_str(a);
-        }
-        if let Atom::Var(x) = f
-            && let Some(c) = self.known.get(x)
-        {
-            return format!("fn_{}({fname}{rest})", c.0);
-        }
-        let Type::Fn(ps, r) = self.m.atom_ty(f) else {
-            return "0".into();
-        };
-        let mut cast = format!("{} (*)(fx_clo*", self.types.c(&r));
-        for p in &ps {
-            cast.push_str(", ");
-            cast.push_str(&self.types.c(p));
-        }
-        cast.push(')');
-        format!("(({cast}){fname}->code)({fname}{rest})")
-    }
-}
-
-/// What the primitive emitter needs from the function emitter.
-impl<'m> Emitter<'m> {
-    pub(crate) fn module(&self) -> &'m Module {
-        self.m
-    }
-    pub(crate) fn types(&mut self) -> &mut Types<'m> {
-        &mut self.types
-    }
-    pub(crate) fn call_closure(&mut self, f: &Atom, args: &[String]) -> String {
-        self.call(f, args)
-    }
-
-    /// For a loop `for i in 0..count` calling the closure `f` made here: the arrays it
-    /// indexes by `i` (`xs[i]`, `xs` captured). Returns the condition under which no
-    /// such index is out of range (`count <= length` of each) and the facts that hold
-    /// in the loop then, as `FX_ASSUME`s: a loop emitted twice, with them where the
-    /// condition holds and as written elsewhere, keeps every check's error exactly and
-    /// lets the C compiler drop the checks from the fast copy (GMM's triangle loop).
-    pub(crate) fn index_hints(&self, f: &Atom, count: &str) -> Option<(String, String)> {
-        let Atom::Var(v) = f else { return None };
-        let (code, captured) = self.made_here.get(v)?;
-        let code = self.m.code(*code);
-        let &[i] = code.params.as_slice() else {
-            return None;
-        };
-        let mut arrays: Vec<String> = Vec::new();
-        fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
-            if let Rhs::Prim(Prim::Index, args) = &b.rhs
-                && args[1] == Atom::Var(i)
-                && let Atom::Var(xs) = args[0]
-                && let Some(k) = code.captures.iter().position(|c| *c == xs)
-                && let Atom::Var(_) = captured[k]
-            {
-                let outside = atom(&captured[k]);
-                if !arrays.contains(&outside) {
-                    arrays.push(outside);
-                }
-            }
-        });
-        if arrays.is_empty() {
-            return None;
-        }
-        let cond = arrays
-            .iter()
-            .map(|a| format!("{count} <= FX_LEN({a})"))
-            .collect::<Vec<_>>()
-            .join(" && ");
-        let assume = arrays
-            .iter()
-            .map(|a| format!("FX_ASSUME((uint64_t)i < (uint64_t)FX_LEN({a}));"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        Some((cond, assume))
-    }
-    /// What a closure made in the function being emitted captured, in its code's
-    /// `captures` order.
-    pub(crate) fn captured_by(&self, f: &Atom) -> Option<&[Atom]> {
-        let Atom::Var(v) = f else { return None };
-        self.made_here
-            .get(v)
-            .map(|(_, captured)| captured.as_slice())
-    }
-    pub(crate) fn atom(&self, a: &Atom) -> String {
-        atom(a)
-    }
-    pub(crate) fn lit_int(&self, a: &Atom) -> i64 {
-        lit_int(a)
-    }
-    /// The name of code `c`'s terms variant, emitted with the module.
-    pub(crate) fn terms_variant(&mut self, c: CodeId) -> String {
-        if !self.terms_variants.contains(&c) {
-            self.terms_variants.push(c);
-        }
-        format!("fn_{}{TERMS_SUFFIX}", c.0)
-    }
-    /// In a terms variant, the `%delta` whose terms go into the sum's node.
-    pub(crate) fn terms_of(&self) -> Option<VarId> {
-        self.terms_of
-    }
-    /// Whether the function being emitted makes its tape nodes out of line.
-    pub(crate) fn many_pushes(&self) -> bool {
-        self.many_pushes
-    }
-    /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
-    pub(crate) fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {
-        let key = (fty.clone(), d);
-        let i = match self.chad_of.iter().position(|k| *k == key) {
-            Some(i) => i,
-            None => {
-                self.chad_of.push(key);
-                self.chad_of.len() - 1
-            }
-        };
-        format!("fx_of_{i}")
-    }
-
-    /// `%chad_of(f, d)` for closures of type `fty`, helper `i`: by `f`'s code, a new
-    /// closure of its translation with the captures as the translation needs them —
-    /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta) or
-    /// the zero tangent (forward layer), a captured closure translated the same way.
-    /// A closure of a code without a translation here (one that cannot be translated
-    /// ahead of time, or the top of a tower of translations, `resolve::drop_unfinished`)
-    /// hands the run to the interpreter (`fx_miss`): never a wrong answer.
-    fn chad_of_body(&mut self, i: usize, fty: &Type, d: i64) -> String {
-        let m = self.m;
-        let choices = self.translations_of(fty, d);
-        let sp = "s0, s1, s2";
-        let mut s = format!(
-            "static fx_clo *fx_of_{i}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2) {{\n"
-        );
-        for (c, t) in choices {
-            let (c, t) = (c.0, t.0);
-            let _ = write!(
-                s,
-                "  if (f->code == (void*)fn_{c}) {{\n    env_{t} *n = (env_{t}*)fx_alloc(sizeof(env_{t}), {sp}); n->h.code = (void*)fn_{t}; n->h.drop = drop_{t};\n"
-            );
-            let captures = m.code(CodeId(c)).captures.clone();
-            let translated = m.code(CodeId(t)).captures.clone();
-            for (j, (cv, tv)) in captures.iter().zip(&translated).enumerate() {
-                let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
-                let old = format!("((env_{c}*)f)->c{j}");
-                let field = format!("n->c{j}");
-                let value = match (d, &cty) {
-                    (2 | 3, Type::Fn(..)) => {
-                        let h = self.chad_of_helper(&cty, d);
-                        format!("{h}({old}, {sp})")
-                    }
-                    (2, _) => crate::delta_c::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::DeltaLift,
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
-                    (3, _) => crate::delta_c::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::FwdLift,
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
-                    _ => {
-                        let inc = self.types.inc(&cty, &field);
-                        format!("{old}; {inc}")
-                    }
-                };
-                let _ = writeln!(s, "    {field} = {value};");
-            }
-            s.push_str("    return (fx_clo*)n;\n  }\n");
-        }
-        s.push_str("  fx_miss(s0, s1, s2);\n}\n");
-        s
-    }
-
-    /// `%chad_of(f, d)`'s choices for a closure of type `fty`: (code, its translation),
-    /// for the codes some closure of this program is made of.
-    pub(crate) fn translations_of(&mut self, fty: &Type, direction: i64) -> Vec<(CodeId, CodeId)> {
-        let mut out: Vec<(CodeId, CodeId)> = self
-            .translations
-            .codes
-            .iter()
-            .filter(|((c, d), _)| {
-                *d == direction && self.closures.contains(c) && self.m.code_ty(*c) == *fty
-            })
-            .map(|((c, _), t)| (*c, *t))
-            .collect();
-        out.sort();
-        out
-    }
-}
-
-/// Whether running `body` may enter code: a call, or a primitive given a function (a
-/// higher-order built-in's loop, an operator). A body that does not is the end of any
-/// chain of calls, so no recursion runs through it.
-fn enters_code(m: &Module, body: &Body) -> bool {
-    let mut enters = false;
-    fluxion_core::visit::for_each_binding(body, &mut |b| {
-        enters |= match &b.rhs {
-            Rhs::Call(..) | Rhs::CallDirect(..) => true,
-            Rhs::Prim(_, args) => args.iter().any(|a| matches!(m.atom_ty(a), Type::Fn(..))),
-            _ => false,
-        };
-    });
-    enters
 }

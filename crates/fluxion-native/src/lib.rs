@@ -15,18 +15,15 @@
 //! ahead-of-time translation met an operator: `RuntimeError::needs_interpreter`);
 //! `cfg` bounds the stack and the heap. A program the backend cannot
 //! compile — one that applies a differential operator the run time would have to
-//! translate (`resolve.rs` collects the translations it can ahead of time) — is
+//! translate (fluxion-ad's `ahead` makes the translations it can ahead of time) — is
 //! reported as [`Unsupported`], and the caller runs it in the interpreter.
 
-mod abi;
-mod delta;
+mod analysis;
 mod delta_c;
 mod delta_fuse;
 mod emit;
-mod lift;
+mod emitter;
 mod prims;
-mod push;
-mod resolve;
 mod toolchain;
 mod types;
 
@@ -34,22 +31,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use fluxion_core::{CodeId, Module, Span, Type};
-use fluxion_interp::Value;
 
-pub use emit::Unsupported;
-pub use resolve::{Translations, resolve_operators};
+pub use emitter::Unsupported;
 pub use toolchain::{Toolchain, default_cache_dir};
 
 /// The C runtime every translation unit starts with.
 pub const RUNTIME: &str = include_str!("runtime.c");
 
-/// The C translation unit of `entry` (after [`resolve_operators`], whose table it takes).
-pub fn c_source(
-    m: &Module,
-    entry: CodeId,
-    translations: &Translations,
-) -> Result<String, Unsupported> {
-    emit::emit_module(m, entry, translations)
+/// The C translation unit of `entry` (after fluxion-ad's `resolve_operators`).
+pub fn c_source(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
+    emit::emit_module(m, entry)
 }
 
 /// Why native compilation did not produce a library.
@@ -70,6 +61,17 @@ pub struct RuntimeError {
     /// was not made ahead of time; the caller runs the program in the interpreter
     /// (programs have no effects, so running again from the start is the same run).
     pub needs_interpreter: bool,
+}
+
+impl RuntimeError {
+    /// A fault of the backend or its caller, not of the program.
+    pub fn internal(message: &str) -> RuntimeError {
+        RuntimeError {
+            message: format!("internal error: {message}"),
+            span: Span::default(),
+            needs_interpreter: false,
+        }
+    }
 }
 
 #[repr(C)]
@@ -124,10 +126,9 @@ impl NativeProgram {
     pub fn compile(
         m: &Module,
         entry: CodeId,
-        translations: &Translations,
         tc: &Toolchain,
     ) -> Result<NativeProgram, NativeError> {
-        let source = c_source(m, entry, translations).map_err(|u| NativeError::Unsupported(u.0))?;
+        let source = c_source(m, entry).map_err(|u| NativeError::Unsupported(u.0))?;
         let Type::Fn(params, ret) = m.code_ty(entry) else {
             return Err(NativeError::Unsupported(
                 "the entry is not a function".into(),
@@ -165,25 +166,23 @@ impl NativeProgram {
         })
     }
 
-    /// Calls the entry with `args`. `stack_bytes` is how much of the current thread's
-    /// stack the program may use; `memory_limit` the heap it may hold.
-    pub fn call(
+    /// The entry's parameter types and result type (the streams' layouts: the
+    /// driver's `abi.rs`).
+    pub fn signature(&self) -> (&[Type], &Type) {
+        (&self.params, &self.ret)
+    }
+
+    /// Calls the entry with its arguments as one word stream (`input`, the layout of
+    /// the driver's `abi.rs`); `read` takes the result's words apart (`None`: a
+    /// malformed result). `stack_bytes` is how much of the current thread's stack the
+    /// program may use; `memory_limit` the heap it may hold.
+    pub fn call_words<R>(
         &self,
-        m: &Module,
-        args: &[Value],
+        input: &[u64],
         stack_bytes: usize,
         memory_limit: u64,
-    ) -> Result<Value, RuntimeError> {
-        let internal = |message: &str| RuntimeError {
-            message: format!("internal error: {message}"),
-            span: Span::default(),
-            needs_interpreter: false,
-        };
-        let mut words = Vec::new();
-        for (a, t) in args.iter().zip(&self.params) {
-            abi::encode(a, t, m, &mut words)
-                .ok_or_else(|| internal("an argument of another type"))?;
-        }
+        read: impl FnOnce(&[u64]) -> Option<R>,
+    ) -> Result<R, RuntimeError> {
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
         let config = FxConfig {
@@ -204,8 +203,8 @@ impl NativeProgram {
         // (a buffer it allocated) on success and `err` on failure.
         let status = unsafe {
             (self.entry)(
-                words.as_ptr(),
-                words.len(),
+                input.as_ptr(),
+                input.len(),
                 &mut out,
                 &mut n_out,
                 &mut err,
@@ -227,11 +226,10 @@ impl NativeProgram {
         }
         // SAFETY: on success `out` holds `n_out` words.
         let words = unsafe { std::slice::from_raw_parts(out, n_out) };
-        let mut pos = 0;
-        let value = abi::decode(words, &mut pos, &self.ret, m);
+        let value = read(words);
         // SAFETY: `out` came from the library's allocator; `words` is not used after.
         unsafe { (self.free)(out) };
-        value.ok_or_else(|| internal("a malformed result"))
+        value.ok_or_else(|| RuntimeError::internal("a malformed result"))
     }
 
     /// Heap objects the library holds (0 after every successful call: the leak check
@@ -240,5 +238,57 @@ impl NativeProgram {
         let _one_at_a_time = CALL_LOCK.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: `live` points into the loaded library.
         unsafe { (self.live)() }
+    }
+}
+
+#[cfg(test)]
+mod layering {
+    /// The modules bottom-up: analyses of Core, the C representation of types, the
+    /// emitter's state and services, primitives, then the emission of codes. Each uses
+    /// only the modules before it, so there is no circle.
+    const LAYERS: &[(&str, &str)] = &[
+        ("toolchain", include_str!("toolchain.rs")),
+        ("analysis", include_str!("analysis.rs")),
+        ("types", include_str!("types/mod.rs")),
+        ("types", include_str!("types/delta.rs")),
+        ("emitter", include_str!("emitter.rs")),
+        ("prims", include_str!("prims.rs")),
+        ("delta_c", include_str!("delta_c.rs")),
+        ("delta_fuse", include_str!("delta_fuse.rs")),
+        ("emit", include_str!("emit.rs")),
+    ];
+
+    fn uses(src: &str, module: &str) -> bool {
+        src.contains(&format!("crate::{module}::")) || src.contains(&format!("crate::{module}::{{"))
+    }
+
+    /// The backend compiles Core and knows nothing of the passes before it or of the
+    /// interpreter (values are converted to words by the driver).
+    #[test]
+    fn the_backend_depends_on_core_only() {
+        let manifest = include_str!("../Cargo.toml");
+        for other in [
+            "fluxion-interp",
+            "fluxion-ad",
+            "fluxion-opt",
+            "fluxion-driver",
+        ] {
+            assert!(
+                !manifest.contains(other),
+                "fluxion-native depends on {other}"
+            );
+        }
+    }
+
+    #[test]
+    fn modules_use_only_the_layers_below() {
+        for (i, (name, src)) in LAYERS.iter().enumerate() {
+            for (other, _) in &LAYERS[i + 1..] {
+                assert!(
+                    name == other || !uses(src, other),
+                    "`{name}` uses `{other}`, a layer above it"
+                );
+            }
+        }
     }
 }

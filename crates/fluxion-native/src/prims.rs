@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
-use crate::emit::{Emitter as FnEmitter, Unsupported, span_args as spans};
+use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported, versioned};
 use crate::types::{Helper, Helper2, has_array, has_rc};
 
 fn elem(t: &Type) -> Type {
@@ -46,35 +46,6 @@ fn real_fn(p: Prim) -> Option<&'static str> {
         Trigamma => "fx_trigamma",
         _ => return None,
     })
-}
-
-/// The C pieces a primitive's binding `v: ty = p(args)` is written with.
-pub(crate) struct Operands {
-    /// The C type of `v`.
-    pub ct: String,
-    /// `v`'s C name.
-    pub name: String,
-    /// The span as the runtime's three arguments.
-    pub sp: String,
-    /// The arguments as C expressions.
-    pub a: Vec<String>,
-}
-
-impl Operands {
-    pub(crate) fn of(
-        e: &mut FnEmitter<'_>,
-        args: &[Atom],
-        v: VarId,
-        ty: &Type,
-        span: Span,
-    ) -> Operands {
-        Operands {
-            ct: e.types().c(ty),
-            name: format!("v{}", v.0),
-            sp: spans(span),
-            a: args.iter().map(|x| e.atom(x)).collect(),
-        }
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -488,7 +459,10 @@ pub(crate) fn emit(
             decl(s, format!("{f}({}, {sp})", a[0]));
         }
         DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
-            return crate::delta_c::emit(e, p, args, v, ty, span, s, pad);
+            return Err(Unsupported(format!(
+                "internal error: `{}` reached the primitives' emitter",
+                p.name()
+            )));
         }
         LinScale => decl(s, format!("fx_lscale({}, {})", a[0], a[1])),
         LinProj => {
@@ -609,18 +583,5 @@ fn sum_zero(e: &mut FnEmitter<'_>, ty: &Type, sp: &str) -> String {
             format!("(({c}){{{}}})", parts.join(", "))
         }
         _ => "0".into(),
-    }
-}
-
-/// A loop over `i`, from `body(assumptions)`: with [`FnEmitter::index_hints`], once
-/// with the assumptions where their condition holds and once as written elsewhere.
-pub(crate) fn versioned(hints: Option<(String, String)>, body: impl Fn(&str) -> String) -> String {
-    match hints {
-        Some((cond, assume)) => format!(
-            "if ({cond}) {{ {} }} else {{ {} }}",
-            body(&format!("{assume} ")),
-            body("")
-        ),
-        None => body(""),
     }
 }

@@ -12,6 +12,8 @@
 //! environment drop, captures). Helpers are generated once per type, on request, with
 //! prototypes first so that helpers of recursive enums can call each other.
 
+pub(crate) mod delta;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 
@@ -833,7 +835,7 @@ impl<'m> Types<'m> {
             | Helper2::DeltaInputs
             | Helper2::DeltaPrimal
             | Helper2::DeltaSeed
-            | Helper2::DeltaRead => return crate::delta_c::body(self, h, x, t, &name),
+            | Helper2::DeltaRead => return delta::body(self, h, x, t, &name),
             Helper2::Dense => {
                 let _ = writeln!(
                     s,

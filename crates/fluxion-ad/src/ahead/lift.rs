@@ -11,8 +11,7 @@ use std::collections::HashSet;
 
 use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap, VarId};
 
-use crate::emit::contains_fn;
-use crate::resolve::{
+use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
     translate_original, translated_at_run_time,
 };
@@ -67,7 +66,7 @@ impl Site<'_, '_> {
             let known = self.closures.get(&fv).map(|(code, _)| *code);
             return translated_at_run_time(self.m, self.table, self.rewritten, value, layer)
                 .filter(|_| {
-                    known.is_none_or(|c| self.table.codes.contains_key(&(c, direction(layer))))
+                    known.is_none_or(|c| self.m.chad_of.contains_key(&(c, direction(layer))))
                 });
         }
         None
@@ -106,7 +105,7 @@ impl Site<'_, '_> {
         let mut lifted = Vec::new();
         for ((c, here), t) in captures.iter().zip(here).zip(&capture_tys) {
             let rhs = match (t, c) {
-                _ if !contains_fn(t, self.m) => self.lift_data(here, t, layer),
+                _ if !self.m.can_hold_fn(t) => self.lift_data(here, t, layer),
                 (Type::Fn(..), Atom::Var(cv)) => {
                     self.closure_at(*cv, here, layer, lifts, depth + 1)?.0
                 }
@@ -134,7 +133,7 @@ impl Site<'_, '_> {
         match layer {
             TypeMap::Delta => Rhs::Prim(Prim::DeltaLift, vec![c]),
             _ if self.m.is_fixed(t, layer) => Rhs::Atom(c),
-            _ => Rhs::CallDirect(fluxion_ad::lift_code(self.m, layer, t), vec![c]),
+            _ => Rhs::CallDirect(crate::push_forward::lift_code(self.m, layer, t), vec![c]),
         }
     }
 }

@@ -21,30 +21,30 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::emit::contains_fn;
-use fluxion_ad::FwdMode;
+use crate::FwdMode;
 use fluxion_core::{
     Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
 };
 
-/// Replaces the differential operators whose translations can be made ahead of time
-/// by calls of the translated codes (new codes are optimised like the interpreter's,
-/// unless `opt` is off).
+/// Replaces the differential operators of the codes `roots` reach whose translations
+/// can be made ahead of time by calls of the translated codes (new codes are optimised
+/// like the module, unless `opt` is off).
 pub fn resolve_operators(
     m: &mut Module,
-    entry: CodeId,
+    roots: &[CodeId],
     opt: fluxion_opt::OptLevel,
     fwd: FwdMode,
-) -> Translations {
+    walks: Walks,
+) {
     let first_new = m.codes.len();
-    let live = fluxion_opt::reachable_codes(m, &[entry]);
+    let live = fluxion_opt::reachable_codes(m, roots);
     let mut table = Translations {
-        first_new,
         first_var: m.vars.len(),
         fwd,
+        walks,
         ..Translations::default()
     };
-    let mut rewritten = HashSet::new();
+    let mut rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
     // Rounds: the codes the entry reaches, then the codes the round before made whose
     // operators are still to resolve (a forward translation of a function applying an
     // operator applies its translation: forward-over-reverse).
@@ -62,7 +62,9 @@ pub fn resolve_operators(
     while !round.is_empty() && rounds < MAX_ROUNDS {
         rounds += 1;
         let closures = closure_bindings(m);
-        table.made.extend(crate::emit::closures_of(m, &seen).1);
+        table
+            .made
+            .extend(fluxion_core::visit::closures_of(m, &seen).1);
         let made_before = m.codes.len();
         for &id in &round {
             if !mentions_operator(&m.code(id).body) {
@@ -80,7 +82,8 @@ pub fn resolve_operators(
             rewrite_body(m, &mut table, &closures, &rewritten, &mut scope, &mut body);
             if body != m.codes[i].body {
                 let original = std::mem::replace(&mut m.codes[i].body, body);
-                table.originals.insert(id, original);
+                // A code resolved by an earlier resolution keeps its first body.
+                m.unresolved.entry(id).or_insert(original);
                 rewritten.insert(id);
             }
         }
@@ -89,13 +92,12 @@ pub fn resolve_operators(
             .collect();
         seen.extend(&round);
     }
-    drop_unfinished(m, &mut table);
+    drop_unfinished(m);
     if m.codes.len() > first_new && opt == fluxion_opt::OptLevel::On {
         let mut report = fluxion_opt::Report::default();
         // Optimising is an improvement only; a failure leaves the codes as made.
         let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
     }
-    table
 }
 
 /// Drops the translations that still apply an operator when the rounds end, or reach
@@ -105,7 +107,7 @@ pub fn resolve_operators(
 /// at run time. `%chad_of` meeting a closure of a dropped translation's code hands the
 /// run to the interpreter (`fx_miss`); a code the entry reaches directly that still
 /// applies an operator leaves the program to the interpreter, as before.
-fn drop_unfinished(m: &Module, table: &mut Translations) {
+fn drop_unfinished(m: &mut Module) {
     let n = m.codes.len();
     let mut unfinished: Vec<bool> = m.codes.iter().map(|c| mentions_operator(&c.body)).collect();
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -120,7 +122,7 @@ fn drop_unfinished(m: &Module, table: &mut Translations) {
             }
         }
     }
-    table.codes.retain(|_, t| !unfinished[t.0 as usize]);
+    m.chad_of.retain(|_, t| !unfinished[t.0 as usize]);
 }
 
 /// How many times the resolution resolves the operators of the codes it made itself
@@ -139,27 +141,35 @@ const MAX_CAPTURED_TYPES: usize = 4;
 /// it).
 const MAX_NEW_VARS: usize = 100_000;
 
-/// The translations `%chad_of` chooses among at run time: (original code, forward?) to
-/// the translated code. Codes from `first_new` on were made by the resolution.
+/// How the values an operator pushes forward are walked (the point lifted and
+/// combined with its direction, the result taken apart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Walks {
+    /// By the run time: an operator that needs the walks stays for it. The
+    /// interpreter's walks are Rust, safe at any depth of value (a list a million
+    /// deep), where generated Core would recurse once per level.
+    #[default]
+    RunTime,
+    /// As generated Core (`push.rs`): native code, which cannot translate at run time.
+    Core,
+}
+
+/// The resolution's state (what `%chad_of` chooses among is `Module::chad_of`).
 #[derive(Clone, Debug, Default)]
-pub struct Translations {
-    pub first_new: usize,
+pub(crate) struct Translations {
     /// The module's variables before the resolution.
     first_var: usize,
-    /// (original code, `%chad_of` direction: see [`direction`]) to its translation.
-    pub codes: HashMap<(CodeId, i64), CodeId>,
     /// The codes closures are made of in the codes resolved: only those are candidates
     /// of `%chad_of` (a closure of another code cannot reach it).
     made: HashSet<CodeId>,
-    /// The bodies of the codes rewritten here as they were: the forward layers
-    /// translate those (`translate_original`).
-    originals: HashMap<CodeId, Body>,
     /// The codes the forward layers made here: closures of these are candidates of
     /// `%chad_of` like the program's own.
     pushed: HashSet<CodeId>,
     /// Whether `%chad_of` may go without the candidates that do not translate (the
     /// last resort of `rewrite_body`).
     partial: bool,
+    /// Whether operators may push forward through walks written as Core.
+    walks: Walks,
     /// The algorithm of `jvp` (`--fwd`): dual numbers push forward through the
     /// forward layer, as the interpreter does; forward CHAD translates by `ChadFwd`.
     fwd: FwdMode,
@@ -350,7 +360,7 @@ fn expand_operator(
     let push = p != Prim::ChadVjp
         || !(captures_a_closure(m, closures, &args[0])
             && chad_goes_forward(m, closures, &args[0], 0) == Some(false));
-    let mut site = crate::lift::Site {
+    let mut site = super::lift::Site {
         m,
         table,
         closures,
@@ -359,13 +369,14 @@ fn expand_operator(
         span,
     };
     match p {
-        Prim::DeltaVjp => crate::delta::expand(&mut site, args, v),
+        Prim::DeltaVjp => super::delta::expand(&mut site, args, v),
         Prim::Taylor => None,
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         _ => expand(&mut site, p, args, v),
     }
     .or_else(|| {
-        push.then(|| crate::push::expand(&mut site, p, args, v))
+        (push && site.table.walks == Walks::Core)
+            .then(|| super::push::expand(&mut site, p, args, v))
             .flatten()
     })
 }
@@ -382,7 +393,7 @@ fn chad_goes_forward(
 ) -> Option<bool> {
     let Atom::Var(f) = f else { return None };
     let (code, captured) = closures.get(f)?;
-    if fluxion_ad::chad_unsupported(m, *code, TypeMap::Chad).is_some() {
+    if crate::chad_unsupported(m, *code, TypeMap::Chad).is_some() {
         return Some(true);
     }
     let mut forward = false;
@@ -415,7 +426,7 @@ const MAX_CAPTURE_DEPTH: usize = 16;
 
 /// The bindings that compute `v = p(args)` with the translated code, or `None` where
 /// the operator stays for the interpreter.
-fn expand(site: &mut crate::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
+fn expand(site: &mut super::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
     let Atom::Var(f) = args[0] else { return None };
     let layer = if p == Prim::ChadVjp {
         TypeMap::Chad
@@ -601,7 +612,12 @@ fn translate_candidates(
         .copied()
         .filter(|&c| translatable(m, c, layer, rewritten).is_some())
         .collect();
-    if !table.partial && candidates.len() < all.len() {
+    // Under CHAD a candidate left out may be one CHAD cannot translate, which the
+    // run time differentiates by forward mode around the whole operator: `%chad_of`
+    // could not stand for it, so CHAD's operators are resolved with every candidate or
+    // not at all (the interpreter then runs the operator at run time).
+    let whole = !table.partial || layer.is_chad();
+    if whole && candidates.len() < all.len() {
         return None;
     }
     let params = translatable(m, *candidates.first()?, layer, rewritten)?;
@@ -622,12 +638,12 @@ fn translate_candidates(
             translate(m, c, layer)
         };
         let Some(t) = t else {
-            if table.partial {
+            if !whole {
                 continue;
             }
             return None;
         };
-        table.codes.insert((c, direction(layer)), t);
+        m.chad_of.insert((c, direction(layer)), t);
         if layer == TypeMap::Fwd {
             // `%chad_of` makes closures of it at run time, which may meet an operator.
             table.made.insert(t);
@@ -668,10 +684,10 @@ fn translatable(
     }
     let c = m.code(code);
     let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
-    let first_order = params.iter().chain([&c.ret]).all(|t| !contains_fn(t, m));
+    let first_order = params.iter().chain([&c.ret]).all(|t| !m.can_hold_fn(t));
     let captures = c.captures.iter().all(|x| {
         let t = m.var_ty(*x);
-        matches!(t, Type::Fn(..)) || !contains_fn(t, m)
+        matches!(t, Type::Fn(..)) || !m.can_hold_fn(t)
     });
     let operators = layer == TypeMap::Delta && holds_operator(m, code, rewritten);
     (first_order && captures && !operators).then_some(params)
@@ -691,7 +707,7 @@ fn chad_translatable(
         .iter()
         .all(|c| m.is_fixed(m.var_ty(*c), layer));
     if !fixed
-        || fluxion_ad::chad_unsupported(m, code, layer).is_some()
+        || crate::chad_unsupported(m, code, layer).is_some()
         || holds_operator(m, code, rewritten)
     {
         return None;
@@ -710,11 +726,11 @@ fn chad_translatable(
 pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
     let codes_before = m.codes.len();
     let translated = match layer {
-        TypeMap::Chad => fluxion_ad::chad_code(m, code),
-        TypeMap::Delta => fluxion_ad::delta_code(m, code),
-        TypeMap::ChadFwd => fluxion_ad::chad_fwd_code(m, code),
-        TypeMap::Fwd => fluxion_ad::forward_code(m, code),
-        TypeMap::Taylor(k) => fluxion_ad::taylor_code(m, code, k),
+        TypeMap::Chad => crate::chad_code(m, code),
+        TypeMap::Delta => crate::delta_code(m, code),
+        TypeMap::ChadFwd => crate::chad_fwd_code(m, code),
+        TypeMap::Fwd => crate::forward_code(m, code),
+        TypeMap::Taylor(k) => crate::taylor_code(m, code, k),
         TypeMap::Tangent => return None,
     };
     match translated {
@@ -739,15 +755,10 @@ pub(crate) fn translate_original(
     code: CodeId,
     layer: TypeMap,
 ) -> Option<CodeId> {
-    let swap = |m: &mut Module, table: &mut Translations| {
-        for (c, body) in table.originals.iter_mut() {
-            std::mem::swap(&mut m.codes[c.0 as usize].body, body);
-        }
-    };
     let before = m.codes.len();
-    swap(m, table);
+    m.swap_unresolved();
     let translated = translate(m, code, layer);
-    swap(m, table);
+    m.swap_unresolved();
     table
         .pushed
         .extend((before..m.codes.len()).map(|i| CodeId(i as u32)));

@@ -2,7 +2,8 @@
 //! `Real` is its bits, an `Int` its value, a `Bool` 0 or 1, `()` nothing; a tuple is
 //! its fields, an array its length then its elements, an enum value its constructor's
 //! tag then its fields (the C side's `decode_*`/`encode_*` helpers read and write the
-//! same layout).
+//! same layout). The native backend takes and gives words only; this module, in the
+//! driver (which also converts JSON ↔ `Value`), converts `Value` ↔ words.
 
 use std::rc::Rc;
 
@@ -10,7 +11,7 @@ use fluxion_core::{Module, Type};
 use fluxion_interp::Value;
 
 /// Appends `v` (of type `ty`) to `out`; `None` if the value does not have the type.
-pub fn encode(v: &Value, ty: &Type, m: &Module, out: &mut Vec<u64>) -> Option<()> {
+pub(crate) fn encode(v: &Value, ty: &Type, m: &Module, out: &mut Vec<u64>) -> Option<()> {
     fluxion_interp::deep(|| {
         match (ty, v) {
             (Type::Real, Value::Real(x)) => out.push(x.to_bits()),
@@ -80,7 +81,7 @@ impl Partial {
 
 /// Reads a value of type `ty` from `words` at `*pos`. Iterative (an explicit stack of
 /// values being read), so a list of millions of constructors is no deeper than one.
-pub fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<Value> {
+pub(crate) fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<Value> {
     let mut stack: Vec<Partial> = Vec::new();
     let mut next: Type = ty.clone();
     loop {
@@ -164,5 +165,40 @@ pub fn decode(words: &[u64], pos: &mut usize, ty: &Type, m: &Module) -> Option<V
                 }
             }
         }
+    }
+}
+
+/// Calls of a native program with values (the interpreter's `Value`s), encoded and
+/// decoded here.
+pub trait CallValues {
+    /// Calls the entry with `args`. `stack_bytes` is how much of the current thread's
+    /// stack the program may use; `memory_limit` the heap it may hold.
+    fn call(
+        &self,
+        m: &Module,
+        args: &[Value],
+        stack_bytes: usize,
+        memory_limit: u64,
+    ) -> Result<Value, fluxion_native::RuntimeError>;
+}
+
+impl CallValues for fluxion_native::NativeProgram {
+    fn call(
+        &self,
+        m: &Module,
+        args: &[Value],
+        stack_bytes: usize,
+        memory_limit: u64,
+    ) -> Result<Value, fluxion_native::RuntimeError> {
+        let (params, ret) = self.signature();
+        let mut words = Vec::new();
+        for (a, t) in args.iter().zip(params) {
+            encode(a, t, m, &mut words).ok_or_else(|| {
+                fluxion_native::RuntimeError::internal("an argument of another type")
+            })?;
+        }
+        self.call_words(&words, stack_bytes, memory_limit, |out| {
+            decode(out, &mut 0, ret, m)
+        })
     }
 }

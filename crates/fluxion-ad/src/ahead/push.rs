@@ -19,9 +19,8 @@
 
 use fluxion_core::{Atom, Binding, Lit, Prim, Rhs, Type, TypeMap, VarId};
 
-use crate::emit::contains_fn;
-use crate::lift::Site;
-use crate::resolve::Emit;
+use super::lift::Site;
+use super::resolve::Emit;
 
 /// The bindings that compute `v = p(args)` by pushing forward, or `None` where the
 /// operator stays for the interpreter (a closure not known here, a function inside the
@@ -39,11 +38,7 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
     let Type::Fn(params, ret) = &fty else {
         return None;
     };
-    if params
-        .iter()
-        .chain([&**ret])
-        .any(|t| contains_fn(t, site.m))
-    {
+    if params.iter().chain([&**ret]).any(|t| site.m.can_hold_fn(t)) {
         return None;
     }
     let mut lifts = Vec::new();
@@ -58,11 +53,11 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
     let g = e.bind("pushed_f", lfty, make);
     let rhs = match p {
         Prim::Jvp | Prim::Taylor => {
-            let code = fluxion_ad::push_forward_code(e.m, layer, &fty);
+            let code = crate::push_forward::push_forward_code(e.m, layer, &fty);
             Rhs::CallDirect(code, vec![g, args[1], args[2]])
         }
         _ => {
-            let code = fluxion_ad::vjp_by_push_forward(e.m, &fty);
+            let code = crate::push_forward::vjp_by_push_forward(e.m, &fty);
             Rhs::CallDirect(code, vec![args[0], g, args[1], args[2]])
         }
     };

@@ -23,9 +23,8 @@
 
 use fluxion_core::{Atom, Binding, Prim, Rhs, Type, TypeMap, VarId, verify};
 
-use crate::emit::contains_fn;
-use crate::lift::Site;
-use crate::resolve::Emit;
+use super::lift::Site;
+use super::resolve::Emit;
 
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
 /// for the interpreter.
@@ -39,7 +38,7 @@ pub(crate) fn expand(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Bin
         return None;
     };
     let (b, ta) = (result[0].clone(), result[1].clone());
-    if params.iter().chain([&b]).any(|t| contains_fn(t, m)) {
+    if params.iter().chain([&b]).any(|t| m.can_hold_fn(t)) {
         return None;
     }
     let a = verify::differentiated_argument(&params);

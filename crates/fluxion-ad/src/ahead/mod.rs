@@ -1,0 +1,19 @@
+//! Derivative code made ahead of time: before evaluation, the differential operators
+//! that remain after `expand` (`jvp`, `taylor`, `%delta_vjp`, `%chad_vjp`) become
+//! calls of translated codes, made here once (`resolve`), so a backend runs ordinary
+//! Core plus the run-time support the translations call (the delta tape, `%chad_of`,
+//! `%capture`).
+//!
+//! - `resolve` — the rounds over the codes the entry reaches, the candidates of a
+//!   closure the compiler cannot see, and what `%chad_of` chooses among
+//!   (`Module::chad_of`);
+//! - `lift` — a closure as its translation in a layer, its captures lifted;
+//! - `push` — an operator by pushing forward through a forward or Taylor translation;
+//! - `delta` — `%delta_vjp` as a run of the delta translation on the tape.
+
+mod delta;
+mod lift;
+mod push;
+mod resolve;
+
+pub use resolve::{Walks, resolve_operators};

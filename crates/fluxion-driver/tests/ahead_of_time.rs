@@ -1,0 +1,133 @@
+//! Derivative code made ahead of time, once, for both backends (fluxion-ad's `ahead`,
+//! run by `Program::prepare`): the operators it can bound are gone from the prepared
+//! module, the interpreter runs the resolved Core, and what it leaves is documented.
+
+use fluxion_driver::core::{Prim, Rhs};
+use fluxion_driver::gradcheck::eval_reals;
+use fluxion_driver::{AdMode, Backend, RunOptions, compile};
+
+fn options(mode: AdMode) -> RunOptions {
+    RunOptions {
+        mode,
+        ..RunOptions::default()
+    }
+}
+
+/// The primitives the codes of a prepared program apply.
+fn prims_after_prepare(src: &str, mode: AdMode) -> Vec<Prim> {
+    let Ok(mut program) = compile("prog.flx", src) else {
+        panic!("compiles")
+    };
+    program.prepare(options(mode)).expect("prepares");
+    let mut out = Vec::new();
+    for code in &program.module.codes {
+        fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
+            if let Rhs::Prim(p, _) = &b.rhs {
+                out.push(*p);
+            }
+        });
+    }
+    out
+}
+
+/// Under each reverse mode, a gradient of a known function and of one taken from an
+/// array are resolved before the run: no reverse operator is left for run time, and
+/// the tape's primitives (delta) or `%chad_of` (a closure the compiler cannot see) are
+/// there instead.
+#[test]
+fn reverse_operators_are_resolved_before_the_run() {
+    let src = "fn f(x: [Real]) -> Real { x[0] * sin(x[1]) }
+               fn g(x: [Real]) -> Real { exp(x[0]) * x[1] }
+               fn main(i: Int) -> ([Real], [Real]) {
+                   let fs = [f, g];
+                   (grad(f, [1.0, 2.0]), grad(fs[i], [1.0, 2.0]))
+               }";
+    for (mode, op) in [
+        (AdMode::Delta, Prim::DeltaVjp),
+        (AdMode::Chad, Prim::ChadVjp),
+    ] {
+        let prims = prims_after_prepare(src, mode);
+        assert!(!prims.contains(&op), "{mode:?}: `{}` left", op.name());
+        assert!(prims.contains(&Prim::ChadOf), "{mode:?}: no `%chad_of`");
+        if mode == AdMode::Delta {
+            for p in [Prim::DeltaOpen, Prim::DeltaInputs, Prim::DeltaGrad] {
+                assert!(prims.contains(&p), "delta: no `{}`", p.name());
+            }
+        }
+    }
+}
+
+/// The interpreter runs the resolved Core with the values of the reference (`--ad fwd`,
+/// which resolves nothing reverse) and of native code, bit for bit with native code.
+#[test]
+fn resolved_core_runs_in_the_interpreter_as_natively() {
+    let src = "enum Op { Scale(Real), Shift(Real) }
+               fn apply(o: Op, x: [Real]) -> Real {
+                   match o { Scale(c) => c * dot(x, x), Shift(c) => sum(map(|t| exp(t + c), x)) }
+               }
+               fn pick(i: Int) -> fn([Real]) -> Real {
+                   let c = 0.5 * to_real(i);
+                   if i == 0 { |x: [Real]| apply(Scale(c), x) } else { |x: [Real]| apply(Shift(c), x) }
+               }";
+    for i in 0..2 {
+        let expr = format!("grad(pick({i}), [0.3, -0.7, 1.1])");
+        let reference = eval_reals(src, &expr, AdMode::Fwd).expect("fwd runs");
+        for mode in [AdMode::Delta, AdMode::Chad] {
+            let interp = eval_reals(src, &expr, options(mode)).expect("interpreter runs");
+            let native = eval_reals(
+                src,
+                &expr,
+                RunOptions {
+                    backend: Backend::Native,
+                    ..options(mode)
+                },
+            )
+            .expect("native runs");
+            assert_eq!(
+                interp, native,
+                "{mode:?} {expr}: interpreter and native differ"
+            );
+            for (a, b) in interp.iter().zip(&reference) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                    "{mode:?} {expr}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+/// What resolution leaves to run time under the interpreter: `jvp` under dual numbers
+/// (walked in Rust, safe at any depth of value) and operators of a function that
+/// applies an operator itself (`grad` of `grad`).
+#[test]
+fn what_is_left_to_run_time() {
+    let src = "fn f(x: [Real]) -> Real { x[0] * x[0] * x[1] }
+               fn main() -> Real {
+                   let d = jvp(f, [1.0, 2.0], [1.0, 0.0]).1;
+                   d + sum(grad(|v: [Real]| sum(grad(f, v)), [1.0, 2.0]))
+               }";
+    let prims = prims_after_prepare(src, AdMode::Delta);
+    assert!(prims.contains(&Prim::Jvp), "`jvp` under --fwd dual stays");
+    assert!(
+        prims.contains(&Prim::DeltaVjp),
+        "the outer gradient of a function applying `grad` stays"
+    );
+}
+
+/// Where resolved CHAD code meets a closure CHAD cannot translate (a pullback, which
+/// applies a reverse operator itself), the run starts again on the module as written,
+/// where the interpreter differentiates it by forward mode: the answer of `--ad fwd`.
+#[test]
+fn a_closure_chad_cannot_translate_hands_the_run_over() {
+    let src = "fn f(x: [Real]) -> Real { x[0] * x[0] * x[1] }
+               fn pullback_of(x: [Real]) -> fn(Real) -> [Real] { let (y, pb) = vjp(f, x); pb }
+               fn main() -> [Real] {
+                   let pb = pullback_of([2.0, 3.0]);
+                   grad(|z: [Real]| pb(z[0])[0] * z[1], [1.0, 2.0])
+               }";
+    let reference = eval_reals(src, "main()", AdMode::Fwd).expect("fwd runs");
+    let chad = eval_reals(src, "main()", AdMode::Chad).expect("chad runs");
+    assert_eq!(chad, reference);
+    assert_eq!(chad, vec![24.0, 12.0], "d/dz (12·z0)·z1 at (1, 2) by hand");
+}

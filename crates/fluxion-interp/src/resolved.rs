@@ -1,0 +1,127 @@
+//! The run-time support of derivative code made ahead of time (fluxion-ad's `ahead`):
+//! the primitives the resolved operators call, as the native backend's C runtime
+//! provides them (`fluxion-native/src/delta_c.rs`, `emit.rs`'s `%chad_of` helpers).
+//! With them the interpreter runs the same Core as native code.
+//!
+//! - `%chad_of(f, d)`: `f` as its translation in direction `d` (0 CHAD, 1 forward
+//!   CHAD, 2 delta, 3 forward), its captures lifted. The translation was made ahead of
+//!   time (the memo finds it); one that was not is made here, at run time, except
+//!   where CHAD does not translate the closure: then, as native code (`fx_miss`), the
+//!   interpreter runs the program again on the module as written (`Interp::run_code`);
+//! - `%capture(f, i, code)`: the `i`th captured value of the closure `f`;
+//! - `%delta_lift(c)`: `c` with the zero delta on every real;
+//! - `%delta_open()`, `%delta_inputs(x)`, `%delta_primal(r)`,
+//!   `%delta_grad(mark, r, w, xd)`: one reverse pass on a tape of its own (seed 004 §7),
+//!   the steps of `Interp::delta_vjp` taken one at a time.
+//!
+//! The walks need types the values do not carry; `compile.rs` gives each of these
+//! primitives the types it needs in place of its result type ([`walk_types`]).
+
+use fluxion_core::{Prim, Span, Type, TypeMap};
+
+use crate::eval::{EvalResult, Interp, fail};
+use crate::tape::Tape;
+use crate::value::Value;
+
+/// The type `compile.rs` passes for a resolved primitive (the walks need types that
+/// its values do not carry): its argument's type for `%delta_inputs` and
+/// `%delta_lift`, `(T(B), T(A))` — the cotangent's and the result's types — for
+/// `%delta_grad`, the result type otherwise.
+pub(crate) fn walk_types(p: Prim, arg_tys: &[Type], result: &Type) -> Type {
+    match p {
+        Prim::DeltaInputs | Prim::DeltaLift => arg_tys[0].clone(),
+        Prim::DeltaGrad => Type::Tuple(vec![arg_tys[2].clone(), result.clone()]),
+        _ => result.clone(),
+    }
+}
+
+/// The layer of `%chad_of`'s direction.
+fn layer_of(direction: i64) -> Option<TypeMap> {
+    Some(match direction {
+        0 => TypeMap::Chad,
+        1 => TypeMap::ChadFwd,
+        2 => TypeMap::Delta,
+        3 => TypeMap::Fwd,
+        _ => return None,
+    })
+}
+
+impl Interp {
+    /// A primitive of resolved code (see the module's doc); `ty` is [`walk_types`]'s.
+    pub(crate) fn resolved_prim(
+        &self,
+        p: Prim,
+        args: &[Value],
+        ty: &Type,
+        span: Span,
+    ) -> EvalResult<Value> {
+        let int = |v: &Value| match v {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        };
+        match p {
+            Prim::ChadOf => {
+                let clo = Self::closure_of(&args[0], span)?;
+                let Some(layer) = int(&args[1]).and_then(layer_of) else {
+                    return fail(span, "internal error: `%chad_of` of an unknown direction");
+                };
+                // Where CHAD does not translate the closure, the operator around this
+                // is computed by forward mode instead: the code made ahead of time
+                // cannot, so the run is handed over (`Interp::run_code`), as native
+                // code's `fx_miss` does.
+                if layer.is_chad() && !self.chad_translates(&args[0], layer) {
+                    self.handed_over.set(true);
+                    return fail(span, "the run is handed over to the module as written");
+                }
+                self.translate(clo, layer, span)
+            }
+            Prim::ClosureCapture => {
+                let clo = Self::closure_of(&args[0], span)?;
+                match int(&args[1]).and_then(|i| clo.env.get(i as usize)) {
+                    Some(v) => Ok(v.clone()),
+                    None => fail(span, "internal error: `%capture` out of range"),
+                }
+            }
+            Prim::DeltaLift => self.lift(&args[0], ty, TypeMap::Delta, span),
+            Prim::DeltaOpen => {
+                let mut tapes = self.tapes.borrow_mut();
+                tapes.push(Tape::new());
+                Ok(Value::Int(tapes.len() as i64 - 1))
+            }
+            Prim::DeltaInputs => {
+                let m = self.module();
+                let mut tapes = self.tapes.borrow_mut();
+                let Some(tape) = tapes.last_mut() else {
+                    return fail(span, "internal error: `%delta_inputs` without a tape");
+                };
+                Ok(crate::delta::inputs(&m, &args[0], ty, tape))
+            }
+            Prim::DeltaPrimal => Ok(crate::ad::coefficient(&self.module(), &args[0], ty, 0)),
+            Prim::DeltaGrad => {
+                let Type::Tuple(tys) = ty else {
+                    return fail(span, "internal error: `%delta_grad` without its types");
+                };
+                let (tb, ta) = (&tys[0], &tys[1]);
+                let Some(mark) = int(&args[0]).map(|i| i as usize) else {
+                    return fail(span, "internal error: `%delta_grad` without its tape");
+                };
+                let m = self.module();
+                // The walks by tangent types: `T(Real) = Real` where the original has a
+                // real, `()` where it has an `Int` or a `Bool`, enums by constructor.
+                let mut seeds = Vec::new();
+                crate::delta::seed(&m, &args[1], &args[2], tb, &mut seeds);
+                let mut tapes = self.tapes.borrow_mut();
+                if tapes.len() != mark + 1 {
+                    return fail(span, "internal error: `%delta_grad` of another tape");
+                }
+                let adjoint = tapes[mark].backward(seeds);
+                tapes.truncate(mark);
+                Ok(crate::delta::gradient(&m, &args[3], ta, &adjoint))
+            }
+            _ => fail(
+                span,
+                format!("internal error: `{}` is not a resolved primitive", p.name()),
+            ),
+        }
+    }
+}
