@@ -461,13 +461,19 @@ static double fx_digamma(double x) {
   if (x <= 0.0 && x == floor(x)) return NAN;
   if (x < 0.0) return fx_digamma(1.0 - x) - M_PI / tan(M_PI * x);
   double acc = 0.0;
-  while (x < 6.0) {
+  while (x < 10.0) {
     acc -= 1.0 / x;
     x += 1.0;
   }
   double inv = 1.0 / x, inv2 = inv * inv;
-  return acc + log(x) - 0.5 * inv -
-         inv2 * (1.0 / 12.0 - inv2 * (1.0 / 120.0 - inv2 * (1.0 / 252.0 - inv2 * (1.0 / 240.0 - inv2 / 132.0))));
+  double series =
+      inv2 * (1.0 / 12.0 -
+              inv2 * (1.0 / 120.0 -
+                      inv2 * (1.0 / 252.0 -
+                              inv2 * (1.0 / 240.0 -
+                                      inv2 * (1.0 / 132.0 -
+                                              inv2 * (691.0 / 32760.0 - inv2 * (1.0 / 12.0 - inv2 * (3617.0 / 8160.0))))))));
+  return acc + log(x) - 0.5 * inv - series;
 }
 static double fx_trigamma(double x) {
   if (x <= 0.0 && x == floor(x)) return NAN;
@@ -476,12 +482,18 @@ static double fx_trigamma(double x) {
     return -fx_trigamma(1.0 - x) + M_PI * M_PI / (s * s);
   }
   double acc = 0.0;
-  while (x < 6.0) {
+  while (x < 10.0) {
     acc += 1.0 / (x * x);
     x += 1.0;
   }
   double inv = 1.0 / x, inv2 = inv * inv;
-  return acc + inv + 0.5 * inv2 + inv * inv2 * (1.0 / 6.0 - inv2 * (1.0 / 30.0 - inv2 * (1.0 / 42.0 - inv2 / 30.0)));
+  double series =
+      1.0 / 6.0 -
+      inv2 * (1.0 / 30.0 -
+              inv2 * (1.0 / 42.0 -
+                      inv2 * (1.0 / 30.0 -
+                              inv2 * (5.0 / 66.0 - inv2 * (691.0 / 2730.0 - inv2 * (7.0 / 6.0 - inv2 * (3617.0 / 510.0)))))));
+  return acc + inv + 0.5 * inv2 + inv * inv2 * series;
 }
 static double fx_polygamma(int64_t n, double x) {
   if (n < 0 || n > 170) return NAN;
