@@ -378,3 +378,21 @@ fn the_optimiser_is_linear_in_program_size() {
         large / small
     );
 }
+
+/// `%lscale(1.0, w)` is `w` (the unit partials of `+`, `-` and copies): a new user saw
+/// it survive `--opt 1` in `show` output.
+#[test]
+fn unit_scalings_are_removed() {
+    let src = "fn f(x: Real, y: Real) -> Real { x * y + sin(x) - y }";
+    for (stage, mode) in [("chad", AdMode::Chad), ("delta", AdMode::Delta)] {
+        let text = shown(src, stage, mode);
+        assert!(!text.contains("%lscale(1.0,"), "{stage}:\n{text}");
+    }
+    // The values are the same: ∂/∂x = y + cos(x), ∂/∂y = x - 1.
+    let (x, y) = (0.7_f64, -1.3_f64);
+    for mode in [AdMode::Chad, AdMode::Delta] {
+        let got = fluxion_driver::gradcheck::eval_reals(src, &format!("grad(f, ({x}, {y}))"), mode)
+            .expect("runs");
+        assert_eq!(got, vec![y + x.cos(), x - 1.0], "{mode:?}");
+    }
+}

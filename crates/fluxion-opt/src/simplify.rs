@@ -232,6 +232,9 @@ impl Simplifier<'_> {
             TanPlus if self.is_zero(&args[0]) => Some(Outcome::Rename(args[1])),
             TanPlus if self.is_zero(&args[1]) => Some(Outcome::Rename(args[0])),
             LinScale if self.is_zero(&args[1]) => None,
+            // `%lscale(1, w) = w` for every `w` (a zero stays the same zero, a NaN or an
+            // infinity itself): the unit partials of `+`, `-` and copies.
+            LinScale if args[0] == Atom::Lit(Lit::Real(1.0)) => Some(Outcome::Rename(args[1])),
             LinProj | LinField | LinIndex | LinSum | LinSlice if self.is_zero(&args[0]) => None,
             LinProj => match (self.fact(&args[0]), args[1]) {
                 (Some(Known::Tuple(parts)), Atom::Lit(Lit::Int(i))) => {
