@@ -71,6 +71,16 @@ impl Printer<'_> {
             {
                 continue;
             }
+            if def.variants.is_empty() {
+                // Only the enum of function cotangents is made empty (constructors are
+                // added per closure code that needs one): source has no empty enums.
+                let _ = writeln!(
+                    p.out,
+                    "// enum {}: no constructors (no closure's cotangent is needed)",
+                    def.name
+                );
+                continue;
+            }
             p.out.push_str("enum ");
             p.out.push_str(&def.name);
             p.out.push_str(" { ");
