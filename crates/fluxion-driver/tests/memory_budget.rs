@@ -72,6 +72,12 @@ fn the_delta_tape_counts_in_the_memory_budget_on_both_backends() {
             "{}: {err}",
             backend.name()
         );
+        // What is counted is said (a user compared the figure with a resident size).
+        assert!(
+            err.contains(fluxion_driver::interp::WHAT_IS_COUNTED),
+            "{}: {err}",
+            backend.name()
+        );
     }
 }
 

@@ -152,18 +152,24 @@ impl MemoryBudget {
         let used = self.used();
         let detail = match request {
             Some(bytes) => format!(
-                "this operation needs {} more, with {} in use",
+                "this operation needs {} more, with {} allocated",
                 show_bytes(bytes),
                 show_bytes(used)
             ),
-            None => format!("{} in use", show_bytes(used)),
+            None => format!("{} allocated", show_bytes(used)),
         };
         OverBudget(format!(
-            "memory budget of {} exceeded: {detail}",
+            "memory budget of {} exceeded: {detail} ({WHAT_IS_COUNTED})",
             show_bytes(self.limit)
         ))
     }
 }
+
+/// What the budget counts, said with every overrun (a user compared "14.0 GiB in use"
+/// with a peak resident size of 7.5 GB): the bytes asked of the allocator, not what
+/// the operating system reports. `runtime.c`'s `fx_over_budget` says the same.
+pub const WHAT_IS_COUNTED: &str = "the budget counts the bytes the evaluation has allocated and not freed, \
+     reserved capacity included, which can exceed the resident memory a process monitor shows";
 
 /// A byte count for people: whole MiB when it is one, else one decimal in the
 /// largest unit that fits (`512 MiB`, `1.5 GiB`, `12.3 KiB`).

@@ -165,8 +165,12 @@ static void fx_over_budget(uint64_t bytes, uint32_t src, uint32_t start, uint32_
   fx_show_bytes(limit, sizeof limit, fx_memory_limit);
   fx_show_bytes(need, sizeof need, bytes);
   fx_show_bytes(used, sizeof used, fx_memory_used);
-  fx_fail(src, start, end, "memory budget of %s exceeded: this operation needs %s more, with %s in use", limit,
-          need, used);
+  /* What is counted, as fluxion-interp's memory.rs says it (WHAT_IS_COUNTED). */
+  fx_fail(src, start, end,
+          "memory budget of %s exceeded: this operation needs %s more, with %s allocated (the budget counts the "
+          "bytes the evaluation has allocated and not freed, reserved capacity included, which can exceed the "
+          "resident memory a process monitor shows)",
+          limit, need, used);
 }
 
 /* Whether `bytes` more fit in the memory budget (else the budget's runtime error). */
