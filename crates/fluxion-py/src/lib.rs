@@ -239,6 +239,28 @@ impl Function {
             .into_pyerr(py));
         }
         let sig = self.signature_of()?;
+        // As `jax.grad` of an integer input: an argument without a real has no
+        // gradient (its tangent type is `()`), so asking for one is a mistake.
+        if matches!(t, Transform::Grad | Transform::ValueAndGrad) {
+            let module = &self.compiled.module;
+            for &i in &argnums {
+                let Some(ty) = sig.params.get(i) else {
+                    continue;
+                };
+                if !module.has_leaf(ty, &|t| matches!(t, fluxion_driver::core::Type::Real)) {
+                    return Err(FxError::new(
+                        Kind::Argument,
+                        format!(
+                            "{kind}: argument {i} (`{}: {}`) holds no Real, so it has no \
+                             gradient; differentiate with respect to an argument that does",
+                            sig.names[i],
+                            ty.display(&module.enums)
+                        ),
+                    )
+                    .into_pyerr(py));
+                }
+            }
+        }
         let compiled = self.compiled.clone();
         let name = self.entry.clone();
         let (wname, derived) = on_eval_thread(py, move || {

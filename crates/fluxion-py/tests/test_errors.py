@@ -74,3 +74,14 @@ def test_deep_recursion_is_an_error_not_a_crash():
     assert rec.r(10_000) == 10_000
     with pytest.raises(fluxion.FluxionRuntimeError, match="stack|memory"):
         rec.r(10**9)
+
+
+def test_grad_of_an_integer_argument_is_an_error():
+    # As jax.grad of an integer input: no gradient exists, so asking is a mistake
+    # (it returned None).
+    m = fluxion.compile("fn pick(xs: [Real], i: Int) -> Real { xs[i] * xs[i] }")
+    for transform in (fluxion.grad, fluxion.value_and_grad):
+        with pytest.raises(fluxion.FluxionArgumentError) as e:
+            transform(m.pick, argnums=1)
+        assert "holds no Real" in str(e.value) and "`i: Int`" in str(e.value)
+    assert list(fluxion.grad(m.pick)([1.0, 3.0], 1)) == [0.0, 6.0]
