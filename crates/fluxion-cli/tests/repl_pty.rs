@@ -110,6 +110,27 @@ fn ctrl_d_leaves() {
     p.exp_eof().unwrap();
 }
 
+/// Ctrl-C during a long evaluation stops it and returns to the prompt with the
+/// session's bindings (it killed the REPL and every binding with it).
+#[test]
+fn ctrl_c_stops_an_evaluation_not_the_session() {
+    let dir = temp_dir("ctrl-c");
+    let mut p = repl(&dir, &[]);
+    type_line(&mut p, "let kept = 41", "");
+    // About a minute of work: Ctrl-C comes long before it ends.
+    p.send_line("fold(|a, i| a + sin(to_real(i)), 0.0, range(200000000))")
+        .unwrap();
+    p.exp_string("\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    p.send_control('c').unwrap();
+    p.exp_string("evaluation interrupted (Ctrl-C)")
+        .expect("the evaluation stops");
+    p.exp_string(PROMPT).expect("back at the prompt");
+    type_line(&mut p, "kept + 1", "42");
+    p.send_line(":quit").unwrap();
+    p.exp_eof().unwrap();
+}
+
 /// The regression of issue 14: every input re-ran every earlier `let`. A `let` that
 /// takes a noticeable time is timed, then used three times; each use must take well
 /// under the `let`'s own time (before, each took at least as long).

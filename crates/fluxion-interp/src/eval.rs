@@ -47,6 +47,20 @@ fn store(slot: &mut Value, v: Value) {
     }
 }
 
+/// Set by [`interrupt`]: every call then stops the evaluation with a runtime error.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Stops every evaluation under way at its next call ("evaluation interrupted"): the
+/// REPL's Ctrl-C. One atomic store, so a signal handler may call it.
+pub fn interrupt() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Forgets an [`interrupt`] no evaluation has met yet (before a new one starts).
+pub fn clear_interrupt() {
+    INTERRUPTED.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Evaluates Core code. Holds the module (which AD may grow at run time) and the
 /// slot-compiled form of each code, made on first call.
 pub struct Interp {
@@ -181,6 +195,10 @@ impl Interp {
     /// built-in), so a program cannot allocate without bound between two checks.
     #[inline]
     pub(crate) fn check_limits(&self, span: Span) -> EvalResult<()> {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            clear_interrupt();
+            return fail(span, "evaluation interrupted (Ctrl-C)");
+        }
         if self.stack_budget > 0
             && self.stack_base.saturating_sub(stack_position()) > self.stack_budget
         {
@@ -189,9 +207,6 @@ impl Interp {
         self.memory.check().map_err(|e| over_budget(e, span))
     }
 
-    /// Calls a top-level function or lambda code with captured values and arguments
-    /// (any exact-size collection: the interpreter passes arrays and iterators, so a
-    /// call allocates nothing but its frame).
     /// [`Interp::call_code`] of a top-level function, run again on the module as
     /// written (its operators translated at run time) where the derivative code made
     /// ahead of time hands the run over: what native code does when `fx_entry` returns
@@ -211,6 +226,9 @@ impl Interp {
         self.call_code(id, &[], args, span)
     }
 
+    /// Calls a top-level function or lambda code with captured values and arguments
+    /// (any exact-size collection: the interpreter passes arrays and iterators, so a
+    /// call allocates nothing but its frame).
     pub fn call_code(
         &self,
         id: CodeId,

@@ -24,7 +24,7 @@ pub mod tape;
 pub mod value;
 
 pub use deep::deep;
-pub use eval::{EvalResult, Interp, RuntimeError};
+pub use eval::{EvalResult, Interp, RuntimeError, clear_interrupt, interrupt};
 pub use memory::{CountingAlloc, WHAT_IS_COUNTED, show_bytes, thread_live_bytes};
 pub use prims::{MAX_ARRAY_LEN, real_fn};
 pub use value::{ArrayIter, Closure, DualArray, Value, write_value};

@@ -50,6 +50,8 @@ impl Repl {
     /// [`Repl::entry`], where a bug in Fluxion (a panic, reported by the hook in main)
     /// does not end the session.
     fn entry_guarded(&mut self, entry: &str) -> Next {
+        // A Ctrl-C before this entry is not for it.
+        fluxion_driver::interp::clear_interrupt();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.entry(entry)))
             .unwrap_or(Next::Continue)
     }
@@ -126,6 +128,23 @@ fn report(result: Result<Reply, String>) {
     }
 }
 
+/// Ctrl-C during an evaluation stops it and returns to the prompt, the session's
+/// bindings kept (it killed the process, and every binding with it). At the prompt the
+/// line editor reads Ctrl-C itself (raw mode), as a cleared line.
+fn stop_evaluations_on_ctrl_c() {
+    extern "C" fn on_sigint(_: libc::c_int) {
+        fluxion_driver::interp::interrupt();
+    }
+    // SAFETY: the handler makes one atomic store, which is async-signal-safe; glibc's
+    // `signal` restarts interrupted system calls.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
 pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -> Outcome {
     let mut session = match Session::new() {
         Ok(s) => s,
@@ -142,6 +161,7 @@ pub(crate) fn run(file: Option<(String, String)>, memory_limit: Option<usize>) -
         loaded.push(name);
     }
     let mut repl = Repl { session, loaded };
+    stop_evaluations_on_ctrl_c();
     let mut editor: Editor<NameCompleter, DefaultHistory> = match Editor::new() {
         Ok(e) => e,
         Err(e) => {
