@@ -61,6 +61,27 @@ pub use mode::{AdMode, FwdMode};
 pub use pullback_by_jvps::vjp_by_forward;
 pub use taylor::taylor_code;
 
+/// `code`'s translation by the layer `map` (memoised per code and layer): the one
+/// dispatch from a layer to its transformation, for the ahead-of-time resolution, the
+/// interpreter's run-time translations and `show`.
+pub fn translate_code(
+    m: &mut fluxion_core::Module,
+    code: fluxion_core::CodeId,
+    map: fluxion_core::TypeMap,
+) -> Result<fluxion_core::CodeId, AdError> {
+    use fluxion_core::TypeMap;
+    match map {
+        TypeMap::Fwd => forward_code(m, code),
+        TypeMap::Taylor(k) => taylor_code(m, code, k),
+        TypeMap::Delta => delta_code(m, code),
+        TypeMap::Chad => chad_code(m, code),
+        TypeMap::ChadFwd => chad_fwd_code(m, code),
+        TypeMap::Tangent => Err(AdError::new(
+            "internal error: the tangent map translates no code",
+        )),
+    }
+}
+
 /// A program the transformation cannot handle (reported as a runtime error where the
 /// operator was applied, or at the span given).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -524,17 +524,7 @@ impl Program {
                         skipped.push_str(&format!("// {why}\n"));
                         continue;
                     }
-                    let code = match layer {
-                        fluxion_core::TypeMap::Taylor(k) => {
-                            fluxion_ad::taylor_code(&mut module, root, k)
-                        }
-                        fluxion_core::TypeMap::Delta => fluxion_ad::delta_code(&mut module, root),
-                        fluxion_core::TypeMap::Chad => fluxion_ad::chad_code(&mut module, root),
-                        fluxion_core::TypeMap::ChadFwd => {
-                            fluxion_ad::chad_fwd_code(&mut module, root)
-                        }
-                        _ => fluxion_ad::forward_code(&mut module, root),
-                    };
+                    let code = fluxion_ad::translate_code(&mut module, root, layer);
                     derived.push(code.map_err(|e| e.0)?);
                 }
                 if opt == OptLevel::On {

@@ -157,15 +157,9 @@ impl Interp {
         // time are put back while translating (their operators translate by the
         // layer's own rules; resolved code does not translate again).
         m.swap_unresolved();
-        let code = match layer {
-            TypeMap::Taylor(k) => fluxion_ad::taylor_code(&mut m, code, k),
-            TypeMap::Delta => fluxion_ad::delta_code(&mut m, code),
-            TypeMap::Chad => fluxion_ad::chad_code(&mut m, code),
-            TypeMap::ChadFwd => fluxion_ad::chad_fwd_code(&mut m, code),
-            _ => fluxion_ad::forward_code(&mut m, code),
-        }
-        .map_err(|e| RuntimeError { span, message: e.0 })
-        .and_then(|code| self.finish_derived(&mut m, first_new, span).map(|()| code));
+        let code = fluxion_ad::translate_code(&mut m, code, layer)
+            .map_err(|e| RuntimeError { span, message: e.0 })
+            .and_then(|code| self.finish_derived(&mut m, first_new, span).map(|()| code));
         m.swap_unresolved();
         let code = code?;
         // A translation grows the module (nested forward mode: about 3x the code

@@ -1,7 +1,6 @@
-//! Ahead-of-time translations: the interpreter translates a closure's code when a
-//! differential operator meets it at run time; compiled code cannot, so the
-//! translations it needs are collected here, before code generation, and the operator
-//! becomes ordinary Core that calls the translated code.
+//! Ahead-of-time translations: the translations the differential operators need are
+//! made here, before evaluation, and each operator becomes ordinary Core that calls
+//! the translated code.
 //!
 //! An operator is resolved where its function argument is a variable bound to
 //! `Closure(code, captures)` (variables are bound once in a module, so the binding is
@@ -15,9 +14,14 @@
 //! - `jvp(f, x, dx)` becomes, by forward CHAD (seed 000 §7.4),
 //!   `let (y, push) = chad_fwd(f)(x); (y, dense(y, push(dx, 0)))`.
 //!
-//! Every other operator (delta's tape, Taylor mode, nested operators that CHAD leaves
-//! to forward mode, closures not known here) stays, and the backend reports the
-//! program unsupported: it runs in the interpreter.
+//! `%delta_vjp` runs `f`'s delta translation on a tape (`delta.rs`); with
+//! `Walks::Core`, `taylor`, `jvp` under dual numbers and operators of functions that
+//! apply operators push forward through Core walks (`push.rs`). An operator resolved
+//! nowhere stays: the interpreter translates it at run time, and native code sends
+//! the program to the interpreter.
+//!
+//! Both backends run what this makes (`Program::prepare` resolves for the user's
+//! functions; the native backend again for its entry, with `Walks::Core`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -725,15 +729,7 @@ fn chad_translatable(
 /// fluxion-ad); a failed one is undone (its placeholders would not verify).
 pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
     let codes_before = m.codes.len();
-    let translated = match layer {
-        TypeMap::Chad => crate::chad_code(m, code),
-        TypeMap::Delta => crate::delta_code(m, code),
-        TypeMap::ChadFwd => crate::chad_fwd_code(m, code),
-        TypeMap::Fwd => crate::forward_code(m, code),
-        TypeMap::Taylor(k) => crate::taylor_code(m, code, k),
-        TypeMap::Tangent => return None,
-    };
-    match translated {
+    match crate::translate_code(m, code, layer) {
         Ok(t) => Some(t),
         Err(_) => {
             m.codes.truncate(codes_before);
