@@ -327,7 +327,7 @@ fn assert_native_with_the_interpreters_values(programs: &[&str]) {
 
 /// A closure the compiler cannot see (returned by a call, taken from an array, passed
 /// in) is differentiated natively too: `%chad_of` picks its code's translation, made
-/// ahead of time for every code of its type, by the closure's code at run time.
+/// ahead of time for every code that can flow there, by the closure's code at run time.
 #[test]
 fn closures_unknown_at_compile_time_are_differentiated_natively() {
     let programs = [

@@ -17,7 +17,7 @@
 //!
 //! Resolved where `f`'s captures, argument and result hold no functions (the walks
 //! above are over first-order values). Where `f` is not known at the operator, every
-//! code of its type is translated and `%chad_of(f, 2)` picks one at run time, lifting
+//! code that can flow to it is translated and `%chad_of(f, 2)` picks one at run time, lifting
 //! the closure's captures. A translation holding an operator the C backend leaves to
 //! the interpreter (a nested one) sends the program there.
 

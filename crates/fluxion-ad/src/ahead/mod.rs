@@ -7,11 +7,13 @@
 //! - `resolve` — the rounds over the codes the entry reaches, the candidates of a
 //!   closure the compiler cannot see, and what `%chad_of` chooses among
 //!   (`Module::chad_of`);
+//! - `flow` — which closures can reach each variable (the candidates of `%chad_of`);
 //! - `lift` — a closure as its translation in a layer, its captures lifted;
 //! - `push` — an operator by pushing forward through a forward or Taylor translation;
 //! - `delta` — `%delta_vjp` as a run of the delta translation on the tape.
 
 mod delta;
+mod flow;
 mod lift;
 mod push;
 mod resolve;

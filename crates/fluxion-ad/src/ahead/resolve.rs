@@ -57,15 +57,17 @@ pub fn resolve_operators(
         .map(|i| CodeId(i as u32))
         .collect();
     let mut seen = round.clone();
-    // A closure the compiler cannot see is translated for every code of its type, so a
-    // function that differentiates its argument and is itself a closure of that type
-    // (Halley's method iterated) would make a translation of a translation without
-    // end: the rounds stop, and the translations they left unfinished are dropped
-    // (`drop_unfinished`).
+    // A closure the compiler cannot see is translated for every code that can flow to
+    // it (`flow.rs`, rerun each round: the translations the last round made receive
+    // only what translated code passes them). A function that differentiates its
+    // argument and can receive itself (Halley's method iterated) still makes a
+    // translation of a translation without end: the rounds stop, and the translations
+    // they left unfinished are dropped (`drop_unfinished`).
     let mut rounds = 0;
     while !round.is_empty() && rounds < MAX_ROUNDS {
         rounds += 1;
         let closures = closure_bindings(m);
+        table.flow = super::flow::analyse(m, roots);
         table
             .made
             .extend(fluxion_core::visit::closures_of(m, &seen).1);
@@ -174,16 +176,36 @@ pub(crate) struct Translations {
     partial: bool,
     /// Whether operators may push forward through walks written as Core.
     walks: Walks,
+    /// Which closures can reach each variable, as of the round's start.
+    flow: super::flow::Flow,
     /// The algorithm of `jvp` (`--fwd`): dual numbers push forward through the
     /// forward layer, as the interpreter does; forward CHAD translates by `ChadFwd`.
     fwd: FwdMode,
 }
 
 impl Translations {
-    /// The codes of type `fty` that `%chad_of` may meet: those the program makes
+    /// The codes of type `fty` that `%chad_of` may meet, where the flow is not known:
+    /// those the program makes
     /// closures of (its own, or made by a forward layer here — not by a reverse
     /// layer's translation, whose closures never reach an operator), in id order.
-    pub(crate) fn candidates(&self, m: &Module, fty: &Type) -> Vec<CodeId> {
+    ///
+    /// Where the flow analysis saw what reaches every variable of `vars`, those codes
+    /// of type `fty` instead.
+    pub(crate) fn candidates(&self, m: &Module, fty: &Type, vars: &[VarId]) -> Vec<CodeId> {
+        let flows: Option<Vec<_>> = vars.iter().map(|v| self.flow.of(*v)).collect();
+        if let Some(flows) = flows.filter(|f| !f.is_empty()) {
+            let mut out: Vec<CodeId> = flows
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|c| m.code_ty(*c) == *fty)
+                .collect();
+            out.sort();
+            out.dedup();
+            if !out.is_empty() {
+                return out;
+            }
+        }
         let mut out: Vec<CodeId> = self
             .made
             .iter()
@@ -450,14 +472,14 @@ fn expand(site: &mut super::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Opt
     let (closures, rewritten, scope) = (site.closures, site.rewritten, site.scope);
     // The translated closure: of the known code with the same captures (those out of
     // scope here read out of the closure), or, where the closure is not known here,
-    // chosen at run time among every code of its type (`%chad_of`), each translated
+    // chosen at run time among the codes that can flow to it (`%chad_of`), each translated
     // ahead of time.
     let (make, translated, params) = match (lifted, closures.get(&f)) {
         (Some(lifted), _) => lifted,
         (None, None) => translated_at_run_time(m, table, rewritten, args[0], layer)?,
         (None, Some((code, captures))) => {
             let (code, captures) = (*code, captures.clone());
-            let params = translatable(m, code, layer, rewritten)?;
+            let params = translatable(m, code, layer, rewritten, true)?;
             let translated = translate(m, code, layer)?;
             let captures = captures_here(m, scope, args[0], code, &captures, &mut reads, span);
             (Rhs::Closure(translated, captures), translated, params)
@@ -569,8 +591,9 @@ pub(crate) fn captures_here(
 }
 
 /// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
-/// in `layer`, chosen at run time among the translations of every code of `f`'s type
-/// that the program makes a closure of, all made here (and, under delta and the forward
+/// in `layer`, chosen at run time among the translations of the codes that can flow
+/// to `f` (`flow.rs`; where the analysis saw nothing reach `f`, every code of its type
+/// the program makes a closure of), all made here (and, under delta and the forward
 /// layer, those of the closures they capture, which the run time translates the same
 /// way): the right-hand side, one of the translated codes and the parameter types;
 /// `None` where one of them cannot be made.
@@ -582,39 +605,53 @@ pub(crate) fn translated_at_run_time(
     layer: TypeMap,
 ) -> Option<(Rhs, CodeId, Vec<Type>)> {
     let fty = m.atom_ty(&f);
-    let mut types = Vec::new();
-    let (translated, params) = translate_candidates(m, table, rewritten, &fty, layer, &mut types)?;
+    let mut seen = Seen::default();
+    let vars: Vec<VarId> = match f {
+        Atom::Var(v) => vec![v],
+        _ => vec![],
+    };
+    let (translated, params) =
+        translate_candidates(m, table, rewritten, &fty, &vars, layer, &mut seen)?;
     let d = Atom::Lit(Lit::Int(direction(layer)));
     Some((Rhs::Prim(Prim::ChadOf, vec![f, d]), translated, params))
 }
 
-/// Translates every candidate of function type `fty` in `layer` (and of the function
-/// types they capture; `done` holds the types seen): one translated code and the
-/// parameter types.
+/// Translates every candidate of function type `fty` that can flow to `vars` in `layer`
+/// (and of the function types they capture; `seen` holds the types met): one
+/// translated code and the parameter types.
 fn translate_candidates(
     m: &mut Module,
     table: &mut Translations,
     rewritten: &HashSet<CodeId>,
     fty: &Type,
+    vars: &[VarId],
     layer: TypeMap,
-    done: &mut Vec<Type>,
+    seen: &mut Seen,
 ) -> Option<(CodeId, Vec<Type>)> {
     // Translations made in a forward layer are candidates too, and capture functions
     // of translated types, whose candidates are translated again: a tower of types
     // that can grow without end (found by a generated program: `taylor` of a lambda
     // applying `grad(grad(..))` filled 9 GB). Past these bounds the operator stays
     // for the interpreter.
-    if done.len() >= MAX_CAPTURED_TYPES || m.vars.len() >= table.first_var + MAX_NEW_VARS {
+    seen.calls += 1;
+    if seen.types.len() >= MAX_CAPTURED_TYPES
+        || seen.calls > MAX_CAPTURE_DEPTH
+        || m.vars.len() >= table.first_var + MAX_NEW_VARS
+    {
         return None;
     }
-    done.push(fty.clone());
+    // The operator's own function (its argument and result walked), not one captured.
+    let top = seen.types.is_empty();
+    if !seen.types.contains(fty) {
+        seen.types.push(fty.clone());
+    }
     // A candidate that cannot be translated is left out: a closure of its code meeting
     // the operator at run time hands the run to the interpreter (`fx_miss`).
-    let all = table.candidates(m, fty);
+    let all = table.candidates(m, fty, vars);
     let candidates: Vec<CodeId> = all
         .iter()
         .copied()
-        .filter(|&c| translatable(m, c, layer, rewritten).is_some())
+        .filter(|&c| translatable(m, c, layer, rewritten, top).is_some())
         .collect();
     // Under CHAD a candidate left out may be one CHAD cannot translate, which the
     // run time differentiates by forward mode around the whole operator: `%chad_of`
@@ -624,13 +661,18 @@ fn translate_candidates(
     if whole && candidates.len() < all.len() {
         return None;
     }
-    let params = translatable(m, *candidates.first()?, layer, rewritten)?;
-    let mut captured = Vec::new();
+    let params = translatable(m, *candidates.first()?, layer, rewritten, top)?;
+    // The function types the candidates capture, with the captures of each.
+    let mut captured: Vec<(Type, Vec<VarId>)> = Vec::new();
     for &c in &candidates {
         for x in &m.code(c).captures {
             let t = m.var_ty(*x);
-            if matches!(t, Type::Fn(..)) && !done.contains(t) && !captured.contains(t) {
-                captured.push(t.clone());
+            if !matches!(t, Type::Fn(..)) {
+                continue;
+            }
+            match captured.iter_mut().find(|(u, _)| u == t) {
+                Some((_, xs)) => xs.push(*x),
+                None => captured.push((t.clone(), vec![*x])),
             }
         }
     }
@@ -654,12 +696,31 @@ fn translate_candidates(
         }
         translated = Some(t);
     }
-    for t in captured {
-        if !done.contains(&t) {
-            translate_candidates(m, table, rewritten, &t, layer, done)?;
+    for (t, xs) in captured {
+        // Where the flow to the captures is known, its codes not translated yet (a
+        // type seen before may be captured with other closures); else every code of
+        // a type not seen.
+        let again = if xs.iter().all(|x| table.flow.of(*x).is_some()) {
+            table
+                .candidates(m, &t, &xs)
+                .iter()
+                .any(|c| !m.chad_of.contains_key(&(*c, direction(layer))))
+        } else {
+            !seen.types.contains(&t)
+        };
+        if again {
+            translate_candidates(m, table, rewritten, &t, &xs, layer, seen)?;
         }
     }
     Some((translated?, params))
+}
+
+/// What [`translate_candidates`] has met: the function types, and how many times it
+/// was called (once per set of captured closures with a code not translated yet).
+#[derive(Default)]
+struct Seen {
+    types: Vec<Type>,
+    calls: usize,
 }
 
 /// `%chad_of`'s second argument for a layer.
@@ -675,20 +736,22 @@ pub(crate) fn direction(layer: TypeMap) -> i64 {
 /// The parameter types of `code` if `layer` can translate it ahead of time for
 /// `%chad_of` to choose at run time: CHAD's with first-order captures, delta's and the
 /// forward layer's with captures that are first-order or functions (translated at run
-/// time in turn); argument and result first-order; under the reverse layers, no
-/// operator applied in it.
+/// time in turn); argument and result first-order where the operator walks them
+/// (`walked`: the operator's own function, not one it captures); under the reverse
+/// layers, no operator applied in it.
 fn translatable(
     m: &Module,
     code: CodeId,
     layer: TypeMap,
     rewritten: &HashSet<CodeId>,
+    walked: bool,
 ) -> Option<Vec<Type>> {
     if !matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
         return chad_translatable(m, code, layer, rewritten);
     }
     let c = m.code(code);
     let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
-    let first_order = params.iter().chain([&c.ret]).all(|t| !m.can_hold_fn(t));
+    let first_order = !walked || params.iter().chain([&c.ret]).all(|t| !m.can_hold_fn(t));
     let captures = c.captures.iter().all(|x| {
         let t = m.var_ty(*x);
         matches!(t, Type::Fn(..)) || !m.can_hold_fn(t)
