@@ -8,7 +8,7 @@
 # validators' reference): README.md, "Fluxion under GradBench". Logs go to
 # ${LOGS:-gradbench-logs}/EVAL[-MODE].jsonl; summarise them with gradbench/summary.py.
 # The sizes are small (the interpreter is 20-400x slower than C); SIZES_<eval>
-# overrides an eval's size flags.
+# overrides an eval's size flags; BACKEND=interp runs the tool in the interpreter.
 set -eu
 : "${GB:?set GB to a gradbench clone}"
 PYTHON=${PYTHON:-python3}
@@ -38,8 +38,8 @@ for eval in $EVALS; do
     sizes=$(eval "printf '%s' \"\${SIZES_$eval:-\$default}\"")
     flags=""
     case $eval in hello) ;; *) flags=$RUNS ;; esac
-    tool="$FLUXION gradbench${AD:+ --ad $AD}"
-    log="$LOGS/$eval${AD:+-$AD}.jsonl"
+    tool="$FLUXION gradbench${AD:+ --ad $AD}${BACKEND:+ --backend $BACKEND}"
+    log="$LOGS/$eval${AD:+-$AD}${BACKEND:+-$BACKEND}.jsonl"
     echo "== $eval $sizes ($tool)"
     target/release/gradbench run -o "$log" \
         --eval "$PYTHON python/gradbench/gradbench/evals/$eval/run.py $sizes $flags" \
