@@ -13,8 +13,10 @@ use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap
 
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
-    translate_original, translated_at_run_time,
+    translate_lifted, translate_original, translated_at_run_time,
 };
+use crate::builder::{Builder, int};
+use crate::helpers::{call, helper};
 
 /// What building one operator's translated closure reads.
 pub(crate) struct Site<'a, 'm> {
@@ -109,7 +111,17 @@ impl Site<'_, '_> {
                 (Type::Fn(..), Atom::Var(cv)) => {
                     self.closure_at(*cv, here, layer, lifts, depth + 1)?.0
                 }
-                // A function inside a tuple, array or enum: not walked here.
+                // Functions inside tuples and arrays (closures taken from an array):
+                // each chosen at run time among the codes that flow into the capture.
+                (_, Atom::Var(cv))
+                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd) && walkable(self.m, t) =>
+                {
+                    for leaf in fn_leaves(t) {
+                        translate_lifted(self.m, self.table, self.rewritten, &leaf, *cv, layer)?;
+                    }
+                    Rhs::CallDirect(lift_holding_fns_code(self.m, layer, t), vec![here])
+                }
+                // A function inside an enum: not walked here.
                 _ => return None,
             };
             let lt = self.m.map_type(t, layer);
@@ -135,5 +147,73 @@ impl Site<'_, '_> {
             _ if self.m.is_fixed(t, layer) => Rhs::Atom(c),
             _ => Rhs::CallDirect(crate::push_forward::lift_code(self.m, layer, t), vec![c]),
         }
+    }
+}
+
+/// Whether a capture of type `ty` can be lifted by [`lift_holding_fns_code`]: its
+/// functions sit inside tuples and arrays only.
+fn walkable(m: &Module, ty: &Type) -> bool {
+    match ty {
+        Type::Fn(..) => true,
+        _ if !m.can_hold_fn(ty) => true,
+        Type::Tuple(ts) => ts.iter().all(|t| walkable(m, t)),
+        Type::Array(elem) => walkable(m, elem),
+        _ => false,
+    }
+}
+
+/// The function types inside `ty` (a [`walkable`] type).
+fn fn_leaves(ty: &Type) -> Vec<Type> {
+    match ty {
+        Type::Fn(..) => vec![ty.clone()],
+        Type::Tuple(ts) => ts.iter().flat_map(fn_leaves).collect(),
+        Type::Array(elem) => fn_leaves(elem),
+        _ => vec![],
+    }
+}
+
+/// A code `A -> L(A)` lifting a capture of [`walkable`] type `A` into `layer` (delta or
+/// forward): every function as `%chad_of(g, d)` (its code's translation, chosen at run
+/// time), every real with zero perturbation.
+fn lift_holding_fns_code(m: &mut Module, layer: TypeMap, ty: &Type) -> CodeId {
+    let mut b = Builder::new(m, Span::default());
+    let lty = b.m.map_type(ty, layer);
+    let name = format!("lift_fns_{}", direction(layer));
+    helper(&mut b, &name, ty, vec![ty.clone()], lty, |b, ps| {
+        lift_holding_fns(b, layer, ty, ps[0])
+    })
+}
+
+fn lift_holding_fns(b: &mut Builder, layer: TypeMap, ty: &Type, x: Atom) -> Atom {
+    let lty = b.m.map_type(ty, layer);
+    match ty {
+        Type::Fn(..) => b.prim(Prim::ChadOf, &[x, int(direction(layer))], lty),
+        _ if !b.m.can_hold_fn(ty) => match layer {
+            TypeMap::Delta => b.prim(Prim::DeltaLift, &[x], lty),
+            _ if b.m.is_fixed(ty, layer) => x,
+            _ => {
+                let code = crate::push_forward::lift_code(b.m, layer, ty);
+                call(b, code, vec![x])
+            }
+        },
+        Type::Tuple(ts) => {
+            let parts = ts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let xi = b.proj(&x, i);
+                    lift_holding_fns(b, layer, t, xi)
+                })
+                .collect();
+            b.tuple("lifted", parts)
+        }
+        Type::Array(elem) => {
+            let elem = (**elem).clone();
+            let f = b.lambda("lift_fn_elem", &[], vec![elem.clone()], |b, p| {
+                lift_holding_fns(b, layer, &elem, p[0])
+            });
+            b.prim(Prim::Map, &[f, x], lty)
+        }
+        _ => unreachable!("lift_holding_fns of a type `walkable` refuses"),
     }
 }

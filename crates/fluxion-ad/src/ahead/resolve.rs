@@ -385,7 +385,7 @@ fn expand_operator(
     // build that here: one reverse pass there, n passes here — the interpreter runs it.
     let push = p != Prim::ChadVjp
         || !(captures_a_closure(m, closures, &args[0])
-            && chad_goes_forward(m, closures, &args[0], 0) == Some(false));
+            && chad_goes_forward(m, &table.flow, closures, &args[0], 0) == Some(false));
     let mut site = super::lift::Site {
         m,
         table,
@@ -413,6 +413,7 @@ fn expand_operator(
 /// `None` where `f` or a captured function is not a closure known here.
 fn chad_goes_forward(
     m: &Module,
+    flow: &super::flow::Flow,
     closures: &ClosureBindings,
     f: &Atom,
     depth: usize,
@@ -428,22 +429,40 @@ fn chad_goes_forward(
             continue;
         }
         // A closure capturing itself through a chain of closures is not one to follow.
-        if depth >= MAX_CAPTURE_DEPTH || !matches!(m.var_ty(*x), Type::Fn(..)) {
+        if depth >= MAX_CAPTURE_DEPTH {
             return None;
         }
-        forward |= chad_goes_forward(m, closures, value, depth + 1)?;
+        if !matches!(m.var_ty(*x), Type::Fn(..)) {
+            // Functions inside a tuple, array or enum: the interpreter's CHAD translates
+            // them if every code that can flow there translates and captures no function.
+            let Atom::Var(v) = value else { return None };
+            let codes = flow.of(*v)?;
+            let plain = codes.iter().all(|c| {
+                crate::chad_unsupported(m, *c, TypeMap::Chad).is_none()
+                    && m.code(*c)
+                        .captures
+                        .iter()
+                        .all(|y| !m.can_hold_fn(m.var_ty(*y)))
+            });
+            if !plain {
+                return None;
+            }
+            continue;
+        }
+        forward |= chad_goes_forward(m, flow, closures, value, depth + 1)?;
     }
     Some(forward)
 }
 
-/// Whether `f` is a closure known here that captures a function.
+/// Whether `f` is a closure known here that captures a function (or a tuple, array or
+/// enum holding one).
 fn captures_a_closure(m: &Module, closures: &ClosureBindings, f: &Atom) -> bool {
     let Atom::Var(f) = f else { return false };
     closures.get(f).is_some_and(|(code, _)| {
         m.code(*code)
             .captures
             .iter()
-            .any(|x| matches!(m.var_ty(*x), Type::Fn(..)))
+            .any(|x| m.can_hold_fn(m.var_ty(*x)))
     })
 }
 
@@ -641,7 +660,7 @@ fn translate_candidates(
         return None;
     }
     // The operator's own function (its argument and result walked), not one captured.
-    let top = seen.types.is_empty();
+    let top = seen.types.is_empty() && !seen.lifted;
     if !seen.types.contains(fty) {
         seen.types.push(fty.clone());
     }
@@ -715,12 +734,32 @@ fn translate_candidates(
     Some((translated?, params))
 }
 
+/// Translates the candidates of function type `fty` that can flow into the capture
+/// `x` (functions inside a tuple or array a closure captures), to be lifted at run
+/// time by `%chad_of`; `None` where one cannot be made.
+pub(crate) fn translate_lifted(
+    m: &mut Module,
+    table: &mut Translations,
+    rewritten: &HashSet<CodeId>,
+    fty: &Type,
+    x: VarId,
+    layer: TypeMap,
+) -> Option<()> {
+    let mut seen = Seen {
+        lifted: true,
+        ..Seen::default()
+    };
+    translate_candidates(m, table, rewritten, fty, &[x], layer, &mut seen).map(|_| ())
+}
+
 /// What [`translate_candidates`] has met: the function types, and how many times it
 /// was called (once per set of captured closures with a code not translated yet).
 #[derive(Default)]
 struct Seen {
     types: Vec<Type>,
     calls: usize,
+    /// Whether the first call's function is lifted (captured), not the operator's own.
+    lifted: bool,
 }
 
 /// `%chad_of`'s second argument for a layer.
