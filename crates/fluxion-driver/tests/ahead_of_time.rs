@@ -220,7 +220,7 @@ fn only_closures_that_reach_an_operator_are_translated() {
     }
 }
 
-/// A differentiated closure that captures closures inside an array (or a tuple) runs
+/// A differentiated closure that captures closures inside an array, a tuple or an enum runs
 /// natively under delta and the forward layer: the capture is lifted by a Core walk
 /// that picks each element's translation at run time (`%chad_of`), with the
 /// interpreter's values bit for bit and the reference's (`--ad fwd`, interpreted) to
@@ -228,16 +228,22 @@ fn only_closures_that_reach_an_operator_are_translated() {
 /// code hands the run to it.
 #[test]
 fn closures_captured_in_arrays_are_differentiated_natively() {
-    let src = "fn table() -> [fn(Real) -> Real] {
+    let src = "enum Chain { End, Then(fn(Real) -> Real, Chain) }
+               fn run(c: Chain, x: Real) -> Real {
+                   match c { End => x, Then(f, rest) => run(rest, f(x)) }
+               }
+               fn table() -> [fn(Real) -> Real] {
                    [|t: Real| sin(t) * t, |t: Real| t * t * t, |t: Real| exp(0.5 * t)]
                }
-               fn main(x: Real) -> (Real, [Real], Real, Real) {
+               fn main(x: Real) -> (Real, [Real], Real, Real, Real) {
                    let fs = table();
                    let pair = (fs[1], 2.0);
+                   let chain = Then(fs[0], Then(fs[2], End));
                    (grad(|y: Real| fs[2](fs[0](y)), x),
                     grad(|v: [Real]| sumbuild(length(fs), |k| fs[k](v[k])), [0.1, 0.2, x]),
                     grad(|y: Real| fold(|acc: Real, f: fn(Real) -> Real| f(acc) + y, y, fs), x),
-                    grad(|y: Real| pair.0(y) * pair.1, x))
+                    grad(|y: Real| pair.0(y) * pair.1, x),
+                    grad(|y: Real| run(chain, y) * y, x))
                }";
     let expr = "main(0.7)";
     let reference = eval_reals(src, expr, AdMode::Fwd).expect("fwd runs");

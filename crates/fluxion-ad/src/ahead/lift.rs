@@ -9,14 +9,14 @@
 
 use std::collections::HashSet;
 
-use fluxion_core::{Atom, Binding, CodeId, Module, Prim, Rhs, Span, Type, TypeMap, VarId};
+use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type, TypeMap, VarId};
 
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
     translate_lifted, translate_original, translated_at_run_time,
 };
 use crate::builder::{Builder, int};
-use crate::helpers::{call, helper};
+use crate::helpers::{call, enum_match, helper};
 
 /// What building one operator's translated closure reads.
 pub(crate) struct Site<'a, 'm> {
@@ -111,17 +111,16 @@ impl Site<'_, '_> {
                 (Type::Fn(..), Atom::Var(cv)) => {
                     self.closure_at(*cv, here, layer, lifts, depth + 1)?.0
                 }
-                // Functions inside tuples and arrays (closures taken from an array):
+                // Functions inside tuples, arrays and enums (closures taken from an array):
                 // each chosen at run time among the codes that flow into the capture.
                 (_, Atom::Var(cv))
                     if matches!(layer, TypeMap::Delta | TypeMap::Fwd) && walkable(self.m, t) =>
                 {
-                    for leaf in fn_leaves(t) {
+                    for leaf in fn_leaves(self.m, t) {
                         translate_lifted(self.m, self.table, self.rewritten, &leaf, *cv, layer)?;
                     }
                     Rhs::CallDirect(lift_holding_fns_code(self.m, layer, t), vec![here])
                 }
-                // A function inside an enum: not walked here.
                 _ => return None,
             };
             let lt = self.m.map_type(t, layer);
@@ -151,25 +150,45 @@ impl Site<'_, '_> {
 }
 
 /// Whether a capture of type `ty` can be lifted by [`lift_holding_fns_code`]: its
-/// functions sit inside tuples and arrays only.
+/// functions sit inside tuples, arrays and enums.
 fn walkable(m: &Module, ty: &Type) -> bool {
-    match ty {
-        Type::Fn(..) => true,
-        _ if !m.can_hold_fn(ty) => true,
-        Type::Tuple(ts) => ts.iter().all(|t| walkable(m, t)),
-        Type::Array(elem) => walkable(m, elem),
-        _ => false,
+    fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>) -> bool {
+        match ty {
+            Type::Fn(..) => true,
+            _ if !m.can_hold_fn(ty) => true,
+            Type::Tuple(ts) => ts.iter().all(|t| go(m, t, enums)),
+            Type::Array(elem) => go(m, elem, enums),
+            Type::Enum(e) => {
+                !enums.insert(*e)
+                    || m.enum_def(*e)
+                        .variants
+                        .iter()
+                        .all(|v| v.fields.iter().all(|t| go(m, t, enums)))
+            }
+            _ => false,
+        }
     }
+    go(m, ty, &mut HashSet::new())
 }
 
 /// The function types inside `ty` (a [`walkable`] type).
-fn fn_leaves(ty: &Type) -> Vec<Type> {
-    match ty {
-        Type::Fn(..) => vec![ty.clone()],
-        Type::Tuple(ts) => ts.iter().flat_map(fn_leaves).collect(),
-        Type::Array(elem) => fn_leaves(elem),
-        _ => vec![],
+fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
+    fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>, out: &mut Vec<Type>) {
+        match ty {
+            Type::Fn(..) if !out.contains(ty) => out.push(ty.clone()),
+            Type::Tuple(ts) => ts.iter().for_each(|t| go(m, t, enums, out)),
+            Type::Array(elem) => go(m, elem, enums, out),
+            Type::Enum(e) if enums.insert(*e) => {
+                for v in &m.enum_def(*e).variants {
+                    v.fields.iter().for_each(|t| go(m, t, enums, out));
+                }
+            }
+            _ => {}
+        }
     }
+    let mut out = Vec::new();
+    go(m, ty, &mut HashSet::new(), &mut out);
+    out
 }
 
 /// A code `A -> L(A)` lifting a capture of [`walkable`] type `A` into `layer` (delta or
@@ -177,13 +196,55 @@ fn fn_leaves(ty: &Type) -> Vec<Type> {
 /// time), every real with zero perturbation.
 fn lift_holding_fns_code(m: &mut Module, layer: TypeMap, ty: &Type) -> CodeId {
     let mut b = Builder::new(m, Span::default());
+    walk_code(&mut b, layer, ty)
+}
+
+/// The lifting code of one tuple, array or enum type (memoised per type: a recursive
+/// enum's calls itself).
+fn walk_code(b: &mut Builder, layer: TypeMap, ty: &Type) -> CodeId {
     let lty = b.m.map_type(ty, layer);
     let name = format!("lift_fns_{}", direction(layer));
-    helper(&mut b, &name, ty, vec![ty.clone()], lty, |b, ps| {
-        lift_holding_fns(b, layer, ty, ps[0])
+    helper(b, &name, ty, vec![ty.clone()], lty.clone(), |b, ps| {
+        let x = ps[0];
+        match ty {
+            Type::Tuple(ts) => {
+                let parts = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        let xi = b.proj(&x, i);
+                        lift_holding_fns(b, layer, t, xi)
+                    })
+                    .collect();
+                b.tuple("lifted", parts)
+            }
+            Type::Array(elem) => {
+                let elem = (**elem).clone();
+                let f = b.lambda("lift_fn_elem", &[], vec![elem.clone()], |b, p| {
+                    lift_holding_fns(b, layer, &elem, p[0])
+                });
+                b.prim(Prim::Map, &[f, x], lty.clone())
+            }
+            Type::Enum(e) => {
+                let Type::Enum(le) = lty else {
+                    unreachable!("the translation of an enum")
+                };
+                enum_match(b, *e, x, lty.clone(), |b, xs, tys, tag| {
+                    let parts = tys
+                        .iter()
+                        .zip(xs)
+                        .map(|(t, x)| lift_holding_fns(b, layer, t, *x))
+                        .collect();
+                    b.emit("lifted", Rhs::Ctor(le, tag, parts), lty.clone())
+                })
+            }
+            _ => unreachable!("walk_code of a type `walkable` refuses"),
+        }
     })
 }
 
+/// `x: A` lifted into `layer`: a function by `%chad_of`, data with zero perturbation,
+/// tuples, arrays and enums by their [`walk_code`].
 fn lift_holding_fns(b: &mut Builder, layer: TypeMap, ty: &Type, x: Atom) -> Atom {
     let lty = b.m.map_type(ty, layer);
     match ty {
@@ -196,24 +257,9 @@ fn lift_holding_fns(b: &mut Builder, layer: TypeMap, ty: &Type, x: Atom) -> Atom
                 call(b, code, vec![x])
             }
         },
-        Type::Tuple(ts) => {
-            let parts = ts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let xi = b.proj(&x, i);
-                    lift_holding_fns(b, layer, t, xi)
-                })
-                .collect();
-            b.tuple("lifted", parts)
+        _ => {
+            let code = walk_code(b, layer, ty);
+            call(b, code, vec![x])
         }
-        Type::Array(elem) => {
-            let elem = (**elem).clone();
-            let f = b.lambda("lift_fn_elem", &[], vec![elem.clone()], |b, p| {
-                lift_holding_fns(b, layer, &elem, p[0])
-            });
-            b.prim(Prim::Map, &[f, x], lty)
-        }
-        _ => unreachable!("lift_holding_fns of a type `walkable` refuses"),
     }
 }
