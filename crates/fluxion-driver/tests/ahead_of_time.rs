@@ -221,7 +221,8 @@ fn only_closures_that_reach_an_operator_are_translated() {
 }
 
 /// A differentiated closure that captures closures inside an array, a tuple or an enum runs
-/// natively under delta and the forward layer: the capture is lifted by a Core walk
+/// natively under delta and the forward layer (its Hessian too, whose forward
+/// translation is picked at run time with the captured array lifted by the C walks): the capture is lifted by a Core walk
 /// that picks each element's translation at run time (`%chad_of`), with the
 /// interpreter's values bit for bit and the reference's (`--ad fwd`, interpreted) to
 /// rounding. Under CHAD the interpreter translates such closures at run time, so native
@@ -235,7 +236,7 @@ fn closures_captured_in_arrays_are_differentiated_natively() {
                fn table() -> [fn(Real) -> Real] {
                    [|t: Real| sin(t) * t, |t: Real| t * t * t, |t: Real| exp(0.5 * t)]
                }
-               fn main(x: Real) -> (Real, [Real], Real, Real, Real) {
+               fn main(x: Real) -> (Real, [Real], Real, Real, Real, [[Real]]) {
                    let fs = table();
                    let pair = (fs[1], 2.0);
                    let chain = Then(fs[0], Then(fs[2], End));
@@ -243,7 +244,8 @@ fn closures_captured_in_arrays_are_differentiated_natively() {
                     grad(|v: [Real]| sumbuild(length(fs), |k| fs[k](v[k])), [0.1, 0.2, x]),
                     grad(|y: Real| fold(|acc: Real, f: fn(Real) -> Real| f(acc) + y, y, fs), x),
                     grad(|y: Real| pair.0(y) * pair.1, x),
-                    grad(|y: Real| run(chain, y) * y, x))
+                    grad(|y: Real| run(chain, y) * y, x),
+                    hessian(|v: [Real]| sumbuild(3, |k| fs[k](v[k] * v[(k + 1) % 3])), [0.5, 1.0, x]))
                }";
     let expr = "main(0.7)";
     let reference = eval_reals(src, expr, AdMode::Fwd).expect("fwd runs");

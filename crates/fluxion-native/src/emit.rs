@@ -73,7 +73,6 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         on_stack: HashSet::new(),
         made_here: HashMap::new(),
         sites: 0,
-        chad_of: Vec::new(),
         terms_variants: Vec::new(),
         terms_of: None,
         many_pushes: false,
@@ -92,17 +91,24 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
     }
     e.terms_of = None;
     let entry_fn = e.entry(entry, &params, &ret);
-    // `%chad_of` helpers (one may ask for another: a captured closure's type).
+    // `%chad_of` helpers (one may ask for another: a captured closure's type, also
+    // from a lifting walk the helpers flushed here ask for).
     let mut chad_of = String::new();
     let mut done = 0;
-    while done < e.chad_of.len() {
-        let (fty, d) = e.chad_of[done].clone();
-        let _ = writeln!(
-            protos,
-            "static fx_clo *fx_of_{done}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2);"
-        );
-        chad_of.push_str(&e.chad_of_body(done, &fty, d));
-        done += 1;
+    loop {
+        while done < e.types.chad_of.len() {
+            let (fty, d) = e.types.chad_of[done].clone();
+            let _ = writeln!(
+                protos,
+                "static fx_clo *fx_of_{done}(fx_clo *f, uint32_t s0, uint32_t s1, uint32_t s2);"
+            );
+            chad_of.push_str(&e.chad_of_body(done, &fty, d));
+            done += 1;
+        }
+        e.types.flush();
+        if done == e.types.chad_of.len() {
+            break;
+        }
     }
     functions.push_str(&chad_of);
     let mut envs = String::new();

@@ -29,8 +29,6 @@ pub(crate) struct Emitter<'m> {
     pub(crate) made_here: HashMap<VarId, (CodeId, Vec<Atom>)>,
     /// Calls of prelude functions from the user's code so far (names their saved site).
     pub(crate) sites: usize,
-    /// The `%chad_of` helpers asked for: (function type, direction), by index.
-    pub(crate) chad_of: Vec<(Type, i64)>,
     /// Codes whose terms variant (`delta_fuse.rs`) a fused loop calls.
     pub(crate) terms_variants: Vec<CodeId>,
     /// In a terms variant, the `%delta` whose terms go into the sum's node.
@@ -306,21 +304,14 @@ impl<'m> Emitter<'m> {
     }
     /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
     pub(crate) fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {
-        let key = (fty.clone(), d);
-        let i = match self.chad_of.iter().position(|k| *k == key) {
-            Some(i) => i,
-            None => {
-                self.chad_of.push(key);
-                self.chad_of.len() - 1
-            }
-        };
-        format!("fx_of_{i}")
+        self.types.chad_of_helper(fty, d)
     }
 
     /// `%chad_of(f, d)` for closures of type `fty`, helper `i`: by `f`'s code, a new
     /// closure of its translation with the captures as the translation needs them —
     /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta) or
-    /// the zero tangent (forward layer), a captured closure translated the same way.
+    /// the zero tangent (forward layer), a captured closure translated the same way
+    /// (inside a tuple, array or enum too: the lifting walks call these helpers).
     /// A closure of a code without a translation here (one that cannot be translated
     /// ahead of time, or the top of a tower of translations: fluxion-ad's `ahead`)
     /// hands the run to the interpreter (`fx_miss`): never a wrong answer.

@@ -151,7 +151,7 @@ impl Site<'_, '_> {
 
 /// Whether a capture of type `ty` can be lifted by [`lift_holding_fns_code`]: its
 /// functions sit inside tuples, arrays and enums.
-fn walkable(m: &Module, ty: &Type) -> bool {
+pub(crate) fn walkable(m: &Module, ty: &Type) -> bool {
     fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>) -> bool {
         match ty {
             Type::Fn(..) => true,
@@ -172,7 +172,7 @@ fn walkable(m: &Module, ty: &Type) -> bool {
 }
 
 /// The function types inside `ty` (a [`walkable`] type).
-fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
+pub(crate) fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
     fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>, out: &mut Vec<Type>) {
         match ty {
             Type::Fn(..) if !out.contains(ty) => out.push(ty.clone()),

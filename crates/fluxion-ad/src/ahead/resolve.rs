@@ -685,13 +685,11 @@ fn translate_candidates(
     let mut captured: Vec<(Type, Vec<VarId>)> = Vec::new();
     for &c in &candidates {
         for x in &m.code(c).captures {
-            let t = m.var_ty(*x);
-            if !matches!(t, Type::Fn(..)) {
-                continue;
-            }
-            match captured.iter_mut().find(|(u, _)| u == t) {
-                Some((_, xs)) => xs.push(*x),
-                None => captured.push((t.clone(), vec![*x])),
+            for t in super::lift::fn_leaves(m, m.var_ty(*x)) {
+                match captured.iter_mut().find(|(u, _)| *u == t) {
+                    Some((_, xs)) => xs.push(*x),
+                    None => captured.push((t, vec![*x])),
+                }
             }
         }
     }
@@ -791,10 +789,12 @@ fn translatable(
     let c = m.code(code);
     let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
     let first_order = !walked || params.iter().chain([&c.ret]).all(|t| !m.can_hold_fn(t));
-    let captures = c.captures.iter().all(|x| {
-        let t = m.var_ty(*x);
-        matches!(t, Type::Fn(..)) || !m.can_hold_fn(t)
-    });
+    // Functions inside a captured tuple, array or enum are lifted by the run time's
+    // walks as a captured function is.
+    let captures = c
+        .captures
+        .iter()
+        .all(|x| super::lift::walkable(m, m.var_ty(*x)));
     let operators = layer == TypeMap::Delta && holds_operator(m, code, rewritten);
     (first_order && captures && !operators).then_some(params)
 }

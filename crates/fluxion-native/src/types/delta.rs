@@ -29,6 +29,13 @@ pub(crate) fn rebuild(
         (Helper2::FwdLift, Type::Real, _) => {
             format!("(({}){{{x}, 0.0}})", t.c(to))
         }
+        // A closure inside a captured tuple, array or enum: its code's translation.
+        (Helper2::DeltaLift, Type::Fn(..), _) => {
+            format!("{}({x}, {sp})", t.chad_of_helper(from, 2))
+        }
+        (Helper2::FwdLift, Type::Fn(..), _) => {
+            format!("{}({x}, {sp})", t.chad_of_helper(from, 3))
+        }
         (Helper2::DeltaInputs, Type::Real, _) => {
             format!("(({}){{{x}, fx_tape_input({sp})}})", t.c(to))
         }

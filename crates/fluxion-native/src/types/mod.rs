@@ -83,6 +83,10 @@ pub struct Types<'m> {
     defined_enums: HashSet<EnumId>,
     /// Tuple types whose struct is in `defs` (by [`Types::id`]).
     defined_tuples: HashSet<usize>,
+    /// The `%chad_of` helpers asked for, `fx_of_<index>`: (function type, direction).
+    /// The emitter writes their bodies; the lifting walks call them for a function
+    /// inside a captured tuple, array or enum.
+    pub chad_of: Vec<(Type, i64)>,
 }
 
 enum Request {
@@ -122,6 +126,7 @@ impl<'m> Types<'m> {
             queue: VecDeque::new(),
             defined_enums: HashSet::new(),
             defined_tuples: HashSet::new(),
+            chad_of: Vec::new(),
         }
     }
 
@@ -397,6 +402,19 @@ impl<'m> Types<'m> {
             Type::Array(_) | Type::Enum(_) | Type::Fn(..) => "NULL".into(),
             Type::Tuple(_) => format!("{}()", self.helper(Helper::Zero, ty)),
         }
+    }
+
+    /// The C function that is `%chad_of(f, d)` for closures of type `fty`.
+    pub fn chad_of_helper(&mut self, fty: &Type, d: i64) -> String {
+        let key = (fty.clone(), d);
+        let i = match self.chad_of.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                self.chad_of.push(key);
+                self.chad_of.len() - 1
+            }
+        };
+        format!("fx_of_{i}")
     }
 
     /// Generates every requested helper (which may request more).
