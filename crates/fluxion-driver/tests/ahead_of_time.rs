@@ -277,3 +277,53 @@ fn closures_captured_in_arrays_are_differentiated_natively() {
         }
     }
 }
+
+/// A tower of operators whose depth is run-time data (built by recursion) is the case
+/// no analysis can bound: translations are made ahead of time to the depth of the
+/// resolution's rounds (four), natively a closure deeper than that hands the run to the
+/// interpreter when it meets its operator (`… (at run time)`), and both backends give
+/// the same answer at every depth — the closed form's, to rounding.
+#[test]
+fn an_operator_tower_of_run_time_depth_has_one_answer() {
+    let src = "fn nth(n: Int, f: fn(Real) -> Real) -> fn(Real) -> Real {
+                   if n == 0 { f } else { nth(n - 1, |x: Real| diff(f, x)) }
+               }";
+    let t: f64 = 0.7;
+    for n in 0..=5 {
+        // The n-th derivative of t·sin t: n·sin(t + (n-1)π/2) + t·sin(t + nπ/2).
+        let half_pi = std::f64::consts::FRAC_PI_2;
+        let nf = n as f64;
+        let exact = nf * (t + (nf - 1.0) * half_pi).sin() + t * (t + nf * half_pi).sin();
+        let expr = format!("nth({n}, |s: Real| sin(s) * s)({t})");
+        for mode in [AdMode::Delta, AdMode::Chad] {
+            let interp = eval_reals(src, &expr, options(mode)).expect("interpreter runs");
+            let (src, expr2) = (src.to_string(), expr.clone());
+            let (native, notes) = fluxion_driver::with_big_stack(move || {
+                let program = fluxion_driver::compile_with_expr("t.flx", &src, Some(&expr2))
+                    .map_err(|f| f.render())?;
+                let options = RunOptions {
+                    backend: Backend::Native,
+                    ..options(mode)
+                };
+                let out = program
+                    .run_with_options(fluxion_driver::core_entry_name(), None, options)
+                    .map_err(|f| f.render())?;
+                Ok::<_, String>((parse_reals(&out.to_literal()), out.notes))
+            })
+            .expect("native runs");
+            assert_eq!(interp, native, "n = {n}, {mode:?}");
+            assert!(
+                (native[0] - exact).abs() <= 1e-12 * exact.abs().max(1.0),
+                "n = {n}"
+            );
+            if n <= 4 {
+                assert!(notes.is_empty(), "n = {n}, {mode:?}: {notes:?}");
+            } else {
+                assert!(
+                    notes.len() == 1 && notes[0].ends_with("(at run time)"),
+                    "n = {n}, {mode:?}: {notes:?}"
+                );
+            }
+        }
+    }
+}
