@@ -114,7 +114,8 @@ impl Site<'_, '_> {
                 // Functions inside tuples, arrays and enums (closures taken from an array):
                 // each chosen at run time among the codes that flow into the capture.
                 (_, Atom::Var(cv))
-                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd) && walkable(self.m, t) =>
+                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd | TypeMap::Chad)
+                        && walkable(self.m, t) =>
                 {
                     for leaf in fn_leaves(self.m, t) {
                         translate_lifted(self.m, self.table, self.rewritten, &leaf, *cv, layer)?;
@@ -191,9 +192,9 @@ pub(crate) fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
     out
 }
 
-/// A code `A -> L(A)` lifting a capture of [`walkable`] type `A` into `layer` (delta or
-/// forward): every function as `%chad_of(g, d)` (its code's translation, chosen at run
-/// time), every real with zero perturbation.
+/// A code `A -> L(A)` lifting a capture of [`walkable`] type `A` into `layer` (delta,
+/// CHAD or forward): every function as `%chad_of(g, d)` (its code's translation, chosen
+/// at run time), every real with zero perturbation (under CHAD, the same value).
 fn lift_holding_fns_code(m: &mut Module, layer: TypeMap, ty: &Type) -> CodeId {
     let mut b = Builder::new(m, Span::default());
     walk_code(&mut b, layer, ty)
