@@ -1365,3 +1365,72 @@ fn a_runtime_error_during_a_reverse_pass_does_not_change_the_next_gradient() {
         assert_eq!(s, expected);
     }
 }
+
+/// The generator's programs with differential operators inside `f` (nested operators,
+/// closures differentiated where the compiler cannot see them): natively, value,
+/// gradient and JVP in each reverse mode give the interpreter's values (to rounding:
+/// a nested operator may take the interpreter's run-time route there, issue 31), and
+/// no program leaves native code — derivative code is made ahead of time for all of
+/// them, but for CHAD's documented exception (a pullback).
+#[test]
+fn generated_programs_with_operators_run_natively() {
+    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(16);
+    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut handed_over = Vec::new();
+    let mut with_operators = 0;
+    for seed in start..start + cases {
+        let g = generator::generate(seed, generator::Config::DEFAULT);
+        if !["grad(", "jvp(", "vjp(", "diff(", "hessian(", "jacobian("]
+            .iter()
+            .any(|op| g.source.contains(op))
+        {
+            continue;
+        }
+        with_operators += 1;
+        let x = format!(
+            "[{}]",
+            g.x.iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let main = format!(
+            "{}\nfn main() -> (Real, [Real], Real) {{ (f({x}), grad(f, {x}), jvp(f, {x}, {x}).1) }}",
+            g.source
+        );
+        for setting in [
+            (AdMode::Chad, FwdMode::Chad),
+            (AdMode::Delta, FwdMode::Dual),
+        ] {
+            let (interp, _) = run_with(&main, setting, Backend::Interp);
+            let (native, notes) = run_with(&main, setting, Backend::Native);
+            let what = format!("seed {seed} {}", setting_name(setting));
+            assert_no_bug(&notes, &what);
+            // The documented exception: CHAD does not translate a pullback (it applies
+            // a reverse operator itself), so a program making one may leave CHAD's
+            // native code (README, "The native backend").
+            let pullback = setting.0 == AdMode::Chad && main.contains("vjp(");
+            if !notes.is_empty() && !pullback {
+                handed_over.push(format!("{what}: {}\n{main}", notes[0]));
+            }
+            match (&interp, &native) {
+                (Ok(a), Ok(b)) => assert!(same_value(a, b), "{what}: {a} vs {b}\n{main}"),
+                _ => assert_eq!(interp, native, "{what}\n{main}"),
+            }
+        }
+    }
+    assert!(
+        with_operators * 4 >= cases,
+        "{with_operators} of {cases} apply operators"
+    );
+    assert!(
+        handed_over.is_empty(),
+        "ran in the interpreter: {handed_over:#?}"
+    );
+}
