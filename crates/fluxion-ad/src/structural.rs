@@ -139,6 +139,21 @@ pub(crate) fn translate_code<L: Layer>(
         return Ok(*id);
     }
     let original = m.code(code).clone();
+    // A closure made with another count of captures than its code has is a bug
+    // upstream; an error here, not an index out of bounds below.
+    if let Some(cs) = &captures
+        && cs.len() != original.captures.len()
+    {
+        return Err(AdError::at(
+            original.span,
+            format!(
+                "internal error: `{}` translated inline with {} captures for its {}",
+                original.name,
+                cs.len(),
+                original.captures.len()
+            ),
+        ));
+    }
     let mut b = Builder::new(m, original.span);
     let id = b.reserve_code(
         &format!("{}_{}", original.name, layer_name(layer.map())),
