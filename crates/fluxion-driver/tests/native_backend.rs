@@ -116,6 +116,12 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 /// Values agree when they print the same but for the last bits of reals.
+/// `xs` as a Fluxion array literal, every real printed exactly.
+fn real_array(xs: impl Iterator<Item = f64>) -> String {
+    let parts: Vec<String> = xs.map(|v| format!("{v:?}")).collect();
+    format!("[{}]", parts.join(", "))
+}
+
 fn same_value(a: &str, b: &str) -> bool {
     a == b
         || (fluxion_driver::gradcheck::skeleton(a) == fluxion_driver::gradcheck::skeleton(b)
@@ -1166,20 +1172,8 @@ fn generated_programs_agree_with_the_interpreter() {
     let mut native = 0;
     for seed in start..start + cases {
         let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
-        let x = format!(
-            "[{}]",
-            g.x.iter()
-                .map(|v| format!("{v:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let far = format!(
-            "[{}]",
-            g.x.iter()
-                .map(|v| format!("{:?}", v * 1e155))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let x = real_array(g.x.iter().copied());
+        let far = real_array(g.x.iter().map(|v| v * 1e155));
         // `jvp` of `grad`: forward-over-reverse, pushed through the forward layer.
         let expr = format!(
             "(f({x}), grad(f, {x}), jvp(f, {x}, {x}), jvp(|v| grad(f, v), {x}, {x}), \
@@ -1393,13 +1387,7 @@ fn generated_programs_with_operators_run_natively() {
             continue;
         }
         with_operators += 1;
-        let x = format!(
-            "[{}]",
-            g.x.iter()
-                .map(|v| format!("{v:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let x = real_array(g.x.iter().copied());
         let main = format!(
             "{}\nfn main() -> (Real, [Real], Real) {{ (f({x}), grad(f, {x}), jvp(f, {x}, {x}).1) }}",
             g.source
