@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use fluxion_driver::{AdMode, Backend, FwdMode, OptLevel};
 
-pub use session::Session;
+pub use session::{Session, user_function};
 
 /// How the tool runs the programs (the subcommand's flags).
 #[derive(Clone, Debug)]

@@ -249,7 +249,7 @@ const NATIVE_STACK: usize = 512 << 20;
 /// The user's top-level function (not the prelude's) that implements GradBench's
 /// function `name`: the one of that name, else `name_`, as a name that is a Fluxion
 /// built-in (`jacobian`) cannot be defined.
-fn user_function(module: &fluxion_driver::core::Module, name: &str) -> Option<CodeId> {
+pub fn user_function(module: &fluxion_driver::core::Module, name: &str) -> Option<CodeId> {
     let find = |n: &str| {
         module
             .functions

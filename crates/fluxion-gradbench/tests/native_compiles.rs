@@ -44,11 +44,7 @@ fn every_evaluated_function_compiles_natively() {
             program.prepare(options).expect("prepares");
             let m = &program.module;
             for f in *functions {
-                let code = m
-                    .functions
-                    .get(*f)
-                    .or_else(|| m.functions.get(&format!("{f}_")))
-                    .copied()
+                let code = fluxion_gradbench::user_function(m, f)
                     .unwrap_or_else(|| panic!("{eval} has `{f}`"));
                 if let Err(e) =
                     fluxion_driver::compile_native(m, code, &toolchain, OptLevel::On, FwdMode::Dual)

@@ -114,8 +114,7 @@ impl Site<'_, '_> {
                 // Functions inside tuples, arrays and enums (closures taken from an array):
                 // each chosen at run time among the codes that flow into the capture.
                 (_, Atom::Var(cv))
-                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd | TypeMap::Chad)
-                        && walkable(self.m, t) =>
+                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd | TypeMap::Chad) =>
                 {
                     for leaf in fn_leaves(self.m, t) {
                         translate_lifted(self.m, self.table, self.rewritten, &leaf, *cv, layer)?;
@@ -150,29 +149,7 @@ impl Site<'_, '_> {
     }
 }
 
-/// Whether a capture of type `ty` can be lifted by [`lift_holding_fns_code`]: its
-/// functions sit inside tuples, arrays and enums.
-pub(crate) fn walkable(m: &Module, ty: &Type) -> bool {
-    fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>) -> bool {
-        match ty {
-            Type::Fn(..) => true,
-            _ if !m.can_hold_fn(ty) => true,
-            Type::Tuple(ts) => ts.iter().all(|t| go(m, t, enums)),
-            Type::Array(elem) => go(m, elem, enums),
-            Type::Enum(e) => {
-                !enums.insert(*e)
-                    || m.enum_def(*e)
-                        .variants
-                        .iter()
-                        .all(|v| v.fields.iter().all(|t| go(m, t, enums)))
-            }
-            _ => false,
-        }
-    }
-    go(m, ty, &mut HashSet::new())
-}
-
-/// The function types inside `ty` (a [`walkable`] type).
+/// The function types inside `ty` (through tuples, arrays and enum fields).
 pub(crate) fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
     fn go(m: &Module, ty: &Type, enums: &mut HashSet<EnumId>, out: &mut Vec<Type>) {
         match ty {
@@ -192,7 +169,7 @@ pub(crate) fn fn_leaves(m: &Module, ty: &Type) -> Vec<Type> {
     out
 }
 
-/// A code `A -> L(A)` lifting a capture of [`walkable`] type `A` into `layer` (delta,
+/// A code `A -> L(A)` lifting a capture of type `A` holding functions into `layer` (delta,
 /// CHAD or forward): every function as `%chad_of(g, d)` (its code's translation, chosen
 /// at run time), every real with zero perturbation (under CHAD, the same value).
 fn lift_holding_fns_code(m: &mut Module, layer: TypeMap, ty: &Type) -> CodeId {
@@ -239,7 +216,7 @@ fn walk_code(b: &mut Builder, layer: TypeMap, ty: &Type) -> CodeId {
                     b.emit("lifted", Rhs::Ctor(le, tag, parts), lty.clone())
                 })
             }
-            _ => unreachable!("walk_code of a type `walkable` refuses"),
+            _ => unreachable!("walk_code of a function or of a type holding none"),
         }
     })
 }

@@ -772,8 +772,9 @@ pub(crate) fn direction(layer: TypeMap) -> i64 {
 
 /// The parameter types of `code` if `layer` can translate it ahead of time for
 /// `%chad_of` to choose at run time: CHAD's with first-order captures, delta's and the
-/// forward layer's with captures that are first-order or functions (translated at run
-/// time in turn); argument and result first-order where the operator walks them
+/// forward layer's with any captures (functions among them, alone or inside tuples,
+/// arrays and enums, translated at run time in turn); argument and result first-order
+/// where the operator walks them
 /// (`walked`: the operator's own function, not one it captures); under the reverse
 /// layers, no operator applied in it.
 fn translatable(
@@ -789,14 +790,8 @@ fn translatable(
     let c = m.code(code);
     let params: Vec<Type> = c.params.iter().map(|p| m.var_ty(*p).clone()).collect();
     let first_order = !walked || params.iter().chain([&c.ret]).all(|t| !m.can_hold_fn(t));
-    // Functions inside a captured tuple, array or enum are lifted by the run time's
-    // walks as a captured function is.
-    let captures = c
-        .captures
-        .iter()
-        .all(|x| super::lift::walkable(m, m.var_ty(*x)));
     let operators = layer == TypeMap::Delta && holds_operator(m, code, rewritten);
-    (first_order && captures && !operators).then_some(params)
+    (first_order && !operators).then_some(params)
 }
 
 /// The parameter types of `code` if CHAD (`layer`) can translate it ahead of time:

@@ -29,12 +29,11 @@ pub(crate) fn rebuild(
         (Helper2::FwdLift, Type::Real, _) => {
             format!("(({}){{{x}, 0.0}})", t.c(to))
         }
-        // A closure inside a captured tuple, array or enum: its code's translation.
-        (Helper2::DeltaLift, Type::Fn(..), _) => {
-            format!("{}({x}, {sp})", t.chad_of_helper(from, 2))
-        }
-        (Helper2::FwdLift, Type::Fn(..), _) => {
-            format!("{}({x}, {sp})", t.chad_of_helper(from, 3))
+        // A closure inside a captured tuple, array or enum: its code's translation
+        // (`%chad_of`'s direction 2, delta, or 3, the forward layer).
+        (Helper2::DeltaLift | Helper2::FwdLift, Type::Fn(..), _) => {
+            let d = if h == Helper2::DeltaLift { 2 } else { 3 };
+            format!("{}({x}, {sp})", t.chad_of_helper(from, d))
         }
         (Helper2::DeltaInputs, Type::Real, _) => {
             format!("(({}){{{x}, fx_tape_input({sp})}})", t.c(to))
