@@ -92,7 +92,7 @@ pub fn unsupported(m: &Module, code: CodeId, map: TypeMap) -> Option<String> {
     None
 }
 
-fn first_operator(body: &Body) -> Option<Prim> {
+pub(crate) fn first_operator(body: &Body) -> Option<Prim> {
     body.bindings.iter().find_map(|b| match &b.rhs {
         Rhs::Prim(p, _) if is_operator(*p) => Some(*p),
         Rhs::If(_, t, e) => first_operator(t).or_else(|| first_operator(e)),
@@ -122,6 +122,13 @@ fn is_operator(p: Prim) -> bool {
                 | DeltaInputs
                 | DeltaPrimal
                 | DeltaGrad
+                | Delta2Push
+                | Delta2Sum
+                | Delta2Lift
+                | Delta2Open
+                | Delta2Inputs
+                | Delta2Primal
+                | Delta2Grad
         )
 }
 

@@ -36,7 +36,7 @@ use crate::builder::{Builder, int};
 use crate::calculus::{self, Partial, RealRule};
 use crate::helpers::helper;
 use crate::layer::primal_of;
-use crate::structural::{Layer, Parts, translate_code};
+use crate::structural::{KnownVjp, Layer, Parts, translate_code};
 
 /// The delta translation of `code`, creating it on first request.
 pub fn delta_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
@@ -86,6 +86,14 @@ impl Layer for Delta {
         pair
     }
 
+    fn reverse_vjp_of_closure(
+        &self,
+        b: &mut Builder,
+        known: KnownVjp<'_>,
+    ) -> Result<Option<Atom>, AdError> {
+        self.vjp_of_closure(b, known)
+    }
+
     fn special_prim(
         &self,
         b: &mut Builder,
@@ -102,6 +110,10 @@ impl Layer for Delta {
                 let a = b.emit(hint, Rhs::Prim(Prim::Build, args.to_vec()), elems);
                 self.sum(b, ty, a)
             }
+            // Delta code translated again (`delta_twice.rs`): the inner tape's entries,
+            // their coefficients now outer pairs, go on the second tape.
+            Prim::DeltaPush => b.emit(hint, Rhs::Prim(Prim::Delta2Push, args.to_vec()), lty),
+            Prim::DeltaSum => b.emit(hint, Rhs::Prim(Prim::Delta2Sum, args.to_vec()), lty),
             Prim::Jvp => b.emit(hint, Rhs::Prim(Prim::DeltaJvp, args.to_vec()), lty),
             Prim::Taylor => b.emit(hint, Rhs::Prim(Prim::DeltaTaylor, args.to_vec()), lty),
             _ => return None,

@@ -36,6 +36,7 @@ mod chad_sweep;
 mod coordinates;
 mod delta;
 mod delta_mode;
+mod delta_twice;
 pub mod expand;
 mod forward;
 mod fwd_mode;

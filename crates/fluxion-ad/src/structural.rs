@@ -68,6 +68,27 @@ pub(crate) trait Layer {
     fn reverse_vjp(&self, _b: &mut Builder, _p: Prim, _fty: &Type, _args: &[Atom]) -> Option<Atom> {
         None
     }
+
+    /// The translation of `%delta_vjp(f, x, w)` where `f` is a closure the code being
+    /// translated builds, when the layer has one of its own (reverse over reverse by
+    /// a tape of tapes, `delta_twice.rs`); `None` for [`Layer::reverse_vjp`]'s.
+    fn reverse_vjp_of_closure(
+        &self,
+        _b: &mut Builder,
+        _known: KnownVjp<'_>,
+    ) -> Result<Option<Atom>, AdError> {
+        Ok(None)
+    }
+}
+
+/// A `%delta_vjp(f, x, w)` whose `f` is `Closure(code, caps)`: the original code, and
+/// the translated captures, point, cotangent and the binding's translated type.
+pub(crate) struct KnownVjp<'a> {
+    pub code: CodeId,
+    pub caps: &'a [Atom],
+    pub x: Atom,
+    pub w: Atom,
+    pub result: &'a Type,
 }
 
 /// The (primal, perturbation) atoms of translated reals, one map per open block (an
@@ -168,6 +189,7 @@ pub(crate) fn translate_code<L: Layer>(
     b.m.codes[id.0 as usize].ret = ret.clone();
     let mut t = Translate {
         env: HashMap::new(),
+        closures: HashMap::new(),
         layer,
         parts: Parts::default(),
     };
@@ -195,6 +217,8 @@ pub(crate) fn translate_code<L: Layer>(
 struct Translate<'l, L: Layer> {
     /// Original variable → its translation.
     env: HashMap<VarId, Atom>,
+    /// Original variable → the closure (code, original captures) bound to it here.
+    closures: HashMap<VarId, (CodeId, Vec<Atom>)>,
     layer: &'l L,
     parts: Parts,
 }
@@ -274,6 +298,7 @@ impl<L: Layer> Translate<'_, L> {
                 Rhs::CallDirect(c, self.atoms(b, args))
             }
             Rhs::Closure(c, args) => {
+                self.closures.insert(var, (*c, args.clone()));
                 // The translated lambda captures the translations of its captures, under
                 // their own variables (a literal is bound to one first).
                 let vars: Vec<VarId> = args
@@ -401,11 +426,26 @@ impl<L: Layer> Translate<'_, L> {
                     p.name()
                 )));
             }
+            // Delta-translated code translated again by the delta layer (reverse over
+            // reverse, `delta_twice.rs`): its tape entries go on a second tape.
+            DeltaPush | DeltaSum => {
+                let targs = self.atoms(b, args);
+                match self.layer.special_prim(b, p, &targs, ty, hint) {
+                    Some(a) => a,
+                    None => {
+                        return Err(AdError::new(format!(
+                            "internal error: `{}` reached a translation",
+                            p.name()
+                        )));
+                    }
+                }
+            }
             // Only delta- and CHAD-translated code has these, and it is never
             // translated again.
-            DeltaPush | DeltaSum | DeltaJvp | DeltaTaylor | LinProj | LinField | LinOneHot
-            | LinEmbed | LinSlice | LinSum | LinIndex | DeltaLift | ClosureCapture | DeltaOpen
-            | DeltaInputs | DeltaPrimal | DeltaGrad => {
+            DeltaJvp | DeltaTaylor | LinProj | LinField | LinOneHot | LinEmbed | LinSlice
+            | LinSum | LinIndex | DeltaLift | ClosureCapture | DeltaOpen | DeltaInputs
+            | DeltaPrimal | DeltaGrad | Delta2Push | Delta2Sum | Delta2Lift | Delta2Open
+            | Delta2Inputs | Delta2Primal | Delta2Grad => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()
@@ -414,6 +454,22 @@ impl<L: Layer> Translate<'_, L> {
             DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
+                if p == DeltaVjp
+                    && let Atom::Var(f) = args[0]
+                    && let Some((code, caps)) = self.closures.get(&f).cloned()
+                {
+                    let caps = self.atoms(b, &caps);
+                    let known = KnownVjp {
+                        code,
+                        caps: &caps,
+                        x: targs[1],
+                        w: targs[2],
+                        result: &lty,
+                    };
+                    if let Some(a) = self.layer.reverse_vjp_of_closure(b, known)? {
+                        return Ok(a);
+                    }
+                }
                 match self.layer.reverse_vjp(b, p, &fty, &targs) {
                     Some(a) => a,
                     None => {

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use fluxion_bench::clock::time_on_this_thread;
-use fluxion_driver::{AdMode, compile, with_big_stack};
+use fluxion_driver::{AdMode, Backend, RunOptions, compile, with_big_stack};
 
 const MAX_GROWTH: f64 = 10.0;
 const ATTEMPTS: usize = 3;
@@ -26,32 +26,40 @@ const SMALL_RUNS: u32 = 4;
 /// The timing tests run one at a time, so that they do not slow each other down.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A program to run: its source and `main`'s arguments (JSON).
+type Run = (String, Option<String>);
+
 /// How long expanding and running `main` takes (compiling is not counted).
-fn run_time(src: &str, mode: AdMode) -> Duration {
-    let src = src.to_string();
+fn run_time((src, args): &Run, options: RunOptions) -> Duration {
+    let (src, args) = (src.clone(), args.clone());
+    let mode = options.mode;
     with_big_stack(move || {
         let program = compile("t.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-        let (out, elapsed) = time_on_this_thread(|| program.run_with("main", None, mode));
+        let (out, elapsed) =
+            time_on_this_thread(|| program.run_with_options("main", args.as_deref(), options));
         let out = out.unwrap_or_else(|f| panic!("[{}] {}", mode.name(), f.render()));
         drop(out);
         elapsed
     })
 }
 
-fn assert_linear(name: &str, program: impl Fn(usize) -> String, n: usize, mode: AdMode) {
+fn assert_linear(name: &str, program: impl Fn(usize) -> Run, n: usize, options: RunOptions) {
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (small, large) = (program(n), program(4 * n));
+    let mode = options.mode;
+    // Native code is compiled (and cached) by a first run, which is not counted.
+    run_time(&small, options);
     let mut growth = f64::INFINITY;
     for _ in 0..ATTEMPTS {
         // Several small runs, so that both measurements are long beside the clock's
         // resolution (a scheduler tick).
         let t_small = (0..SMALL_RUNS)
-            .map(|_| run_time(&small, mode))
+            .map(|_| run_time(&small, options))
             .sum::<Duration>()
             / SMALL_RUNS;
-        let t_large = run_time(&large, mode);
+        let t_large = run_time(&large, options);
         growth = growth.min(t_large.as_secs_f64() / t_small.as_secs_f64());
         eprintln!(
             "{name} [{}]: {t_small:?} at {n}, {t_large:?} at {}: {growth:.1}x",
@@ -175,7 +183,51 @@ fn check(name: &str, op: Op, mode: AdMode) {
         .iter()
         .find(|(p, ..)| *p == name)
         .expect("a program of the table");
-    assert_linear(name, |n| program(n, op), n, mode);
+    assert_linear(name, |n| (program(n, op), None), n, mode.into());
+}
+
+/// Second order (issue 31): the gradient of a gradient penalty, `|∇f(w)|²`, and the
+/// gradient with respect to a scale of a gradient that captures it. Under delta the
+/// inner reverse pass inside the outer one is a tape of tapes (fluxion-ad's
+/// `delta_twice.rs`), one pass each way; forward over the inner pass (its fallback)
+/// was one inner gradient per input, quadratic. `n` is an argument, so that native
+/// code is compiled once for both sizes.
+const SECOND_ORDER: &[(&str, &str)] = &[
+    (
+        "gradient penalty",
+        "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
+         fn penalty(w: [Real]) -> Real { let g = grad(f, w); dot(g, g) }
+         fn main(n: Int) -> Real { sum(grad(penalty, build(n, |i| to_real(i) / to_real(n)))) }",
+    ),
+    (
+        "grad of a grad capturing its scale",
+        "fn main(n: Int) -> Real {
+             let x0 = build(n, |i| to_real(i) / to_real(n));
+             grad(|s: Real| sum(grad(|v: [Real]| s * sum(map(|t| t * t, v)), x0)), 1.0)
+         }",
+    ),
+];
+
+fn check_second_order(backend: Backend) {
+    for (name, src) in SECOND_ORDER {
+        let options = RunOptions {
+            mode: AdMode::Delta,
+            backend,
+            ..RunOptions::default()
+        };
+        let program = |n: usize| (src.to_string(), Some(format!("[{n}]")));
+        assert_linear(name, program, 20_000, options);
+    }
+}
+
+#[test]
+fn delta_second_order_is_linear_in_the_interpreter() {
+    check_second_order(Backend::Interp);
+}
+
+#[test]
+fn delta_second_order_is_linear_natively() {
+    check_second_order(Backend::Native);
 }
 
 #[test]

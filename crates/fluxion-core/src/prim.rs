@@ -119,6 +119,20 @@ prims! {
     // (`T(A)`, in the shape of `x: Δ(A)`). Their binding's type is trusted.
     DeltaLift => "%delta_lift", DeltaOpen => "%delta_open", DeltaInputs => "%delta_inputs",
     DeltaPrimal => "%delta_primal", DeltaGrad => "%delta_grad",
+    // Internal: reverse over reverse by a tape of tapes (fluxion-ad's `delta_twice.rs`),
+    // in code the delta layer translated twice, `Δₒ(Δᵢ(c))`, where a real is
+    // `((Real, Int), Int)`: its value and outer delta, then its inner delta. A second
+    // tape holds the inner deltas, whose coefficients are outer pairs
+    // `(Real, Int)`: `%delta2(c₁, id₁, …)` and `%delta2_sum(a)` are `%delta` and
+    // `%delta_sum` on it (the sum's value gets its outer delta too); `%delta2_open`,
+    // `%delta2_lift`, `%delta2_inputs`, `%delta2_primal` are the first-order steps
+    // one layer up (`Δₒ(A)` to `Δₒ(Δᵢ(A))` and back); `%delta2_grad(mark, r, w, x)`
+    // seeds with `w: Δₒ(T(B))`, sweeps the second tape recording each step
+    // `adj[p] += c·a` on the outer tape, closes it and returns `Δₒ(T(A))`. Their
+    // binding's type is trusted.
+    Delta2Push => "%delta2", Delta2Sum => "%delta2_sum", Delta2Lift => "%delta2_lift",
+    Delta2Open => "%delta2_open", Delta2Inputs => "%delta2_inputs",
+    Delta2Primal => "%delta2_primal", Delta2Grad => "%delta2_grad",
     ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
     LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
     LinIndex => "%lindex",
@@ -367,7 +381,10 @@ impl Prim {
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
             DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf | ClosureCapture
-            | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => return None,
+            | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad | Delta2Push
+            | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs | Delta2Primal | Delta2Grad => {
+                return None;
+            }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
                 return None;
             }

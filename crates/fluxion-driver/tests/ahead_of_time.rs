@@ -99,19 +99,20 @@ fn resolved_core_runs_in_the_interpreter_as_natively() {
 
 /// What resolution leaves to run time under the interpreter: `jvp` under dual numbers
 /// (walked in Rust, safe at any depth of value) and operators of a function that
-/// applies an operator itself (`grad` of `grad`).
+/// applies an operator itself where no tape of tapes is made (`grad` of a `grad` of a
+/// function applying `jvp`: three operators deep).
 #[test]
 fn what_is_left_to_run_time() {
     let src = "fn f(x: [Real]) -> Real { x[0] * x[0] * x[1] }
                fn main() -> Real {
                    let d = jvp(f, [1.0, 2.0], [1.0, 0.0]).1;
-                   d + sum(grad(|v: [Real]| sum(grad(f, v)), [1.0, 2.0]))
+                   d + sum(grad(|v: [Real]| sum(grad(|u: [Real]| f(u) * jvp(f, u, u).1, v)), [1.0, 2.0]))
                }";
     let prims = prims_after_prepare(src, AdMode::Delta);
     assert!(prims.contains(&Prim::Jvp), "`jvp` under --fwd dual stays");
     assert!(
         prims.contains(&Prim::DeltaVjp),
-        "the outer gradient of a function applying `grad` stays"
+        "the outer gradient of a function applying `grad` to a `jvp` stays"
     );
 }
 
@@ -343,5 +344,98 @@ fn an_operator_tower_of_run_time_depth_has_one_answer() {
                 );
             }
         }
+    }
+}
+
+/// `expr`'s reals and notes natively.
+fn native_reals(src: &str, expr: &str, mode: AdMode) -> (Vec<f64>, Vec<String>) {
+    let (src, e) = (src.to_string(), expr.to_string());
+    fluxion_driver::with_big_stack(move || {
+        let program =
+            fluxion_driver::compile_with_expr("t.flx", &src, Some(&e)).map_err(|f| f.render())?;
+        let options = RunOptions {
+            backend: Backend::Native,
+            ..options(mode)
+        };
+        let out = program
+            .run_with_options(fluxion_driver::core_entry_name(), None, options)
+            .map_err(|f| f.render())?;
+        Ok::<_, String>((parse_reals(&out.to_literal()), out.notes))
+    })
+    .unwrap_or_else(|e| panic!("{expr}: {e}"))
+}
+
+/// Reverse over reverse under `--ad delta` is one pass each way, a tape of tapes
+/// (fluxion-ad's `delta_twice.rs`): made ahead of time (`%delta2…` in the prepared
+/// module, no `%delta_vjp` left), run natively with no hand-over and the interpreter's
+/// bits, and right: against `--ad fwd` (forward mode throughout, no tape) and central
+/// differences of the outer function (step 1e-5: the truncation error h²·f'''/6 and
+/// the rounding ε·|f|/h are both below 1e-8 for these smooth, O(1) functions; 1e-6
+/// relative leaves room).
+#[test]
+fn reverse_over_reverse_is_a_tape_of_tapes() {
+    let src = "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
+               fn penalty(w: [Real]) -> Real { let g = grad(f, w); dot(g, g) }
+               fn scaled(s: Real) -> Real {
+                   sum(grad(|v: [Real]| s * sum(map(|t| t * t * t, v)), [0.5, -1.5, 2.0]))
+               }
+               fn loss(w: [Real]) -> Real { sum(map(|t| (t - 1.0) * (t - 1.0) * (1.0 + 0.1 * t * t), w)) }
+               fn step(lr: Real, w: [Real]) -> [Real] {
+                   let g = grad(loss, w);
+                   build(length(w), |i| w[i] - lr * g[i])
+               }
+               fn tuned(lr: Real) -> Real { loss(step(lr, step(lr, step(lr, [0.3, -0.2, 0.9])))) }
+               fn pair_arg(p: (Real, [Real])) -> Real { p.0 * exp(p.1[0]) * p.1[1] }
+               fn through_pair(a: Real) -> Real {
+                   let (d0, d1) = grad(pair_arg, (a, [0.5 * a, 2.0]));
+                   d0 * d1[0] + d1[1]
+               }";
+    let cases = [
+        ("penalty", "[0.1, -0.4, 0.9, 1.3]"),
+        ("scaled", "1.25"),
+        ("tuned", "0.1"),
+        ("through_pair", "0.7"),
+    ];
+    for (name, x) in cases {
+        let expr = format!("grad({name}, {x})");
+        let interp = eval_reals(src, &expr, options(AdMode::Delta)).expect("interpreter runs");
+        let (native, notes) = native_reals(src, &expr, AdMode::Delta);
+        assert!(notes.is_empty(), "{expr}: {notes:?}");
+        assert_eq!(interp, native, "{expr}: interpreter and native differ");
+        let reference = eval_reals(src, &expr, AdMode::Fwd).expect("fwd runs");
+        assert_eq!(interp.len(), reference.len(), "{expr}");
+        for (a, b) in interp.iter().zip(&reference) {
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                "{expr}: {a} vs fwd {b}"
+            );
+        }
+        if !x.starts_with('[') {
+            let h = 1e-5;
+            let at = |d: f64| {
+                let e = format!("{name}({} + {d:e})", x);
+                eval_reals(src, &e, AdMode::Fwd).expect("runs")[0]
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            assert!(
+                (interp[0] - fd).abs() <= 1e-6 * fd.abs().max(1.0),
+                "{expr}: {} vs central difference {fd}",
+                interp[0]
+            );
+        }
+        let total = if x.starts_with('[') {
+            format!("sum({expr})")
+        } else {
+            expr.clone()
+        };
+        let prims = prims_after_prepare(
+            &format!("{src}\nfn main() -> Real {{ {total} }}"),
+            AdMode::Delta,
+        );
+        assert!(
+            !prims.contains(&Prim::DeltaVjp),
+            "{expr}: `%delta_vjp` left"
+        );
+        assert!(prims.contains(&Prim::Delta2Grad), "{expr}: no second tape");
     }
 }

@@ -144,7 +144,15 @@ impl Compiler<'_> {
                 CRhs::Compare(*p, self.atom(&args[0]), self.atom(&args[1]))
             }
             Rhs::Prim(Prim::DeltaPush, args) => CRhs::Delta(self.atoms(args)),
-            Rhs::Prim(p @ (Prim::DeltaInputs | Prim::DeltaLift | Prim::DeltaGrad), args) => {
+            Rhs::Prim(
+                p @ (Prim::DeltaInputs
+                | Prim::DeltaLift
+                | Prim::DeltaGrad
+                | Prim::Delta2Inputs
+                | Prim::Delta2Lift
+                | Prim::Delta2Grad),
+                args,
+            ) => {
                 let arg_tys: Vec<_> = args.iter().map(|a| self.module.atom_ty(a)).collect();
                 let ty = crate::resolved::walk_types(*p, &arg_tys, self.module.var_ty(var));
                 CRhs::Prim(*p, self.atoms(args), Rc::new(ty))

@@ -19,11 +19,11 @@ use crate::tape::{DeltaId, Tape};
 use crate::value::{Closure, Value};
 
 /// A translated real: `(primal, delta id)`.
-fn pair(x: f64, id: DeltaId) -> Value {
+pub(crate) fn pair(x: f64, id: DeltaId) -> Value {
     Value::RealInt(x, id.0 as i64)
 }
 
-fn id_of(v: &Value) -> DeltaId {
+pub(crate) fn id_of(v: &Value) -> DeltaId {
     match v {
         Value::RealInt(_, i) => DeltaId(*i as u32),
         _ => match v.tuple_get(1) {
@@ -34,7 +34,7 @@ fn id_of(v: &Value) -> DeltaId {
 }
 
 /// The field types of constructor `tag` of enum `e`.
-fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
+pub(crate) fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
     m.enum_def(e).variants[tag as usize].fields.clone()
 }
 
@@ -210,7 +210,7 @@ impl Interp {
         span: Span,
     ) -> EvalResult<Value> {
         let fields = |e, tag| fields_of(&self.module(), e, tag);
-        map_leaves(v, t, &fields, &mut |v, t| {
+        map_leaves(v, t, false, &fields, &mut |v, t| {
             Ok(match (t, v) {
                 (Type::Real, _) => leaf(v.clone(), pair(0.0, DeltaId::ZERO), layer),
                 (Type::Fn(..), Value::Closure(c)) => self.delta_of_layer(c, layer, span)?,
@@ -221,28 +221,31 @@ impl Interp {
 }
 
 /// `v: t` with `leaf` applied to each of its leaves (`Real`, `Int`, `Bool`, `()`,
-/// functions) and its tuples, arrays and enum values rebuilt around the results;
-/// `fields` gives an enum constructor's field types.
-fn map_leaves<E>(
+/// functions, and with `pairs` the delta layer's reals `(Real, Int)`) and its tuples,
+/// arrays and enum values rebuilt around the results; `fields` gives an enum
+/// constructor's field types.
+pub(crate) fn map_leaves<E>(
     v: &Value,
     t: &Type,
+    pairs: bool,
     fields: &dyn Fn(fluxion_core::EnumId, u32) -> Vec<Type>,
     leaf: &mut dyn FnMut(&Value, &Type) -> Result<Value, E>,
 ) -> Result<Value, E> {
     crate::deep(|| {
         Ok(match t {
+            Type::Tuple(ts) if pairs && ts.as_slice() == [Type::Real, Type::Int] => leaf(v, t)?,
             Type::Tuple(ts) => {
                 let vs = v.tuple_fields().unwrap_or_default();
                 let mut out = Vec::with_capacity(ts.len());
                 for (v, t) in vs.iter().zip(ts) {
-                    out.push(map_leaves(v, t, fields, leaf)?);
+                    out.push(map_leaves(v, t, pairs, fields, leaf)?);
                 }
                 Value::tuple(out)
             }
             Type::Array(t) => {
                 let mut out = ArrayBuilder::with_capacity(v.array_len().unwrap_or(0));
                 for v in v.array_iter() {
-                    out.push(map_leaves(&v, t, fields, leaf)?);
+                    out.push(map_leaves(&v, t, pairs, fields, leaf)?);
                 }
                 out.finish()
             }
@@ -251,7 +254,7 @@ fn map_leaves<E>(
                     let tys = fields(*e, *tag);
                     let mut out = Vec::with_capacity(tys.len());
                     for (v, t) in vs.iter().zip(&tys) {
-                        out.push(map_leaves(v, t, fields, leaf)?);
+                        out.push(map_leaves(v, t, pairs, fields, leaf)?);
                     }
                     Value::Enum(*tag, out.into())
                 }
@@ -266,7 +269,7 @@ fn map_leaves<E>(
 pub(crate) fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value {
     let fields = |e, tag| fields_of(m, e, tag);
     let lifted: Result<Value, std::convert::Infallible> =
-        map_leaves(x, ty, &fields, &mut |v, t| {
+        map_leaves(x, ty, false, &fields, &mut |v, t| {
             Ok(match t {
                 Type::Real => pair(real_of(v), tape.input()),
                 _ => v.clone(),
@@ -278,31 +281,48 @@ pub(crate) fn inputs(m: &Module, x: &Value, ty: &Type, tape: &mut Tape) -> Value
 /// The seeds `(id, w)` of the output `y: Δ(B)` from its cotangent `w: T(B)`, which
 /// has `y`'s shape (checked by `same_shape` first; the types check the rest).
 pub(crate) fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(DeltaId, f64)>) {
+    zip_leaves(m, y, w, ty, false, &mut |y, w| {
+        out.push((id_of(y), real_of(w)))
+    });
+}
+
+/// `f(y, w)` on each real leaf of `w: ty` (with `pairs`, each `(Real, Int)` of a
+/// delta-translated `ty`) and `y`'s value there, in the order of the values' fields
+/// and elements; a symbolic zero `w` has none.
+pub(crate) fn zip_leaves(
+    m: &Module,
+    y: &Value,
+    w: &Value,
+    ty: &Type,
+    pairs: bool,
+    f: &mut dyn FnMut(&Value, &Value),
+) {
     crate::deep(|| {
         if matches!(w, Value::Zero) {
             return;
         }
         match ty {
-            Type::Real => out.push((id_of(y), real_of(w))),
+            Type::Real => f(y, w),
+            Type::Tuple(ts) if pairs && ts.as_slice() == [Type::Real, Type::Int] => f(y, w),
             Type::Tuple(ts) => {
                 let (ys, ws) = (
                     y.tuple_fields().unwrap_or_default(),
                     w.tuple_fields().unwrap_or_default(),
                 );
                 for ((y, w), t) in ys.iter().zip(ws.iter()).zip(ts) {
-                    seed(m, y, w, t, out);
+                    zip_leaves(m, y, w, t, pairs, f);
                 }
             }
             Type::Array(t) => {
                 for (y, w) in y.array_iter().zip(w.array_iter()) {
-                    seed(m, &y, &w, t, out);
+                    zip_leaves(m, &y, &w, t, pairs, f);
                 }
             }
             Type::Enum(e) => {
                 if let (Value::Enum(tag, ys), Value::Enum(_, ws)) = (y, w) {
                     let tys = fields_of(m, *e, *tag);
                     for ((y, w), t) in ys.iter().zip(ws.iter()).zip(&tys) {
-                        seed(m, y, w, t, out);
+                        zip_leaves(m, y, w, t, pairs, f);
                     }
                 }
             }
@@ -314,12 +334,13 @@ pub(crate) fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(D
 /// The gradient `T(A)` of the inputs `x: Δ(A)`: each real's adjoint.
 pub(crate) fn gradient(m: &Module, x: &Value, ty: &Type, adjoint: &[f64]) -> Value {
     let fields = |e, tag| fields_of(m, e, tag);
-    let g: Result<Value, std::convert::Infallible> = map_leaves(x, ty, &fields, &mut |v, t| {
-        Ok(match t {
-            Type::Real => Value::Real(adjoint[id_of(v).0 as usize]),
-            _ => Value::Unit,
-        })
-    });
+    let g: Result<Value, std::convert::Infallible> =
+        map_leaves(x, ty, false, &fields, &mut |v, t| {
+            Ok(match t {
+                Type::Real => Value::Real(adjoint[id_of(v).0 as usize]),
+                _ => Value::Unit,
+            })
+        });
     g.unwrap_or_else(|never| match never {})
 }
 

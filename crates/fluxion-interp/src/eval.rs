@@ -80,6 +80,8 @@ pub struct Interp {
     memory: MemoryBudget,
     /// The tapes of the reverse passes under way (`--ad delta`), innermost last.
     pub(crate) tapes: RefCell<Vec<crate::tape::Tape>>,
+    /// The second tapes of reverse over reverse (`%delta2_open`), innermost last.
+    pub(crate) tapes2: RefCell<Vec<crate::tape::Tape2>>,
     /// Set where code made ahead of time cannot go on (`resolved.rs`): the run is
     /// made again on the module as written ([`Interp::run_code`]).
     pub(crate) handed_over: std::cell::Cell<bool>,
@@ -111,6 +113,7 @@ impl Interp {
             stack_budget: 0,
             memory: MemoryBudget::UNLIMITED,
             tapes: RefCell::new(Vec::new()),
+            tapes2: RefCell::new(Vec::new()),
             handed_over: std::cell::Cell::new(false),
         }
     }
@@ -223,6 +226,7 @@ impl Interp {
         }
         self.compiled.borrow_mut().clear();
         self.tapes.borrow_mut().clear();
+        self.tapes2.borrow_mut().clear();
         self.call_code(id, &[], args, span)
     }
 

@@ -14,6 +14,7 @@ mod cmath;
 mod compile;
 mod deep;
 mod delta;
+mod delta_twice;
 mod eval;
 pub mod linear;
 mod memory;

@@ -450,6 +450,8 @@ impl Interp {
             // Derivative code made ahead of time calls these (`resolved.rs`).
             ChadOf | ClosureCapture | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal
             | DeltaGrad => return self.resolved_prim(p, args, ty, span),
+            Delta2Push | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs | Delta2Primal
+            | Delta2Grad => return self.delta2_prim(p, args, ty, span),
             LinScale => crate::linear::scale(a(0), a(1)),
             LinProj | LinField | LinOneHot | LinEmbed | LinSlice | LinSum | LinIndex => {
                 let int = |i: usize| match a(i) {

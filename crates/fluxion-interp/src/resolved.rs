@@ -29,8 +29,10 @@ use crate::value::Value;
 /// `%delta_grad`, the result type otherwise.
 pub(crate) fn walk_types(p: Prim, arg_tys: &[Type], result: &Type) -> Type {
     match p {
-        Prim::DeltaInputs | Prim::DeltaLift => arg_tys[0].clone(),
-        Prim::DeltaGrad => Type::Tuple(vec![arg_tys[2].clone(), result.clone()]),
+        Prim::DeltaInputs | Prim::DeltaLift | Prim::Delta2Inputs | Prim::Delta2Lift => {
+            arg_tys[0].clone()
+        }
+        Prim::DeltaGrad | Prim::Delta2Grad => Type::Tuple(vec![arg_tys[2].clone(), result.clone()]),
         _ => result.clone(),
     }
 }

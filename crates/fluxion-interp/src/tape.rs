@@ -107,6 +107,117 @@ impl Tape {
     }
 }
 
+/// An outer pair: a value and the id of its delta on the outer tape.
+pub type Outer = (f64, DeltaId);
+
+/// The second tape of reverse over reverse (fluxion-ad's `delta_twice.rs`): the
+/// inner tape of a `%delta_vjp` in delta-translated code, whose coefficients are
+/// outer pairs. Its sweep is the first tape's, on outer pairs, each step recorded on
+/// the outer tape.
+#[derive(Debug)]
+pub struct Tape2 {
+    starts: Vec<u32>,
+    coefs: Vec<f64>,
+    coef_ids: Vec<u32>,
+    parents: Vec<u32>,
+}
+
+impl Default for Tape2 {
+    fn default() -> Tape2 {
+        Tape2::new()
+    }
+}
+
+impl Tape2 {
+    /// A tape holding only the zero delta.
+    pub fn new() -> Tape2 {
+        Tape2 {
+            starts: vec![0, 0],
+            coefs: Vec::new(),
+            coef_ids: Vec::new(),
+            parents: Vec::new(),
+        }
+    }
+
+    /// Number of ids handed out, the zero delta included.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+
+    /// A new delta `Σ c·parent` (none: an input); terms on the zero delta are left out.
+    pub fn push(&mut self, terms: impl IntoIterator<Item = (Outer, DeltaId)>) -> DeltaId {
+        let id = DeltaId(self.len() as u32);
+        for ((c, cid), parent) in terms {
+            debug_assert!(parent < id, "a delta refers only to earlier ids");
+            if parent != DeltaId::ZERO {
+                self.coefs.push(c);
+                self.coef_ids.push(cid.0);
+                self.parents.push(parent.0);
+            }
+        }
+        self.starts.push(self.coefs.len() as u32);
+        id
+    }
+
+    /// The adjoint of every id as an outer pair, given the seeds: one sweep from the
+    /// last id to the first, `adj[p] += c·a` per term, each addition an outer node.
+    pub fn backward(
+        &self,
+        seeds: impl IntoIterator<Item = (DeltaId, Outer)>,
+        outer: &mut Tape,
+    ) -> Vec<Outer> {
+        let mut adjoint = vec![(0.0, DeltaId::ZERO); self.len()];
+        for (id, w) in seeds {
+            if id != DeltaId::ZERO {
+                let a = adjoint[id.0 as usize];
+                adjoint[id.0 as usize] = add(outer, a, w);
+            }
+        }
+        for id in (1..self.len()).rev() {
+            let (a, aid) = adjoint[id];
+            // As the first tape's sweep: nothing from a delta no path reaches.
+            if a == 0.0 && aid == DeltaId::ZERO {
+                continue;
+            }
+            let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
+            for k in start..end {
+                let (c, cid, p) = (
+                    self.coefs[k],
+                    DeltaId(self.coef_ids[k]),
+                    self.parents[k] as usize,
+                );
+                let (pv, pid) = adjoint[p];
+                // The value's step is the first tape's (a zero partial passes nothing);
+                // its delta is d(c·a) = a·dc + c·da.
+                let v = if c != 0.0 { pv + c * a } else { pv };
+                let d = if cid == DeltaId::ZERO && aid == DeltaId::ZERO {
+                    pid
+                } else {
+                    outer.push([(1.0, pid), (a, cid), (c, aid)])
+                };
+                adjoint[p] = (v, d);
+            }
+        }
+        adjoint
+    }
+}
+
+/// `u + w` of outer pairs: a node only where both have deltas.
+fn add(outer: &mut Tape, (u, uid): Outer, (w, wid): Outer) -> Outer {
+    let id = if uid == DeltaId::ZERO {
+        wid
+    } else if wid == DeltaId::ZERO {
+        uid
+    } else {
+        outer.push([(1.0, uid), (1.0, wid)])
+    };
+    (u + w, id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

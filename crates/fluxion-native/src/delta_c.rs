@@ -19,7 +19,7 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
 use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
-use crate::types::delta::{rebuild, seed};
+use crate::types::delta::{rebuild, seed, seed2};
 use crate::types::{Helper2, has_rc};
 
 /// Whether `p` is a delta primitive, emitted here.
@@ -27,7 +27,20 @@ pub(crate) fn emits(p: Prim) -> bool {
     use Prim::*;
     matches!(
         p,
-        DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad
+        DeltaPush
+            | DeltaSum
+            | DeltaLift
+            | DeltaOpen
+            | DeltaInputs
+            | DeltaPrimal
+            | DeltaGrad
+            | Delta2Push
+            | Delta2Sum
+            | Delta2Lift
+            | Delta2Open
+            | Delta2Inputs
+            | Delta2Primal
+            | Delta2Grad
     )
 }
 
@@ -108,6 +121,48 @@ pub(crate) fn emit(
             line("fx_tape_sweep();".into());
             line(format!("{ct} {name} = {read};"));
             line(format!("fx_tape_close({});", a[0]));
+        }
+        // The second tape of reverse over reverse (fluxion-ad's `delta_twice.rs`):
+        // its coefficients are outer pairs.
+        Prim::Delta2Push => {
+            let mut text = format!("fx_tape2_reserve({}, {sp});", a.len() / 2);
+            for pair in a.chunks(2) {
+                let _ = write!(
+                    text,
+                    " fx_tape2_term({0}.f0, {0}.f1, {1});",
+                    pair[0], pair[1]
+                );
+            }
+            line(text);
+            line(format!("{ct} {name} = fx_tape2_node();"));
+        }
+        Prim::Delta2Sum => {
+            // The value's outer node first, then the inner node (the interpreter's order).
+            let d = e.types().get(&elem(&aty(0)), &a[0], "i");
+            line(format!("{ct} {name};"));
+            line(format!(
+                "{{ int64_t n = FX_LEN({0}); double t = 0.0; for (int64_t i = 0; i < n; i++) t += {d}.f0.f0; {name}.f0.f0 = t; if (n == 0) {{ {name}.f0.f1 = 0; {name}.f1 = 0; }} else {{ fx_tape_reserve(n, {sp}); for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, {d}.f0.f1); {name}.f0.f1 = fx_tape_node(); fx_tape2_reserve(n, {sp}); for (int64_t i = 0; i < n; i++) fx_tape2_term(1.0, 0, {d}.f1); {name}.f1 = fx_tape2_node(); }} }}",
+                a[0]
+            ));
+        }
+        Prim::Delta2Open => line(format!("{ct} {name} = fx_tape2_open();")),
+        Prim::Delta2Lift | Prim::Delta2Inputs | Prim::Delta2Primal => {
+            let h = match p {
+                Prim::Delta2Lift => Helper2::Delta2Lift,
+                Prim::Delta2Inputs => Helper2::Delta2Inputs,
+                _ => Helper2::Delta2Primal,
+            };
+            let x = rebuild(e.types(), h, &aty(0), ty, &a[0], &sp);
+            line(format!("{ct} {name} = {x};"));
+        }
+        Prim::Delta2Grad => {
+            let seed = seed2(e.types(), &aty(1), &aty(2), &a[1], &a[2], &sp);
+            let read = rebuild(e.types(), Helper2::Delta2Read, &aty(3), ty, &a[3], &sp);
+            line(format!("fx_tape2_sweep_begin({}, {sp});", a[0]));
+            line(seed);
+            line(format!("fx_tape2_sweep({sp});"));
+            line(format!("{ct} {name} = {read};"));
+            line(format!("fx_tape2_close({});", a[0]));
         }
         _ => {
             return Err(Unsupported(format!(

@@ -821,6 +821,155 @@ static void fx_tape_close(int64_t mark) {
   fx_tape.depth--;
 }
 
+/* The second tape of reverse over reverse (fluxion-ad's delta_twice.rs; the
+ * interpreter's tape.rs `Tape2`, step for step): node i is the inner delta
+ * sum_k (coefs[k], cids[k]) * parents[k], each coefficient an outer pair (a value and
+ * its delta's id on fx_tape). %delta2_open opens it at a mark, as fx_tape_open; the
+ * sweep keeps each adjoint as an outer pair and records every step
+ * adj[p] += c * a on fx_tape: the node (1, adj[p]) + (a, c's id) + (c, a's id). */
+static struct {
+  int64_t len, depth, cap_nodes, nterms, cap_terms, mark;
+  int64_t *starts;
+  double *coefs;
+  uint32_t *cids, *parents;
+  double *adjv;
+  int64_t *adjd;
+  uint64_t adj_bytes;
+} fx_tape2;
+
+static uint64_t fx_tape2_bytes(void) {
+  return (uint64_t)fx_tape2.cap_nodes * sizeof(int64_t) +
+         (uint64_t)fx_tape2.cap_terms * (sizeof(double) + 2 * sizeof(uint32_t));
+}
+/* On entry: as fx_tape_reset. */
+static void fx_tape2_reset(void) {
+  fx_tape2.len = 1;
+  fx_tape2.depth = 0;
+  fx_tape2.nterms = 0;
+  free(fx_tape2.adjv);
+  free(fx_tape2.adjd);
+  fx_tape2.adjv = NULL;
+  fx_tape2.adjd = NULL;
+  fx_tape2.adj_bytes = 0;
+  if (fx_tape2_bytes() > fx_memory_limit / 4) {
+    free(fx_tape2.starts);
+    free(fx_tape2.coefs);
+    free(fx_tape2.cids);
+    free(fx_tape2.parents);
+    fx_tape2.starts = NULL;
+    fx_tape2.coefs = NULL;
+    fx_tape2.cids = fx_tape2.parents = NULL;
+    fx_tape2.cap_nodes = fx_tape2.cap_terms = 0;
+  }
+  fx_memory_used += fx_tape2_bytes();
+}
+static void fx_tape2_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+  if (fx_tape2.depth == 0) fx_fail(src, start, end, "internal error: a delta outside a reverse pass");
+  if (fx_tape2.len + 2 > (int64_t)UINT32_MAX) fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
+  if (fx_tape2.len + 2 > fx_tape2.cap_nodes) {
+    int64_t cap = fx_tape2.cap_nodes;
+    fx_tape2.starts = (int64_t *)fx_tape_grow(fx_tape2.starts, &cap, fx_tape2.len + 2, sizeof(int64_t), src, start, end);
+    fx_tape2.cap_nodes = cap;
+  }
+  if (fx_tape2.nterms + terms > fx_tape2.cap_terms) {
+    int64_t need = fx_tape2.nterms + terms, cap = fx_tape2.cap_terms;
+    fx_tape2.coefs = (double *)fx_tape_grow(fx_tape2.coefs, &cap, need, sizeof(double), src, start, end);
+    cap = fx_tape2.cap_terms;
+    fx_tape2.cids = (uint32_t *)fx_tape_grow(fx_tape2.cids, &cap, need, sizeof(uint32_t), src, start, end);
+    cap = fx_tape2.cap_terms;
+    fx_tape2.parents = (uint32_t *)fx_tape_grow(fx_tape2.parents, &cap, need, sizeof(uint32_t), src, start, end);
+    fx_tape2.cap_terms = cap;
+  }
+}
+/* A term of the node being made; none on the zero delta. */
+static inline void fx_tape2_term(double c, int64_t cid, int64_t id) {
+  if (id != 0) {
+    fx_tape2.coefs[fx_tape2.nterms] = c;
+    fx_tape2.cids[fx_tape2.nterms] = (uint32_t)cid;
+    fx_tape2.parents[fx_tape2.nterms] = (uint32_t)id;
+    fx_tape2.nterms++;
+  }
+}
+static inline int64_t fx_tape2_node(void) {
+  fx_tape2.starts[fx_tape2.len + 1] = fx_tape2.nterms;
+  return fx_tape2.len++;
+}
+static int64_t fx_tape2_input(uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape2_reserve(0, src, start, end);
+  return fx_tape2_node();
+}
+static int64_t fx_tape2_open(void) {
+  if (fx_tape2.cap_nodes < 2) {
+    int64_t cap = fx_tape2.cap_nodes;
+    fx_tape2.starts = (int64_t *)fx_tape_grow(fx_tape2.starts, &cap, 2, sizeof(int64_t), 0, 0, 0);
+    fx_tape2.cap_nodes = cap;
+  }
+  if (fx_tape2.len == 1) fx_tape2.starts[0] = fx_tape2.starts[1] = 0;
+  fx_tape2.depth++;
+  return fx_tape2.len;
+}
+/* The outer node (1, d0) + (c1, d1) + (c2, d2) on fx_tape. */
+static int64_t fx_tape2_outer(int64_t d0, double c1, int64_t d1, double c2, int64_t d2, uint32_t src, uint32_t start,
+                              uint32_t end) {
+  fx_tape_reserve(3, src, start, end);
+  fx_tape_term(1.0, d0);
+  fx_tape_term(c1, d1);
+  fx_tape_term(c2, d2);
+  return fx_tape_node();
+}
+static void fx_tape2_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape2.mark = mark;
+  size_t n = (size_t)(fx_tape2.len - mark) + 1;
+  uint64_t bytes = (uint64_t)n * (sizeof(double) + sizeof(int64_t));
+  fx_budget(bytes, src, start, end);
+  fx_tape2.adjv = (double *)calloc(n, sizeof(double));
+  fx_tape2.adjd = (int64_t *)calloc(n, sizeof(int64_t));
+  if (!fx_tape2.adjv || !fx_tape2.adjd)
+    fx_fail(src, start, end, "out of memory: the adjoints of %lld deltas", (long long)(fx_tape2.len - mark));
+  fx_tape2.adj_bytes = bytes;
+  fx_memory_used += bytes;
+}
+/* adj[id] += (wv, wd): an outer node only where both have deltas. */
+static void fx_tape2_seed(int64_t id, double wv, int64_t wd, uint32_t src, uint32_t start, uint32_t end) {
+  if (id < fx_tape2.mark) return;
+  int64_t i = id - fx_tape2.mark, ud = fx_tape2.adjd[i];
+  int64_t d = ud == 0 ? wd : wd == 0 ? ud : fx_tape2_outer(ud, 1.0, wd, 0.0, 0, src, start, end);
+  fx_tape2.adjv[i] += wv;
+  fx_tape2.adjd[i] = d;
+}
+static void fx_tape2_sweep(uint32_t src, uint32_t start, uint32_t end) {
+  int64_t mark = fx_tape2.mark;
+  double *adjv = fx_tape2.adjv;
+  int64_t *adjd = fx_tape2.adjd;
+  for (int64_t id = fx_tape2.len - 1; id >= mark; id--) {
+    double a = adjv[id - mark];
+    int64_t ad = adjd[id - mark];
+    if (a == 0.0 && ad == 0) continue;
+    for (int64_t k = fx_tape2.starts[id]; k < fx_tape2.starts[id + 1]; k++) {
+      int64_t p = fx_tape2.parents[k], cid = fx_tape2.cids[k];
+      if (p < mark) continue;
+      double c = fx_tape2.coefs[k];
+      /* The value's step is the first tape's (a zero partial passes nothing on); its
+       * delta is d(c * a) = a * dc + c * da. */
+      if (c != 0.0) adjv[p - mark] += c * a;
+      if (cid != 0 || ad != 0) adjd[p - mark] = fx_tape2_outer(adjd[p - mark], a, cid, c, ad, src, start, end);
+    }
+  }
+}
+static inline double fx_tape2_adjv(int64_t id) { return id >= fx_tape2.mark ? fx_tape2.adjv[id - fx_tape2.mark] : 0.0; }
+static inline int64_t fx_tape2_adjd(int64_t id) { return id >= fx_tape2.mark ? fx_tape2.adjd[id - fx_tape2.mark] : 0; }
+static void fx_tape2_close(int64_t mark) {
+  free(fx_tape2.adjv);
+  free(fx_tape2.adjd);
+  fx_tape2.adjv = NULL;
+  fx_tape2.adjd = NULL;
+  fx_memory_used -= fx_tape2.adj_bytes;
+  fx_tape2.adj_bytes = 0;
+  fx_tape2.len = mark;
+  fx_tape2.nterms = fx_tape2.starts[mark];
+  fx_tape2.depth--;
+}
+
 static inline void *fx_inc_ret(void *p) {
   fx_inc(p);
   return p;
@@ -875,6 +1024,7 @@ void fx_free_words(uint64_t *words) { free(words); }
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
   fx_tape_reset();                           \
+  fx_tape2_reset();                          \
   fx_site.name = NULL;                       \
   fx_fail_status = 1;                        \
   if (setjmp(fx_jmp)) {                       \

@@ -95,6 +95,11 @@ pub(crate) fn is_repeatable(rhs: &Rhs) -> bool {
                 | DeltaOpen
                 | DeltaInputs
                 | DeltaGrad
+                | Delta2Push
+                | Delta2Sum
+                | Delta2Open
+                | Delta2Inputs
+                | Delta2Grad
                 | MatchFail
                 | Build
                 | Map

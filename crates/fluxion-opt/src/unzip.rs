@@ -184,6 +184,11 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | DeltaOpen
             | DeltaInputs
             | DeltaGrad
+            | Delta2Push
+            | Delta2Sum
+            | Delta2Open
+            | Delta2Inputs
+            | Delta2Grad
     ) || p.is_differential()
 }
 

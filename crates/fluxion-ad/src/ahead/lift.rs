@@ -13,7 +13,7 @@ use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type,
 
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
-    translate_lifted, translate_original, translated_at_run_time,
+    translate_delta_original, translate_lifted, translate_original, translated_at_run_time,
 };
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper};
@@ -97,9 +97,13 @@ impl Site<'_, '_> {
             .collect();
         let translated = if matches!(layer, TypeMap::Delta | TypeMap::Chad) {
             if holds_operator(self.m, code, self.rewritten) {
-                return None;
+                if layer == TypeMap::Chad {
+                    return None;
+                }
+                translate_delta_original(self.m, code)?
+            } else {
+                translate(self.m, code, layer)?
             }
-            translate(self.m, code, layer)?
         } else {
             translate_original(self.m, self.table, code, layer)?
         };

@@ -829,13 +829,37 @@ pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<
     match crate::translate_code(m, code, layer) {
         Ok(t) => Some(t),
         Err(_) => {
-            m.codes.truncate(codes_before);
-            m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
-            m.translated_from
-                .retain(|c, _| (c.0 as usize) < codes_before);
+            undo_translations(m, codes_before);
             None
         }
     }
+}
+
+/// Drops the codes made from `codes_before` on, and the memo entries naming them.
+fn undo_translations(m: &mut Module, codes_before: usize) {
+    m.codes.truncate(codes_before);
+    m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
+    m.translated_from
+        .retain(|c, _| (c.0 as usize) < codes_before);
+}
+
+/// The delta translation of `code`, which applies operators itself, from the code as
+/// written (the bodies the resolution rewrote put back while it translates): its
+/// `%delta_vjp`s of closures it builds become tapes of tapes (fluxion-ad's
+/// `delta_twice.rs`), reverse over reverse in one pass. Kept only where no operator is
+/// left in what it reaches (any other nested operator: `None`, and the operator is
+/// pushed forward instead).
+pub(crate) fn translate_delta_original(m: &mut Module, code: CodeId) -> Option<CodeId> {
+    let codes_before = m.codes.len();
+    m.swap_unresolved();
+    let translated = translate(m, code, TypeMap::Delta);
+    m.swap_unresolved();
+    let t = translated?;
+    if holds_operator(m, t, &HashSet::new()) {
+        undo_translations(m, codes_before);
+        return None;
+    }
+    Some(t)
 }
 
 /// `code`'s translation by a forward layer (memoised by fluxion-ad) of the code as

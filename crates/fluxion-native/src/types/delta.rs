@@ -13,6 +13,11 @@ fn is_delta_real(t: &Type) -> bool {
     matches!(t, Type::Tuple(ts) if ts.as_slice() == [Type::Real, Type::Int])
 }
 
+/// The twice-translated real `Δₒ(Δᵢ(Real))`: an outer pair and an inner id.
+fn is_delta2_real(t: &Type) -> bool {
+    matches!(t, Type::Tuple(ts) if ts.len() == 2 && is_delta_real(&ts[0]) && ts[1] == Type::Int)
+}
+
 /// An owned value of type `to` made from `x: from` by walk `h`, as a C expression.
 pub(crate) fn rebuild(
     t: &mut Types<'_>,
@@ -23,6 +28,21 @@ pub(crate) fn rebuild(
     sp: &str,
 ) -> String {
     match (h, from, to) {
+        // In a delta-translated type `(Real, Int)` is always a translated real.
+        (Helper2::Delta2Lift, _, _) if is_delta_real(from) => {
+            format!("(({}){{{x}, 0}})", t.c(to))
+        }
+        (Helper2::Delta2Inputs, _, _) if is_delta_real(from) => {
+            format!("(({}){{{x}, fx_tape2_input({sp})}})", t.c(to))
+        }
+        (Helper2::Delta2Primal, _, _) if is_delta2_real(from) => format!("{x}.f0"),
+        (Helper2::Delta2Read, _, _) if is_delta2_real(from) => {
+            format!(
+                "(({}){{fx_tape2_adjv({x}.f1), fx_tape2_adjd({x}.f1)}})",
+                t.c(to)
+            )
+        }
+        (Helper2::Delta2Read, _, Type::Unit) => "0".into(),
         (Helper2::DeltaLift, Type::Real, _) => {
             format!("(({}){{{x}, 0}})", t.c(to))
         }
@@ -61,14 +81,43 @@ pub(crate) fn seed(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str) ->
     }
 }
 
+/// The statement that seeds the second tape's deltas of `y: dy` (`Δₒ(Δᵢ(B))`) with
+/// the cotangent `w: tw` (`Δₒ(T(B))`).
+pub(crate) fn seed2(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str, sp: &str) -> String {
+    match tw {
+        _ if is_delta_real(tw) => format!("fx_tape2_seed({y}.f1, {w}.f0, {w}.f1, {sp});"),
+        Type::Unit | Type::Int | Type::Bool => String::new(),
+        _ => format!(
+            "{}({y}, {w}, {sp});",
+            t.helper2(Helper2::Delta2Seed, dy, tw)
+        ),
+    }
+}
+
 /// The C function of walk `h` at (`x`, `t`) (its prototype is `types.rs`'s).
 pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: &str) -> String {
     let m = types.module();
     let (cx, ct) = (types.c(x), types.c(t));
     let sp = "s0, s1, s2";
     let mut s = String::new();
-    if h == Helper2::DeltaSeed {
-        let _ = writeln!(s, "static void {name}({cx} x, {ct} t) {{");
+    if matches!(h, Helper2::DeltaSeed | Helper2::Delta2Seed) {
+        let twice = h == Helper2::Delta2Seed;
+        // A seeding statement of one field or element.
+        let seed = |types: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str| {
+            if twice {
+                seed2(types, dy, tw, y, w, sp)
+            } else {
+                seed(types, dy, tw, y, w)
+            }
+        };
+        if twice {
+            let _ = writeln!(
+                s,
+                "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+            );
+        } else {
+            let _ = writeln!(s, "static void {name}({cx} x, {ct} t) {{");
+        }
         match (x, t) {
             (Type::Tuple(xs), Type::Tuple(ts)) => {
                 for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {

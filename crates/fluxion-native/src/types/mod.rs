@@ -62,6 +62,14 @@ pub enum Helper2 {
     DeltaPrimal,
     DeltaSeed,
     DeltaRead,
+    /// The same walks one layer up, for the second tape of reverse over reverse:
+    /// `Δₒ(A)` → `Δₒ(Δᵢ(A))` with zero / fresh inner deltas, back, seeding
+    /// `(Δₒ(Δᵢ(B)), Δₒ(T(B)))`, and `Δₒ(Δᵢ(A))` → `Δₒ(T(A))` from the adjoints.
+    Delta2Lift,
+    Delta2Inputs,
+    Delta2Primal,
+    Delta2Seed,
+    Delta2Read,
     /// `A` → `Tf(A)` with the zero tangent on every real (a closure's capture lifted
     /// into the forward layer at run time, `%chad_of(f, 3)`; the same walk).
     FwdLift,
@@ -269,6 +277,11 @@ impl<'m> Types<'m> {
                 Helper2::DeltaPrimal => "dprimal",
                 Helper2::DeltaSeed => "dseed",
                 Helper2::DeltaRead => "dread",
+                Helper2::Delta2Lift => "d2lift",
+                Helper2::Delta2Inputs => "d2inputs",
+                Helper2::Delta2Primal => "d2primal",
+                Helper2::Delta2Seed => "d2seed",
+                Helper2::Delta2Read => "d2read",
             },
             self.id(x),
             self.id(t)
@@ -283,11 +296,18 @@ impl<'m> Types<'m> {
                     "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
                 Helper2::DeltaSeed => format!("static void {name}({cx} x, {ct} t)"),
+                Helper2::Delta2Seed => format!(
+                    "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
+                ),
                 Helper2::DeltaLift
                 | Helper2::FwdLift
                 | Helper2::DeltaInputs
                 | Helper2::DeltaPrimal
-                | Helper2::DeltaRead => {
+                | Helper2::DeltaRead
+                | Helper2::Delta2Lift
+                | Helper2::Delta2Inputs
+                | Helper2::Delta2Primal
+                | Helper2::Delta2Read => {
                     format!("static {ct} {name}({cx} x, uint32_t s0, uint32_t s1, uint32_t s2)")
                 }
             };
@@ -853,7 +873,12 @@ impl<'m> Types<'m> {
             | Helper2::DeltaInputs
             | Helper2::DeltaPrimal
             | Helper2::DeltaSeed
-            | Helper2::DeltaRead => return delta::body(self, h, x, t, &name),
+            | Helper2::DeltaRead
+            | Helper2::Delta2Lift
+            | Helper2::Delta2Inputs
+            | Helper2::Delta2Primal
+            | Helper2::Delta2Seed
+            | Helper2::Delta2Read => return delta::body(self, h, x, t, &name),
             Helper2::Dense => {
                 let _ = writeln!(
                     s,

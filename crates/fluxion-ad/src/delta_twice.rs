@@ -1,0 +1,124 @@
+//! Reverse over reverse under `--ad delta`: a tape of tapes (seed 004 §7 applied to
+//! its own output). A `%delta_vjp(f, x, w)` inside code the delta layer translates
+//! (the gradient of a function that takes a gradient) is the delta translation of
+//! the steps that compute it (`ahead/delta.rs`), with `f`'s code translated twice:
+//!
+//! ```text
+//! let fdd  = Closure(Δₒ(Δᵢ(c)), %delta2_lift(c'))  -- f's captures: outer pairs, inner 0
+//! let mark = %delta2_open()                        -- the inner tape, a second one
+//! let xd   = %delta2_inputs(x')                    -- each outer pair a fresh inner input
+//! let r    = fdd(xd)           -- records the inner tape, its coefficients outer pairs,
+//!                              -- and on the outer tape whatever computes them
+//! let y'   = %delta2_primal(r) -- the outer pairs of f(x)
+//! let g'   = %delta2_grad(mark, r, w', xd)
+//! (y', g')
+//! ```
+//!
+//! `Δᵢ(c)` is ordinary delta code: its `%delta(c₁, id₁, …)` takes real coefficients,
+//! which `Δₒ` turns into outer pairs, so it becomes `%delta2` on the inner tape
+//! (`delta.rs`). `%delta2_grad`'s sweep is the inner tape's transpose, `adj[p] += c·a`
+//! per term, on outer pairs: each step one outer node `(1, adj[p]) + (a, c) + (c, a)`.
+//! So the second derivative costs a constant times the inner gradient (its tape once
+//! forward, once swept with outer nodes) where forward mode over the inner reverse pass
+//! (`pullback_by_jvps.rs`, the fallback) costs one inner gradient per input.
+//!
+//! Made where `f` is a closure the translated code builds (a lambda or a top-level
+//! function), whose code applies no operator itself (so `Δᵢ(c)` holds no operator `Δₒ`
+//! cannot translate: a third `grad` inside falls back to forward mode), and whose
+//! argument, result and captures hold no functions.
+
+use std::collections::HashSet;
+
+use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap, verify};
+
+use crate::AdError;
+use crate::builder::Builder;
+use crate::chad_sweep::first_operator;
+use crate::delta::Delta;
+use crate::structural::{KnownVjp, translate_code};
+
+impl Delta {
+    /// `(f(x), wᵀ·J)` with outer deltas, for `f = Closure(code, caps)`, or `None`
+    /// where the tape of tapes is not made (see the module's doc).
+    pub(crate) fn vjp_of_closure(
+        &self,
+        b: &mut Builder,
+        known: KnownVjp<'_>,
+    ) -> Result<Option<Atom>, AdError> {
+        let KnownVjp {
+            code,
+            caps,
+            x,
+            w,
+            result,
+        } = known;
+        let c = b.m.code(code);
+        let params: Vec<Type> = c.params.iter().map(|p| b.m.var_ty(*p).clone()).collect();
+        let cap_tys: Vec<Type> = c.captures.iter().map(|v| b.m.var_ty(*v).clone()).collect();
+        let ret = c.ret.clone();
+        if params
+            .iter()
+            .chain(&cap_tys)
+            .chain([&ret])
+            .any(|t| b.m.can_hold_fn(t))
+            || applies_operator(b.m, code)
+        {
+            return Ok(None);
+        }
+        let inner = translate_code(b.m, code, &Delta, None)?;
+        let twice = translate_code(b.m, inner, &Delta, None)?;
+        let (oi, o) = (
+            |m: &mut Module, t: &Type| {
+                let i = m.map_type(t, TypeMap::Delta);
+                m.map_type(&i, TypeMap::Delta)
+            },
+            |m: &mut Module, t: &Type| m.map_type(t, TypeMap::Delta),
+        );
+        let lifted: Vec<Atom> = caps
+            .iter()
+            .zip(&cap_tys)
+            .map(|(a, t)| {
+                let ty = oi(b.m, t);
+                b.prim(Prim::Delta2Lift, &[*a], ty)
+            })
+            .collect();
+        let fty = Type::func(params.iter().map(|t| oi(b.m, t)).collect(), oi(b.m, &ret));
+        let fdd = b.emit("delta2_f", Rhs::Closure(twice, lifted), fty);
+        let mark = b.prim(Prim::Delta2Open, &[], Type::Int);
+        let a = verify::differentiated_argument(&params);
+        let xd_ty = oi(b.m, &a);
+        let xd = b.prim(Prim::Delta2Inputs, &[x], xd_ty);
+        let xs = match params.len() {
+            1 => vec![xd],
+            n => (0..n).map(|i| b.proj(&xd, i)).collect(),
+        };
+        let r_ty = oi(b.m, &ret);
+        let r = b.emit("r", Rhs::Call(fdd, xs), r_ty);
+        let y_ty = o(b.m, &ret);
+        let y = b.prim(Prim::Delta2Primal, &[r], y_ty);
+        b.prim(Prim::CheckTangent, &[y, w], Type::Unit);
+        let ta = b.m.tangent_type(&a);
+        let g_ty = o(b.m, &ta);
+        let g = b.prim(Prim::Delta2Grad, &[mark, r, w, xd], g_ty);
+        let out = b.emit("vjp", Rhs::Tuple(vec![y, g]), result.clone());
+        Ok(Some(out))
+    }
+}
+
+/// Whether `code`, or a code it reaches, applies a differential operator (or holds
+/// derivative code's primitives).
+fn applies_operator(m: &Module, code: CodeId) -> bool {
+    let mut seen = HashSet::new();
+    let mut work = vec![code];
+    while let Some(c) = work.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        let body = &m.code(c).body;
+        if first_operator(body).is_some() {
+            return true;
+        }
+        fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));
+    }
+    false
+}
