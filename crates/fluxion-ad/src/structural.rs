@@ -69,7 +69,7 @@ pub(crate) trait Layer {
         None
     }
 
-    /// The translation of `%delta_vjp(f, x, w)` where `f` is a closure the code being
+    /// The translation of `%delta_vjp(f, x, w)` (or `%chad_vjp`, the same function) where `f` is a closure the code being
     /// translated builds, when the layer has one of its own (reverse over reverse by
     /// a tape of tapes, `delta_twice.rs`); `None` for [`Layer::reverse_vjp`]'s.
     fn reverse_vjp_of_closure(
@@ -454,8 +454,7 @@ impl<L: Layer> Translate<'_, L> {
             DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
-                if p == DeltaVjp
-                    && let Atom::Var(f) = args[0]
+                if let Atom::Var(f) = args[0]
                     && let Some((code, caps)) = self.closures.get(&f).cloned()
                 {
                     let caps = self.atoms(b, &caps);

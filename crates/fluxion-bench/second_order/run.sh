@@ -4,6 +4,7 @@
 # run (which fills the native cache). Run from the repository's root after
 # `cargo build --release -p fluxion-cli`:
 #   sh crates/fluxion-bench/second_order/run.sh
+# (ADS="delta" SIZES="1000 2000" to choose the modes and sizes.)
 #  inner_gg: grad(|v| s * sum(map(|t| t * t, v)), x0)        (the inner gradient)
 #  gg:       grad(|s| sum(grad(|v| s * sum(map(|t| t * t, v)), x0)), 1.0)
 #  inner:    grad(f, w), f(w) = sum(map(|t| sin(t) * t, w))
@@ -11,7 +12,7 @@
 dir=$(dirname "$0")
 F=${FLUXION:-target/release/fluxion}
 t=$(mktemp)
-for ad in delta chad; do for b in interp native; do for n in 1000 2000 4000; do
+for ad in ${ADS:-delta chad}; do for b in interp native; do for n in ${SIZES:-1000 10000 100000 1000000}; do
   line="$ad $b n=$n"
   for p in inner_gg gg inner gp; do
     taskset -c 1 "$F" run "$dir/$p.flx" --args "[$n]" --ad $ad --backend $b >/dev/null 2>&1

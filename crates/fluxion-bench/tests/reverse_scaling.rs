@@ -208,10 +208,10 @@ const SECOND_ORDER: &[(&str, &str)] = &[
     ),
 ];
 
-fn check_second_order(backend: Backend) {
+fn check_second_order(mode: AdMode, backend: Backend) {
     for (name, src) in SECOND_ORDER {
         let options = RunOptions {
-            mode: AdMode::Delta,
+            mode,
             backend,
             ..RunOptions::default()
         };
@@ -222,12 +222,24 @@ fn check_second_order(backend: Backend) {
 
 #[test]
 fn delta_second_order_is_linear_in_the_interpreter() {
-    check_second_order(Backend::Interp);
+    check_second_order(AdMode::Delta, Backend::Interp);
 }
 
 #[test]
 fn delta_second_order_is_linear_natively() {
-    check_second_order(Backend::Native);
+    check_second_order(AdMode::Delta, Backend::Native);
+}
+
+/// `--ad chad` computes these by the same tape of tapes (CHAD does not translate a
+/// function that applies `grad` itself).
+#[test]
+fn chad_second_order_is_linear_in_the_interpreter() {
+    check_second_order(AdMode::Chad, Backend::Interp);
+}
+
+#[test]
+fn chad_second_order_is_linear_natively() {
+    check_second_order(AdMode::Chad, Backend::Native);
 }
 
 #[test]

@@ -366,8 +366,10 @@ fn native_reals(src: &str, expr: &str, mode: AdMode) -> (Vec<f64>, Vec<String>) 
 }
 
 /// Reverse over reverse under `--ad delta` is one pass each way, a tape of tapes
-/// (fluxion-ad's `delta_twice.rs`): made ahead of time (`%delta2…` in the prepared
-/// module, no `%delta_vjp` left), run natively with no hand-over and the interpreter's
+/// (fluxion-ad's `delta_twice.rs`), and so under `--ad chad` where CHAD does not
+/// translate the outer function (it applies `grad` itself): made ahead of time
+/// (`%delta2…` in the prepared module, no reverse operator left), run natively with no
+/// hand-over and the interpreter's
 /// bits, and right: against `--ad fwd` (forward mode throughout, no tape) and central
 /// differences of the outer function (step 1e-5: the truncation error h²·f'''/6 and
 /// the rounding ε·|f|/h are both below 1e-8 for these smooth, O(1) functions; 1e-6
@@ -396,11 +398,14 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
         ("tuned", "0.1"),
         ("through_pair", "0.7"),
     ];
-    for (name, x) in cases {
+    for ((name, x), mode) in cases
+        .into_iter()
+        .flat_map(|c| [(c, AdMode::Delta), (c, AdMode::Chad)])
+    {
         let expr = format!("grad({name}, {x})");
-        let interp = eval_reals(src, &expr, options(AdMode::Delta)).expect("interpreter runs");
-        let (native, notes) = native_reals(src, &expr, AdMode::Delta);
-        assert!(notes.is_empty(), "{expr}: {notes:?}");
+        let interp = eval_reals(src, &expr, options(mode)).expect("interpreter runs");
+        let (native, notes) = native_reals(src, &expr, mode);
+        assert!(notes.is_empty(), "{expr} {mode:?}: {notes:?}");
         assert_eq!(interp, native, "{expr}: interpreter and native differ");
         let reference = eval_reals(src, &expr, AdMode::Fwd).expect("fwd runs");
         assert_eq!(interp.len(), reference.len(), "{expr}");
@@ -428,13 +433,10 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
         } else {
             expr.clone()
         };
-        let prims = prims_after_prepare(
-            &format!("{src}\nfn main() -> Real {{ {total} }}"),
-            AdMode::Delta,
-        );
+        let prims = prims_after_prepare(&format!("{src}\nfn main() -> Real {{ {total} }}"), mode);
         assert!(
-            !prims.contains(&Prim::DeltaVjp),
-            "{expr}: `%delta_vjp` left"
+            !prims.contains(&Prim::DeltaVjp) && !prims.contains(&Prim::ChadVjp),
+            "{expr} {mode:?}: a reverse operator left"
         );
         assert!(prims.contains(&Prim::Delta2Grad), "{expr}: no second tape");
     }

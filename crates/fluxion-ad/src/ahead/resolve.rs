@@ -398,6 +398,13 @@ fn expand_operator(
         Prim::DeltaVjp => super::delta::expand(&mut site, args, v),
         Prim::Taylor => None,
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
+        // CHAD does not translate a function that applies operators itself; where its
+        // reverse operators are of closures it builds, the delta layer's tape of tapes
+        // does (fluxion-ad's `delta_twice.rs`): one pass each way, where pushing forward
+        // takes one per input.
+        Prim::ChadVjp if applies_operators(&site, &args[0]) => {
+            super::delta::expand(&mut site, args, v)
+        }
         _ => expand(&mut site, p, args, v),
     }
     .or_else(|| {
@@ -405,6 +412,14 @@ fn expand_operator(
             .then(|| super::push::expand(&mut site, p, args, v))
             .flatten()
     })
+}
+
+/// Whether `f` is a closure known here whose code applies an operator itself.
+fn applies_operators(site: &super::lift::Site, f: &Atom) -> bool {
+    let Atom::Var(fv) = f else { return false };
+    site.closures
+        .get(fv)
+        .is_some_and(|(code, _)| holds_operator(site.m, *code, site.rewritten))
 }
 
 /// Whether the interpreter's `--ad chad` differentiates the closure `f` by forward
