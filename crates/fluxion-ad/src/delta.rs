@@ -27,7 +27,10 @@
 //! `jvp`/`taylor` of a translated closure become `%delta_jvp`/`%delta_taylor`, which
 //! the run time evaluates with `Δ(Fwd(code))`/`Δ(Taylor(code))` of the closure's
 //! original code (reverse-over-forward); `%delta_vjp` inside translated code (reverse
-//! over reverse) is computed by forward mode (`pullback_by_jvps.rs`) and translated.
+//! over reverse) is a tape of tapes where its function is a closure the code builds
+//! (`delta_twice.rs`: this layer applied to its own output, whose `%delta`s go on a
+//! second tape), and elsewhere computed by forward mode (`pullback_by_jvps.rs`) and
+//! translated.
 
 use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap};
 

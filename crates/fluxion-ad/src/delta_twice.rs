@@ -10,6 +10,7 @@
 //! let r    = fdd(xd)           -- records the inner tape, its coefficients outer pairs,
 //!                              -- and on the outer tape whatever computes them
 //! let y'   = %delta2_primal(r) -- the outer pairs of f(x)
+//! check(y', w')                -- w has y's shape
 //! let g'   = %delta2_grad(mark, r, w', xd)
 //! (y', g')
 //! ```
@@ -17,7 +18,9 @@
 //! `Δᵢ(c)` is ordinary delta code: its `%delta(c₁, id₁, …)` takes real coefficients,
 //! which `Δₒ` turns into outer pairs, so it becomes `%delta2` on the inner tape
 //! (`delta.rs`). `%delta2_grad`'s sweep is the inner tape's transpose, `adj[p] += c·a`
-//! per term, on outer pairs: each step one outer node `(1, adj[p]) + (a, c) + (c, a)`.
+//! per term, on outer pairs: a step where `c` or `a` has an outer delta is one outer
+//! node `(1, adj[p]) + (a, c) + (c, a)`; the value's step follows the first tape's
+//! rule (a zero partial or a zero adjoint passes nothing on).
 //! So the second derivative costs a constant times the inner gradient (its tape once
 //! forward, once swept with outer nodes) where forward mode over the inner reverse pass
 //! (`pullback_by_jvps.rs`, the fallback) costs one inner gradient per input.

@@ -69,9 +69,10 @@ pub(crate) trait Layer {
         None
     }
 
-    /// The translation of `%delta_vjp(f, x, w)` (or `%chad_vjp`, the same function) where `f` is a closure the code being
-    /// translated builds, when the layer has one of its own (reverse over reverse by
-    /// a tape of tapes, `delta_twice.rs`); `None` for [`Layer::reverse_vjp`]'s.
+    /// The translation of `%delta_vjp(f, x, w)` (or `%chad_vjp`, the same function)
+    /// where `f` is a closure the code being translated builds, when the layer has one
+    /// of its own (reverse over reverse by a tape of tapes, `delta_twice.rs`); `None`
+    /// for [`Layer::reverse_vjp`]'s.
     fn reverse_vjp_of_closure(
         &self,
         _b: &mut Builder,
@@ -81,8 +82,9 @@ pub(crate) trait Layer {
     }
 }
 
-/// A `%delta_vjp(f, x, w)` whose `f` is `Closure(code, caps)`: the original code, and
-/// the translated captures, point, cotangent and the binding's translated type.
+/// A `%delta_vjp(f, x, w)` or `%chad_vjp(f, x, w)` whose `f` is `Closure(code, caps)`:
+/// the original code, and the translated captures, point, cotangent and the binding's
+/// translated type.
 pub(crate) struct KnownVjp<'a> {
     pub code: CodeId,
     pub caps: &'a [Atom],
@@ -282,7 +284,15 @@ impl<L: Layer> Translate<'_, L> {
         let lty = b.m.map_type(&ty, self.layer.map());
         let new_rhs = match rhs {
             Rhs::Prim(p, args) => return self.prim(b, *p, args, &ty, &hint),
-            Rhs::Atom(a) => Rhs::Atom(self.atom(b, a)),
+            Rhs::Atom(a) => {
+                // A copy of a closure is that closure (the optimiser leaves copies).
+                if let Atom::Var(x) = a
+                    && let Some(c) = self.closures.get(x).cloned()
+                {
+                    self.closures.insert(var, c);
+                }
+                Rhs::Atom(self.atom(b, a))
+            }
             Rhs::Tuple(args) => Rhs::Tuple(self.atoms(b, args)),
             Rhs::Proj(a, i) => Rhs::Proj(self.atom(b, a), *i),
             Rhs::Array(args) => Rhs::Array(self.atoms(b, args)),
@@ -440,8 +450,8 @@ impl<L: Layer> Translate<'_, L> {
                     }
                 }
             }
-            // Only delta- and CHAD-translated code has these, and it is never
-            // translated again.
+            // Only delta- and CHAD-translated code has these, and no layer translates
+            // them.
             DeltaJvp | DeltaTaylor | LinProj | LinField | LinOneHot | LinEmbed | LinSlice
             | LinSum | LinIndex | DeltaLift | ClosureCapture | DeltaOpen | DeltaInputs
             | DeltaPrimal | DeltaGrad | Delta2Push | Delta2Sum | Delta2Lift | Delta2Open

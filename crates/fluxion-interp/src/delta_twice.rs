@@ -73,6 +73,9 @@ impl Interp {
                 };
                 map_leaves(&args[0], ty, true, &fields, &mut |v, t| {
                     Ok(match t {
+                        Type::Tuple(_) if tape.len() >= u32::MAX as usize => {
+                            return fail(span, TOO_MANY);
+                        }
                         Type::Tuple(_) => twice(v.clone(), tape.push([])),
                         _ => v.clone(),
                     })
@@ -83,7 +86,7 @@ impl Interp {
                     return fail(span, "internal error: a delta outside a reverse pass");
                 };
                 if tape.len() >= u32::MAX as usize {
-                    return fail(span, "the reverse pass needs more than 2^32 deltas");
+                    return fail(span, TOO_MANY);
                 }
                 let terms = args.chunks(2).map(|t| (outer_of(&t[0]), id_of_int(&t[1])));
                 Ok(Value::Int(tape.push(terms).0 as i64))
@@ -108,6 +111,9 @@ impl Interp {
                 let Some(outer) = tapes.last_mut() else {
                     return fail(span, "internal error: a delta outside a reverse pass");
                 };
+                if tape.len() >= u32::MAX as usize || outer.len() >= u32::MAX as usize {
+                    return fail(span, TOO_MANY);
+                }
                 let oid = outer.push(outer_ids);
                 Ok(twice(pair(total, oid), tape.push(inner_ids)))
             }
@@ -131,6 +137,11 @@ impl Interp {
                 let Some(outer) = tapes.last_mut() else {
                     return fail(span, "internal error: a delta outside a reverse pass");
                 };
+                // At most one outer node per seed and per term swept.
+                let nodes = seeds.len() + tapes2[mark].terms();
+                if outer.len() + nodes >= u32::MAX as usize {
+                    return fail(span, TOO_MANY);
+                }
                 let adjoint = tapes2[mark].backward(seeds, outer);
                 tapes2.truncate(mark);
                 map_leaves(&args[3], ta, true, &fields, &mut |v, t| {
@@ -153,6 +164,8 @@ impl Interp {
         }
     }
 }
+
+const TOO_MANY: &str = "the reverse pass needs more than 2^32 deltas";
 
 fn id_of_int(v: &Value) -> DeltaId {
     match v {

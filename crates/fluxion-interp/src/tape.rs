@@ -148,6 +148,11 @@ impl Tape2 {
         self.len() <= 1
     }
 
+    /// Number of terms: a sweep makes at most one outer node per term.
+    pub fn terms(&self) -> usize {
+        self.coefs.len()
+    }
+
     /// A new delta `Σ c·parent` (none: an input); terms on the zero delta are left out.
     pub fn push(&mut self, terms: impl IntoIterator<Item = (Outer, DeltaId)>) -> DeltaId {
         let id = DeltaId(self.len() as u32);
@@ -164,7 +169,8 @@ impl Tape2 {
     }
 
     /// The adjoint of every id as an outer pair, given the seeds: one sweep from the
-    /// last id to the first, `adj[p] += c·a` per term, each addition an outer node.
+    /// last id to the first, `adj[p] += c·a` per term, an outer node where `c` or `a`
+    /// has an outer delta.
     pub fn backward(
         &self,
         seeds: impl IntoIterator<Item = (DeltaId, Outer)>,
@@ -191,9 +197,9 @@ impl Tape2 {
                     self.parents[k] as usize,
                 );
                 let (pv, pid) = adjoint[p];
-                // The value's step is the first tape's (a zero partial passes nothing);
-                // its delta is d(c·a) = a·dc + c·da.
-                let v = if c != 0.0 { pv + c * a } else { pv };
+                // The value's step is the first tape's (a zero partial or a zero
+                // adjoint passes nothing on); its delta is d(c·a) = a·dc + c·da.
+                let v = if c != 0.0 && a != 0.0 { pv + c * a } else { pv };
                 let d = if cid == DeltaId::ZERO && aid == DeltaId::ZERO {
                     pid
                 } else {

@@ -825,8 +825,9 @@ static void fx_tape_close(int64_t mark) {
  * interpreter's tape.rs `Tape2`, step for step): node i is the inner delta
  * sum_k (coefs[k], cids[k]) * parents[k], each coefficient an outer pair (a value and
  * its delta's id on fx_tape). %delta2_open opens it at a mark, as fx_tape_open; the
- * sweep keeps each adjoint as an outer pair and records every step
- * adj[p] += c * a on fx_tape: the node (1, adj[p]) + (a, c's id) + (c, a's id). */
+ * sweep keeps each adjoint as an outer pair and records each step adj[p] += c * a
+ * where c or a has an outer delta on fx_tape: the node (1, adj[p]) + (a, c's id) +
+ * (c, a's id). */
 static struct {
   int64_t len, depth, cap_nodes, nterms, cap_terms, mark;
   int64_t *starts;
@@ -949,9 +950,9 @@ static void fx_tape2_sweep(uint32_t src, uint32_t start, uint32_t end) {
       int64_t p = fx_tape2.parents[k], cid = fx_tape2.cids[k];
       if (p < mark) continue;
       double c = fx_tape2.coefs[k];
-      /* The value's step is the first tape's (a zero partial passes nothing on); its
-       * delta is d(c * a) = a * dc + c * da. */
-      if (c != 0.0) adjv[p - mark] += c * a;
+      /* The value's step is the first tape's (a zero partial or a zero adjoint passes
+       * nothing on); its delta is d(c * a) = a * dc + c * da. */
+      if (c != 0.0 && a != 0.0) adjv[p - mark] += c * a;
       if (cid != 0 || ad != 0) adjd[p - mark] = fx_tape2_outer(adjd[p - mark], a, cid, c, ad, src, start, end);
     }
   }
