@@ -76,7 +76,7 @@ impl Interp {
                         Type::Tuple(_) if tape.len() >= u32::MAX as usize => {
                             return fail(span, TOO_MANY);
                         }
-                        Type::Tuple(_) => twice(v.clone(), tape.push([])),
+                        Type::Tuple(_) => twice(v.clone(), tape.input()),
                         _ => v.clone(),
                     })
                 })

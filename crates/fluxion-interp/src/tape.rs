@@ -59,19 +59,27 @@ impl Tape {
 
     /// A new input: a delta with no definition (its adjoint is a gradient entry).
     pub fn input(&mut self) -> DeltaId {
-        self.push(std::iter::empty())
+        let id = DeltaId(self.len() as u32);
+        self.starts.push(self.coefs.len() as u32);
+        id
     }
 
     /// A new delta `Σ c·parent`. Terms on the zero delta are left out (they add
-    /// nothing); terms with a zero coefficient are kept (the sweep skips them).
+    /// nothing); terms with a zero coefficient are kept (the sweep skips them). A
+    /// delta left with no term is the zero delta itself: no node (a constant's
+    /// arithmetic records nothing, as native code's `fx_tape_node`).
     pub fn push(&mut self, terms: impl IntoIterator<Item = (f64, DeltaId)>) -> DeltaId {
         let id = DeltaId(self.len() as u32);
+        let before = self.coefs.len();
         for (c, parent) in terms {
             debug_assert!(parent < id, "a delta refers only to earlier ids");
             if parent != DeltaId::ZERO {
                 self.coefs.push(c);
                 self.parents.push(parent.0);
             }
+        }
+        if self.coefs.len() == before {
+            return DeltaId::ZERO;
         }
         self.starts.push(self.coefs.len() as u32);
         id
@@ -153,9 +161,18 @@ impl Tape2 {
         self.coefs.len()
     }
 
-    /// A new delta `Σ c·parent` (none: an input); terms on the zero delta are left out.
+    /// A new input.
+    pub fn input(&mut self) -> DeltaId {
+        let id = DeltaId(self.len() as u32);
+        self.starts.push(self.coefs.len() as u32);
+        id
+    }
+
+    /// A new delta `Σ c·parent`; terms on the zero delta are left out, and a delta
+    /// left with none is the zero delta (as [`Tape::push`]).
     pub fn push(&mut self, terms: impl IntoIterator<Item = (Outer, DeltaId)>) -> DeltaId {
         let id = DeltaId(self.len() as u32);
+        let before = self.coefs.len();
         for ((c, cid), parent) in terms {
             debug_assert!(parent < id, "a delta refers only to earlier ids");
             if parent != DeltaId::ZERO {
@@ -163,6 +180,9 @@ impl Tape2 {
                 self.coef_ids.push(cid.0);
                 self.parents.push(parent.0);
             }
+        }
+        if self.coefs.len() == before {
+            return DeltaId::ZERO;
         }
         self.starts.push(self.coefs.len() as u32);
         id
@@ -267,6 +287,18 @@ mod tests {
         let adj = t.backward([(f, 1.0), (DeltaId::ZERO, 7.0)]);
         assert_eq!(adj[dx.0 as usize], 2.0);
         assert_eq!(adj[0], 0.0);
+    }
+
+    /// A delta whose terms are all on the zero delta (a constant's arithmetic) is the
+    /// zero delta: no node, so the tape holds only what depends on an input.
+    #[test]
+    fn a_delta_of_constants_makes_no_node() {
+        let mut t = Tape::new();
+        let dx = t.input();
+        assert_eq!(t.push([(3.0, DeltaId::ZERO)]), DeltaId::ZERO);
+        assert_eq!(t.len(), 2);
+        let f = t.push([(2.0, dx)]);
+        assert_eq!(t.backward([(f, 1.0)])[dx.0 as usize], 2.0);
     }
 
     /// A chain of two million deltas: the sweep and the drop are iterative.

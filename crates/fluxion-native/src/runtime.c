@@ -650,9 +650,16 @@ static inline void fx_tape_term(double c, int64_t id) {
     fx_tape.nterms++;
   }
 }
-static inline int64_t fx_tape_node(void) {
+/* A node of the terms written since the last one, always (an input, a dot node). */
+static inline int64_t fx_tape_node_raw(void) {
   fx_tape.starts[fx_tape.len + 1] = fx_tape.nterms;
   return fx_tape.len++;
+}
+/* The node of the terms written since the last one; with none (every term on the zero
+ * delta: a constant's arithmetic) the zero delta itself, as tape.rs's `push`. */
+static inline int64_t fx_tape_node(void) {
+  if (fx_tape.nterms == fx_tape.starts[fx_tape.len]) return 0;
+  return fx_tape_node_raw();
 }
 /* A node of one or two terms, out of line: what a function making hundreds of nodes
  * calls (emit.rs `many_pushes`; inlined, their room checks took GCC minutes). */
@@ -671,7 +678,7 @@ static __attribute__((noinline)) int64_t fx_tape_push2(double c0, int64_t p0, do
 }
 static int64_t fx_tape_input(uint32_t src, uint32_t start, uint32_t end) {
   fx_tape_reserve(0, src, start, end);
-  return fx_tape_node();
+  return fx_tape_node_raw();
 }
 static int64_t fx_tape_open(void) {
   if (fx_tape.cap_nodes < 2) {
@@ -761,7 +768,7 @@ static inline int64_t fx_tape_fused_terms(int64_t k) { return fx_tape.cursor -= 
 static inline int64_t fx_tape_fused_close(int64_t terms) {
   if (terms == 0) return 0;
   fx_tape.nterms += terms;
-  return fx_tape_node();
+  return fx_tape_node_raw();
 }
 /* The bytes a dot node of `a` and `b` would count as held: 16 per pair of each array
  * that the node before it does not hold already (its arrays are alive while it is on
@@ -800,7 +807,7 @@ static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint3
   fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held};
   fx_tape.dot_held += held;
   fx_tape.dot_terms += 24 * (uint64_t)n;
-  return fx_tape_node();
+  return fx_tape_node_raw();
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
@@ -891,13 +898,18 @@ static inline void fx_tape2_term(double c, int64_t cid, int64_t id) {
     fx_tape2.nterms++;
   }
 }
-static inline int64_t fx_tape2_node(void) {
+static inline int64_t fx_tape2_node_raw(void) {
   fx_tape2.starts[fx_tape2.len + 1] = fx_tape2.nterms;
   return fx_tape2.len++;
 }
+/* As fx_tape_node: with no term, the zero delta. */
+static inline int64_t fx_tape2_node(void) {
+  if (fx_tape2.nterms == fx_tape2.starts[fx_tape2.len]) return 0;
+  return fx_tape2_node_raw();
+}
 static int64_t fx_tape2_input(uint32_t src, uint32_t start, uint32_t end) {
   fx_tape2_reserve(0, src, start, end);
-  return fx_tape2_node();
+  return fx_tape2_node_raw();
 }
 static int64_t fx_tape2_open(void) {
   if (fx_tape2.cap_nodes < 2) {
