@@ -871,7 +871,8 @@ static void fx_tape2_reset(void) {
   }
   fx_memory_used += fx_tape2_bytes();
 }
-static void fx_tape2_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
+/* Out of line, as fx_tape_push1/2: a function making many nodes calls it often. */
+static __attribute__((noinline)) void fx_tape2_reserve(int64_t terms, uint32_t src, uint32_t start, uint32_t end) {
   if (fx_tape2.depth == 0) fx_fail(src, start, end, "internal error: a delta outside a reverse pass");
   if (fx_tape2.len + 2 > (int64_t)UINT32_MAX) fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
   if (fx_tape2.len + 2 > fx_tape2.cap_nodes) {
