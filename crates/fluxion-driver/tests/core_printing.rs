@@ -178,6 +178,15 @@ fn delta_mode_snapshots() {
             AdMode::Delta
         )
     );
+    // Reverse over reverse: the inner `grad` as a tape of tapes (`delta_twice.rs`).
+    insta::assert_snapshot!(
+        "delta_over_delta",
+        stage_with(
+            "fn g(s: Real) -> Real { sum(grad(|v: [Real]| s * v[0] * v[1], [1.0, 2.0])) }",
+            "delta",
+            AdMode::Delta
+        )
+    );
 }
 
 /// The CHAD translation (seed 000 §7.5) of the same programs (not the one that applies
