@@ -91,16 +91,30 @@ fn rem_partials(b: &mut Builder, xs: &[Atom], r: Atom) -> Vec<Partial> {
     vec![Partial::At(real(1.0)), Partial::At(minus_q)]
 }
 
-/// `∂/∂x = y·x^(y−1)`, taken as 0 where `y = 0` (x⁰ is constant; this avoids 0·inf at
-/// x = 0); `∂/∂y = x^y·log x`, taken as 0 where `x <= 0`.
+/// `∂/∂x = y·x^(y−1)`, taken as 0 where `x = y = 0` (x⁰ is constant; this avoids
+/// 0·inf there). Elsewhere it is the product even at `y = 0`, whose value is 0 but whose
+/// derivative in `y`, `x^(−1)`, is not: a constant 0 there made the mixed second
+/// derivative of `x^y` at `y = 0` zero in one nesting order and `1/x` in the other
+/// (found by a helper trying nested gradients as a new user). `+ 0.0` keeps the zero
+/// positive (`0·x⁻¹` is −0 for negative x). `∂/∂y = x^y·log x`, taken as 0 where
+/// `x <= 0`.
 fn pow_partials(b: &mut Builder, xs: &[Atom], r: Atom) -> Vec<Partial> {
     use Prim::*;
     let (x, y) = (xs[0], xs[1]);
     let y_is_zero = b.cmp(Eq, y, real(0.0));
+    let product = |b: &mut Builder| {
+        let ym1 = b.sub(y, real(1.0));
+        let pw = b.prim(Pow, &[x, ym1], Type::Real);
+        let d = b.mul(y, pw);
+        b.add(d, real(0.0))
+    };
     let dx = b.if_(
         y_is_zero,
         Type::Real,
-        |_| real(0.0),
+        |b| {
+            let x_is_zero = b.cmp(Eq, x, real(0.0));
+            b.if_(x_is_zero, Type::Real, |_| real(0.0), product)
+        },
         |b| {
             let ym1 = b.sub(y, real(1.0));
             let pw = b.prim(Pow, &[x, ym1], Type::Real);

@@ -131,6 +131,28 @@ fn pow_at_a_negative_base_differentiates_in_the_base_only() {
     assert_eq!(r("diff(|t: Real| pow(t - 4.0, t + 1.0), 2.0)"), vec![12.0]);
 }
 
+/// The mixed second derivative of `z^y` at `y = 0` is `z^(y−1)·(1 + y·ln z) = 1/z`
+/// (by hand: ∂z z^y = y·z^(y−1), then ∂y), in both nesting orders and every mode: the
+/// x-partial's guard at `y = 0` once made it 0 in one order (a helper's find).
+#[test]
+fn the_mixed_second_derivative_of_pow_at_a_zero_exponent_is_one_over_the_base() {
+    let src = "fn zy(y: Real) -> Real { grad(|q: Real| grad(|z: Real| pow(z, q), 2.0), y) }
+               fn yz(y: Real) -> Real { grad(|z: Real| grad(|q: Real| pow(z, q), y), 2.0) }
+               fn ff(y: Real) -> Real { diff(|z: Real| diff(|q: Real| pow(z, q), y), 2.0) }
+               fn h(y: Real) -> [Real] {
+                   let m = hessian(|v: [Real]| pow(v[0], v[1]), [2.0, y]);
+                   [m[0][1], m[1][0]]
+               }";
+    for mode in [AdMode::Fwd, AdMode::Chad, AdMode::Delta] {
+        for e in ["zy(0.0)", "yz(0.0)", "ff(0.0)", "h(0.0)"] {
+            let r = eval_reals(src, e, mode).unwrap_or_else(|m| panic!("{e}: {m}"));
+            for v in r {
+                assert!((v - 0.5).abs() <= 1e-15, "{e} {mode:?}: {v}");
+            }
+        }
+    }
+}
+
 /// Every real primitive through the table, against central differences.
 #[test]
 fn every_real_primitive_matches_finite_differences() {
