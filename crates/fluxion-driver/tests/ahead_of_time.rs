@@ -316,20 +316,7 @@ fn an_operator_tower_of_run_time_depth_has_one_answer() {
         let expr = format!("nth({n}, |s: Real| sin(s) * s)({t})");
         for mode in [AdMode::Delta, AdMode::Chad] {
             let interp = eval_reals(src, &expr, options(mode)).expect("interpreter runs");
-            let (src, expr2) = (src.to_string(), expr.clone());
-            let (native, notes) = fluxion_driver::with_big_stack(move || {
-                let program = fluxion_driver::compile_with_expr("t.flx", &src, Some(&expr2))
-                    .map_err(|f| f.render())?;
-                let options = RunOptions {
-                    backend: Backend::Native,
-                    ..options(mode)
-                };
-                let out = program
-                    .run_with_options(fluxion_driver::core_entry_name(), None, options)
-                    .map_err(|f| f.render())?;
-                Ok::<_, String>((parse_reals(&out.to_literal()), out.notes))
-            })
-            .expect("native runs");
+            let (native, notes) = native_reals(src, &expr, mode);
             assert_eq!(interp, native, "n = {n}, {mode:?}");
             assert!(
                 (native[0] - exact).abs() <= 1e-12 * exact.abs().max(1.0),
