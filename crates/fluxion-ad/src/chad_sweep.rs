@@ -59,40 +59,55 @@ pub(crate) fn translate_code(
 /// `map` (`TypeMap::Chad` or `TypeMap::ChadFwd`): it applies a differential operator
 /// itself. `None` when it can.
 pub fn unsupported(m: &Module, code: CodeId, map: TypeMap) -> Option<String> {
+    // A code this direction translated applies no operator.
+    let translated = |c: CodeId| m.derived_codes.contains_key(&translation_key(map, c));
+    reaches_operator(m, code, translated).map(|(c, p)| {
+        let what = match p {
+            Prim::ChadVjp | Prim::DeltaVjp => "a reverse-mode operator".to_string(),
+            p => format!("`{}`", p.name()),
+        };
+        let (name, instead) = if map == TypeMap::Chad {
+            (
+                "CHAD",
+                "under --ad chad such a function is differentiated by forward mode",
+            )
+        } else {
+            (
+                "forward CHAD",
+                "under --fwd chad such a function's jvp uses dual numbers",
+            )
+        };
+        format!(
+            "{name} does not translate `{}`: it applies {what} itself ({instead})",
+            m.code(c).name
+        )
+    })
+}
+
+/// The first code `code` reaches (itself included) that applies a differential operator
+/// or holds derivative code's primitives, with that primitive; codes `done` accepts
+/// are not entered.
+pub(crate) fn reaches_operator(
+    m: &Module,
+    code: CodeId,
+    done: impl Fn(CodeId) -> bool,
+) -> Option<(CodeId, Prim)> {
     let mut seen = std::collections::HashSet::new();
     let mut work = vec![code];
     while let Some(c) = work.pop() {
-        if !seen.insert(c) || m.derived_codes.contains_key(&translation_key(map, c)) {
+        if !seen.insert(c) || done(c) {
             continue;
         }
         let body = &m.code(c).body;
         if let Some(p) = first_operator(body) {
-            let what = match p {
-                Prim::ChadVjp | Prim::DeltaVjp => "a reverse-mode operator".to_string(),
-                p => format!("`{}`", p.name()),
-            };
-            let (name, instead) = if map == TypeMap::Chad {
-                (
-                    "CHAD",
-                    "under --ad chad such a function is differentiated by forward mode",
-                )
-            } else {
-                (
-                    "forward CHAD",
-                    "under --fwd chad such a function's jvp uses dual numbers",
-                )
-            };
-            return Some(format!(
-                "{name} does not translate `{}`: it applies {what} itself ({instead})",
-                m.code(c).name
-            ));
+            return Some((c, p));
         }
         fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));
     }
     None
 }
 
-pub(crate) fn first_operator(body: &Body) -> Option<Prim> {
+fn first_operator(body: &Body) -> Option<Prim> {
     body.bindings.iter().find_map(|b| match &b.rhs {
         Rhs::Prim(p, _) if is_operator(*p) => Some(*p),
         Rhs::If(_, t, e) => first_operator(t).or_else(|| first_operator(e)),
@@ -107,28 +122,10 @@ pub(crate) fn first_operator(body: &Body) -> Option<Prim> {
 fn is_operator(p: Prim) -> bool {
     use Prim::*;
     p.is_differential()
+        || p.is_tape()
         || matches!(
             p,
-            DeltaVjp
-                | DeltaPush
-                | DeltaSum
-                | DeltaJvp
-                | DeltaTaylor
-                | ChadVjp
-                | ChadOf
-                | ClosureCapture
-                | DeltaLift
-                | DeltaOpen
-                | DeltaInputs
-                | DeltaPrimal
-                | DeltaGrad
-                | Delta2Push
-                | Delta2Sum
-                | Delta2Lift
-                | Delta2Open
-                | Delta2Inputs
-                | Delta2Primal
-                | Delta2Grad
+            DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp | ChadOf | ClosureCapture
         )
 }
 

@@ -30,13 +30,11 @@
 //! cannot translate: a third `grad` inside falls back to forward mode), and whose
 //! argument, result and captures hold no functions.
 
-use std::collections::HashSet;
-
-use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap, verify};
+use fluxion_core::{Atom, Module, Prim, Rhs, Type, TypeMap, verify};
 
 use crate::AdError;
 use crate::builder::Builder;
-use crate::chad_sweep::first_operator;
+use crate::chad_sweep::reaches_operator;
 use crate::delta::Delta;
 use crate::structural::{KnownVjp, translate_code};
 
@@ -64,19 +62,18 @@ impl Delta {
             .chain(&cap_tys)
             .chain([&ret])
             .any(|t| b.m.can_hold_fn(t))
-            || applies_operator(b.m, code)
+            || reaches_operator(b.m, code, |_| false).is_some()
         {
             return Ok(None);
         }
         let inner = translate_code(b.m, code, &Delta, None)?;
         let twice = translate_code(b.m, inner, &Delta, None)?;
-        let (oi, o) = (
-            |m: &mut Module, t: &Type| {
-                let i = m.map_type(t, TypeMap::Delta);
-                m.map_type(&i, TypeMap::Delta)
-            },
-            |m: &mut Module, t: &Type| m.map_type(t, TypeMap::Delta),
-        );
+        // `Δₒ` and `Δₒ∘Δᵢ` of a type.
+        let o = |m: &mut Module, t: &Type| m.map_type(t, TypeMap::Delta);
+        let oi = |m: &mut Module, t: &Type| {
+            let i = o(m, t);
+            o(m, &i)
+        };
         let lifted: Vec<Atom> = caps
             .iter()
             .zip(&cap_tys)
@@ -106,22 +103,4 @@ impl Delta {
         let out = b.emit("vjp", Rhs::Tuple(vec![y, g]), result.clone());
         Ok(Some(out))
     }
-}
-
-/// Whether `code`, or a code it reaches, applies a differential operator (or holds
-/// derivative code's primitives).
-fn applies_operator(m: &Module, code: CodeId) -> bool {
-    let mut seen = HashSet::new();
-    let mut work = vec![code];
-    while let Some(c) = work.pop() {
-        if !seen.insert(c) {
-            continue;
-        }
-        let body = &m.code(c).body;
-        if first_operator(body).is_some() {
-            return true;
-        }
-        fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));
-    }
-    false
 }

@@ -254,6 +254,31 @@ impl Prim {
         )
     }
 
+    /// The delta tapes' primitives (seed 004 §7), in delta-translated code and in
+    /// resolved `%delta_vjp`s: the first tape's and the second's of reverse over
+    /// reverse. The run time provides them (fluxion-interp's `delta.rs`,
+    /// `delta_twice.rs`, `resolved.rs`; fluxion-native's `delta_c.rs`).
+    pub fn is_tape(self) -> bool {
+        use Prim::*;
+        matches!(
+            self,
+            DeltaPush
+                | DeltaSum
+                | DeltaLift
+                | DeltaOpen
+                | DeltaInputs
+                | DeltaPrimal
+                | DeltaGrad
+                | Delta2Push
+                | Delta2Sum
+                | Delta2Lift
+                | Delta2Open
+                | Delta2Inputs
+                | Delta2Primal
+                | Delta2Grad
+        )
+    }
+
     /// Operators that printing spells infix or prefix.
     pub fn operator_symbol(self) -> Option<&'static str> {
         use Prim::*;

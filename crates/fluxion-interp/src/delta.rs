@@ -33,6 +33,14 @@ pub(crate) fn id_of(v: &Value) -> DeltaId {
     }
 }
 
+/// A delta id given as an `Int` (a `%delta` operand).
+pub(crate) fn id_of_int(v: &Value) -> DeltaId {
+    match v {
+        Value::Int(i) => DeltaId(*i as u32),
+        _ => DeltaId::ZERO,
+    }
+}
+
 /// The field types of constructor `tag` of enum `e`.
 pub(crate) fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
     m.enum_def(e).variants[tag as usize].fields.clone()
@@ -52,13 +60,7 @@ impl Interp {
         if tape.len() >= u32::MAX as usize {
             return fail(span, "the reverse pass needs more than 2^32 deltas");
         }
-        let terms = terms.map(|(c, id)| {
-            let id = match id {
-                Value::Int(i) => DeltaId(*i as u32),
-                _ => DeltaId::ZERO,
-            };
-            (real_of(c), id)
-        });
+        let terms = terms.map(|(c, id)| (real_of(c), id_of_int(id)));
         Ok(tape.push(terms).0 as i64)
     }
 

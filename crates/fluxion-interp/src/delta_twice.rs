@@ -7,7 +7,7 @@
 
 use fluxion_core::{Prim, Span, Type};
 
-use crate::delta::{fields_of, map_leaves, pair, zip_leaves};
+use crate::delta::{fields_of, id_of_int, map_leaves, pair, zip_leaves};
 use crate::eval::{EvalResult, Interp, fail};
 use crate::tape::{DeltaId, Outer, Tape2};
 use crate::value::Value;
@@ -166,10 +166,3 @@ impl Interp {
 }
 
 const TOO_MANY: &str = "the reverse pass needs more than 2^32 deltas";
-
-fn id_of_int(v: &Value) -> DeltaId {
-    match v {
-        Value::Int(i) => DeltaId(*i as u32),
-        _ => DeltaId::ZERO,
-    }
-}

@@ -22,25 +22,35 @@ impl DeltaId {
     pub const ZERO: DeltaId = DeltaId(0);
 }
 
-/// A growing list of delta definitions.
+/// A growing list of delta definitions, `Σ c·parent`, whose coefficients `c` are
+/// reals (the tape of a reverse pass) or outer pairs ([`Tape2`]).
 #[derive(Debug)]
-pub struct Tape {
+pub struct Tape<C = f64> {
     /// Node `i`'s terms are `coefs[k]·parents[k]` for k in `starts[i]..starts[i + 1]`
-    /// (two arrays: 12 bytes a term, where pairs would be padded to 16).
+    /// (two arrays: 12 bytes a real term, where pairs would be padded to 16).
     starts: Vec<u32>,
-    coefs: Vec<f64>,
+    coefs: Vec<C>,
     parents: Vec<u32>,
 }
 
-impl Default for Tape {
-    fn default() -> Tape {
+/// An outer pair: a value and the id of its delta on the outer tape.
+pub type Outer = (f64, DeltaId);
+
+/// The second tape of reverse over reverse (fluxion-ad's `delta_twice.rs`): the
+/// inner tape of a `%delta_vjp` in delta-translated code, whose coefficients are
+/// outer pairs. Its sweep is the first tape's, on outer pairs, each step recorded on
+/// the outer tape.
+pub type Tape2 = Tape<Outer>;
+
+impl<C> Default for Tape<C> {
+    fn default() -> Tape<C> {
         Tape::new()
     }
 }
 
-impl Tape {
+impl<C> Tape<C> {
     /// A tape holding only the zero delta.
-    pub fn new() -> Tape {
+    pub fn new() -> Tape<C> {
         Tape {
             starts: vec![0, 0],
             coefs: Vec::new(),
@@ -57,6 +67,11 @@ impl Tape {
         self.len() <= 1
     }
 
+    /// Number of terms (a second tape's sweep makes at most one outer node per term).
+    pub fn terms(&self) -> usize {
+        self.coefs.len()
+    }
+
     /// A new input: a delta with no definition (its adjoint is a gradient entry).
     pub fn input(&mut self) -> DeltaId {
         let id = DeltaId(self.len() as u32);
@@ -68,7 +83,7 @@ impl Tape {
     /// nothing); terms with a zero coefficient are kept (the sweep skips them). A
     /// delta left with no term is the zero delta itself: no node (a constant's
     /// arithmetic records nothing, as native code's `fx_tape_node`).
-    pub fn push(&mut self, terms: impl IntoIterator<Item = (f64, DeltaId)>) -> DeltaId {
+    pub fn push(&mut self, terms: impl IntoIterator<Item = (C, DeltaId)>) -> DeltaId {
         let id = DeltaId(self.len() as u32);
         let before = self.coefs.len();
         for (c, parent) in terms {
@@ -84,7 +99,9 @@ impl Tape {
         self.starts.push(self.coefs.len() as u32);
         id
     }
+}
 
+impl Tape {
     /// The adjoint of every id, given the adjoints of some (the output cotangent): one
     /// sweep from the last id to the first.
     pub fn backward(&self, seeds: impl IntoIterator<Item = (DeltaId, f64)>) -> Vec<f64> {
@@ -115,79 +132,7 @@ impl Tape {
     }
 }
 
-/// An outer pair: a value and the id of its delta on the outer tape.
-pub type Outer = (f64, DeltaId);
-
-/// The second tape of reverse over reverse (fluxion-ad's `delta_twice.rs`): the
-/// inner tape of a `%delta_vjp` in delta-translated code, whose coefficients are
-/// outer pairs. Its sweep is the first tape's, on outer pairs, each step recorded on
-/// the outer tape.
-#[derive(Debug)]
-pub struct Tape2 {
-    starts: Vec<u32>,
-    coefs: Vec<f64>,
-    coef_ids: Vec<u32>,
-    parents: Vec<u32>,
-}
-
-impl Default for Tape2 {
-    fn default() -> Tape2 {
-        Tape2::new()
-    }
-}
-
 impl Tape2 {
-    /// A tape holding only the zero delta.
-    pub fn new() -> Tape2 {
-        Tape2 {
-            starts: vec![0, 0],
-            coefs: Vec::new(),
-            coef_ids: Vec::new(),
-            parents: Vec::new(),
-        }
-    }
-
-    /// Number of ids handed out, the zero delta included.
-    pub fn len(&self) -> usize {
-        self.starts.len() - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() <= 1
-    }
-
-    /// Number of terms: a sweep makes at most one outer node per term.
-    pub fn terms(&self) -> usize {
-        self.coefs.len()
-    }
-
-    /// A new input.
-    pub fn input(&mut self) -> DeltaId {
-        let id = DeltaId(self.len() as u32);
-        self.starts.push(self.coefs.len() as u32);
-        id
-    }
-
-    /// A new delta `Σ c·parent`; terms on the zero delta are left out, and a delta
-    /// left with none is the zero delta (as [`Tape::push`]).
-    pub fn push(&mut self, terms: impl IntoIterator<Item = (Outer, DeltaId)>) -> DeltaId {
-        let id = DeltaId(self.len() as u32);
-        let before = self.coefs.len();
-        for ((c, cid), parent) in terms {
-            debug_assert!(parent < id, "a delta refers only to earlier ids");
-            if parent != DeltaId::ZERO {
-                self.coefs.push(c);
-                self.coef_ids.push(cid.0);
-                self.parents.push(parent.0);
-            }
-        }
-        if self.coefs.len() == before {
-            return DeltaId::ZERO;
-        }
-        self.starts.push(self.coefs.len() as u32);
-        id
-    }
-
     /// The adjoint of every id as an outer pair, given the seeds: one sweep from the
     /// last id to the first, `adj[p] += c·a` per term, an outer node where `c` or `a`
     /// has an outer delta.
@@ -211,11 +156,7 @@ impl Tape2 {
             }
             let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
             for k in start..end {
-                let (c, cid, p) = (
-                    self.coefs[k],
-                    DeltaId(self.coef_ids[k]),
-                    self.parents[k] as usize,
-                );
+                let ((c, cid), p) = (self.coefs[k], self.parents[k] as usize);
                 let (pv, pid) = adjoint[p];
                 // The value's step is the first tape's (a zero partial or a zero
                 // adjoint passes nothing on); its delta is d(c·a) = a·dc + c·da.

@@ -19,29 +19,12 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Prim, Span, Type, VarId};
 
 use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
-use crate::types::delta::{rebuild, seed, seed2};
+use crate::types::delta::{rebuild, seed};
 use crate::types::{Helper2, has_rc};
 
-/// Whether `p` is a delta primitive, emitted here.
+/// Whether `p` is a delta primitive, emitted here: every tape primitive.
 pub(crate) fn emits(p: Prim) -> bool {
-    use Prim::*;
-    matches!(
-        p,
-        DeltaPush
-            | DeltaSum
-            | DeltaLift
-            | DeltaOpen
-            | DeltaInputs
-            | DeltaPrimal
-            | DeltaGrad
-            | Delta2Push
-            | Delta2Sum
-            | Delta2Lift
-            | Delta2Open
-            | Delta2Inputs
-            | Delta2Primal
-            | Delta2Grad
-    )
+    p.is_tape()
 }
 
 /// C for a delta primitive binding `v: ty`; whether `v` owns its value.
@@ -114,7 +97,15 @@ pub(crate) fn emit(
             line(format!("{ct} {name} = {x};"));
         }
         Prim::DeltaGrad => {
-            let seed = seed(e.types(), &aty(1), &aty(2), &a[1], &a[2]);
+            let seed = seed(
+                e.types(),
+                Helper2::DeltaSeed,
+                &aty(1),
+                &aty(2),
+                &a[1],
+                &a[2],
+                &sp,
+            );
             let read = rebuild(e.types(), Helper2::DeltaRead, &aty(3), ty, &a[3], &sp);
             line(format!("fx_tape_sweep_begin({}, {sp});", a[0]));
             line(seed);
@@ -156,7 +147,15 @@ pub(crate) fn emit(
             line(format!("{ct} {name} = {x};"));
         }
         Prim::Delta2Grad => {
-            let seed = seed2(e.types(), &aty(1), &aty(2), &a[1], &a[2], &sp);
+            let seed = seed(
+                e.types(),
+                Helper2::Delta2Seed,
+                &aty(1),
+                &aty(2),
+                &a[1],
+                &a[2],
+                &sp,
+            );
             let read = rebuild(e.types(), Helper2::Delta2Read, &aty(3), ty, &a[3], &sp);
             line(format!("fx_tape2_sweep_begin({}, {sp});", a[0]));
             line(seed);

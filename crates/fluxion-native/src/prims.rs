@@ -458,7 +458,7 @@ pub(crate) fn emit(
             let f = e.chad_of_helper(&aty(0), e.lit_int(&args[1]));
             decl(s, format!("{f}({}, {sp})", a[0]));
         }
-        DeltaPush | DeltaSum | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad => {
+        _ if p.is_tape() => {
             return Err(Unsupported(format!(
                 "internal error: `{}` reached the primitives' emitter",
                 p.name()

@@ -866,10 +866,7 @@ fn undo_translations(m: &mut Module, codes_before: usize) {
 /// pushed forward instead).
 pub(crate) fn translate_delta_original(m: &mut Module, code: CodeId) -> Option<CodeId> {
     let codes_before = m.codes.len();
-    m.swap_unresolved();
-    let translated = translate(m, code, TypeMap::Delta);
-    m.swap_unresolved();
-    let t = translated?;
+    let t = translate_as_written(m, code, TypeMap::Delta)?;
     if holds_operator(m, t, &HashSet::new()) {
         undo_translations(m, codes_before);
         return None;
@@ -888,12 +885,18 @@ pub(crate) fn translate_original(
     layer: TypeMap,
 ) -> Option<CodeId> {
     let before = m.codes.len();
-    m.swap_unresolved();
-    let translated = translate(m, code, layer);
-    m.swap_unresolved();
+    let translated = translate_as_written(m, code, layer);
     table
         .pushed
         .extend((before..m.codes.len()).map(|i| CodeId(i as u32)));
+    translated
+}
+
+/// [`translate`] with the bodies the resolution rewrote put back meanwhile.
+fn translate_as_written(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
+    m.swap_unresolved();
+    let translated = translate(m, code, layer);
+    m.swap_unresolved();
     translated
 }
 

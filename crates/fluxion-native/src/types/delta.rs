@@ -72,25 +72,25 @@ pub(crate) fn rebuild(
     }
 }
 
-/// The statement that seeds the deltas of `y: dy` with the cotangent `w: tw`.
-pub(crate) fn seed(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str) -> String {
+/// The statement that seeds the deltas of `y: dy` with the cotangent `w: tw`: walk `h`
+/// is `DeltaSeed` (`Δ(B)`, `T(B)`) or, for the second tape, `Delta2Seed`
+/// (`Δₒ(Δᵢ(B))`, `Δₒ(T(B))`, where `(Real, Int)` is a translated real).
+pub(crate) fn seed(
+    t: &mut Types<'_>,
+    h: Helper2,
+    dy: &Type,
+    tw: &Type,
+    y: &str,
+    w: &str,
+    sp: &str,
+) -> String {
     match tw {
+        _ if h == Helper2::Delta2Seed && is_delta_real(tw) => {
+            format!("fx_tape2_seed({y}.f1, {w}.f0, {w}.f1, {sp});")
+        }
         Type::Real => format!("fx_tape_seed({y}.f1, {w});"),
         Type::Unit | Type::Int | Type::Bool => String::new(),
-        _ => format!("{}({y}, {w});", t.helper2(Helper2::DeltaSeed, dy, tw)),
-    }
-}
-
-/// The statement that seeds the second tape's deltas of `y: dy` (`Δₒ(Δᵢ(B))`) with
-/// the cotangent `w: tw` (`Δₒ(T(B))`).
-pub(crate) fn seed2(t: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str, sp: &str) -> String {
-    match tw {
-        _ if is_delta_real(tw) => format!("fx_tape2_seed({y}.f1, {w}.f0, {w}.f1, {sp});"),
-        Type::Unit | Type::Int | Type::Bool => String::new(),
-        _ => format!(
-            "{}({y}, {w}, {sp});",
-            t.helper2(Helper2::Delta2Seed, dy, tw)
-        ),
+        _ => format!("{}({y}, {w}, {sp});", t.helper2(h, dy, tw)),
     }
 }
 
@@ -101,33 +101,20 @@ pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: 
     let sp = "s0, s1, s2";
     let mut s = String::new();
     if matches!(h, Helper2::DeltaSeed | Helper2::Delta2Seed) {
-        let twice = h == Helper2::Delta2Seed;
-        // A seeding statement of one field or element.
-        let seed = |types: &mut Types<'_>, dy: &Type, tw: &Type, y: &str, w: &str| {
-            if twice {
-                seed2(types, dy, tw, y, w, sp)
-            } else {
-                seed(types, dy, tw, y, w)
-            }
-        };
-        if twice {
-            let _ = writeln!(
-                s,
-                "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
-            );
-        } else {
-            let _ = writeln!(s, "static void {name}({cx} x, {ct} t) {{");
-        }
+        let _ = writeln!(
+            s,
+            "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2) {{"
+        );
         match (x, t) {
             (Type::Tuple(xs), Type::Tuple(ts)) => {
                 for (i, (xi, ti)) in xs.iter().zip(ts).enumerate() {
-                    let st = seed(types, xi, ti, &format!("x.f{i}"), &format!("t.f{i}"));
+                    let st = seed(types, h, xi, ti, &format!("x.f{i}"), &format!("t.f{i}"), sp);
                     let _ = writeln!(s, "  {st}");
                 }
             }
             (Type::Array(xe), Type::Array(te)) => {
                 let (xi, ti) = (types.get(xe, "x", "i"), types.get(te, "t", "i"));
-                let st = seed(types, xe, te, &xi, &ti);
+                let st = seed(types, h, xe, te, &xi, &ti, sp);
                 let _ = writeln!(
                     s,
                     "  if (!t) return;\n  for (int64_t i = 0; i < FX_LEN(x); i++) {{ {st} }}"
@@ -147,10 +134,12 @@ pub(crate) fn body(types: &mut Types<'_>, h: Helper2, x: &Type, t: &Type, name: 
                     {
                         let st = seed(
                             types,
+                            h,
                             fx,
                             ft,
                             &format!("(({xs}*)x)->f{j}"),
                             &format!("(({ts}*)t)->f{j}"),
+                            sp,
                         );
                         let _ = write!(s, " {st}");
                     }

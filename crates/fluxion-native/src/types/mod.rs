@@ -292,11 +292,10 @@ impl<'m> Types<'m> {
                 Helper2::Dense => format!(
                     "static {ct} {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
-                Helper2::Check | Helper2::CheckDirection => format!(
-                    "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
-                ),
-                Helper2::DeltaSeed => format!("static void {name}({cx} x, {ct} t)"),
-                Helper2::Delta2Seed => format!(
+                Helper2::Check
+                | Helper2::CheckDirection
+                | Helper2::DeltaSeed
+                | Helper2::Delta2Seed => format!(
                     "static void {name}({cx} x, {ct} t, uint32_t s0, uint32_t s1, uint32_t s2)"
                 ),
                 Helper2::DeltaLift
