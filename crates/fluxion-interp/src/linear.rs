@@ -16,7 +16,18 @@ use std::rc::Rc;
 use crate::tangent::plus;
 use crate::value::Value;
 
-/// An unmaterialised array cotangent.
+/// An unmaterialised array cotangent, and its dense form once read.
+#[derive(Debug)]
+pub struct Lazy {
+    pub ct: LazyCt,
+    /// Set by the first [`force`] of the node, and used wherever the node is met
+    /// again, as compiled code caches it (`runtime.c`'s `fx_dense`): a node read, then
+    /// added into a larger sum, adds its dense form, so both backends associate the
+    /// additions alike.
+    cache: std::cell::OnceCell<Value>,
+}
+
+/// The shape of an unmaterialised array cotangent.
 #[derive(Debug)]
 pub enum LazyCt {
     /// `u + v`, each an array cotangent (dense, lazy, or the symbolic zero).
@@ -43,13 +54,13 @@ impl Drop for LazyCt {
         take_children(self, &mut work);
         while let Some(node) = work.pop() {
             if let Ok(mut inner) = Rc::try_unwrap(node) {
-                take_children(&mut inner, &mut work);
+                take_children(&mut inner.ct, &mut work);
             }
         }
     }
 }
 
-fn take_children(node: &mut LazyCt, work: &mut Vec<Rc<LazyCt>>) {
+fn take_children(node: &mut LazyCt, work: &mut Vec<Rc<Lazy>>) {
     let mut take = |v: &mut Value| {
         if let Value::Lazy(l) = v {
             work.push(l.clone());
@@ -65,8 +76,11 @@ fn take_children(node: &mut LazyCt, work: &mut Vec<Rc<LazyCt>>) {
     }
 }
 
-fn lazy(node: LazyCt) -> Value {
-    Value::Lazy(Rc::new(node))
+fn lazy(ct: LazyCt) -> Value {
+    Value::Lazy(Rc::new(Lazy {
+        ct,
+        cache: std::cell::OnceCell::new(),
+    }))
 }
 
 /// `u + v` of two array cotangents, left unmaterialised.
@@ -224,6 +238,15 @@ impl Buffer {
                 *self = Buffer::Values(values);
                 return self.add(i, x);
             }
+            // An array cotangent added onto a nonzero one: the old one made dense, the
+            // new one's leaves added into it (compiled code's `accum` in place), not a
+            // lazy sum of the two, which would add them in the other order.
+            (Buffer::Values(vs), x)
+                if !matches!(vs[i], Value::Zero)
+                    && (matches!(x, Value::Lazy(_)) || x.array_len().is_some()) =>
+            {
+                vs[i] = accumulate(x, Some(&vs[i]))?;
+            }
             (Buffer::Values(vs), x) => vs[i] = plus(&vs[i], x)?,
         }
         Ok(())
@@ -231,88 +254,121 @@ impl Buffer {
 }
 
 /// An array cotangent with its lazy nodes added into one buffer (anything else is
-/// returned as it is). Iterative: a chain of a million sums is no deeper than one.
-/// Where no leaf adds anything nonzero the result is the symbolic zero, whatever the
-/// leaves' length: callers that read elements must treat it as zero.
+/// returned as it is), the leaves in the order compiled code adds them (`runtime.c`'s
+/// `accum`): a sum's right operand before its left, an embedded cotangent's leaves
+/// straight into the buffer at its offset, a node forced before as its dense form.
+/// Iterative: a chain of a million sums is no deeper than one. Where no leaf adds
+/// anything nonzero the result is the symbolic zero, whatever the leaves' length:
+/// callers that read elements must treat it as zero.
 pub fn force(t: &Value) -> Result<Value, String> {
     crate::deep(|| {
-        if !matches!(t, Value::Lazy(_)) {
+        let Value::Lazy(root) = t else {
             return Ok(t.clone());
+        };
+        if let Some(dense) = root.cache.get() {
+            return Ok(dense.clone());
         }
-        let mut buffer: Option<(usize, Buffer)> = None;
-        let start = |len: usize, buffer: &mut Option<(usize, Buffer)>| match buffer {
-            None => {
+        let forced = accumulate(t, None)?;
+        Ok(root.cache.get_or_init(|| forced).clone())
+    })
+}
+
+/// Where a term of [`accumulate`] goes: at `offset` in the buffer, and either at the
+/// top (its length is the buffer's) or inside an embedding (at most `room` long).
+#[derive(Clone, Copy)]
+struct Place {
+    offset: usize,
+    room: Option<usize>,
+}
+
+/// `t`'s leaves added into one buffer: a fresh one, or `onto` made dense (its cache
+/// read, not set, as compiled code materialises it).
+fn accumulate(t: &Value, onto: Option<&Value>) -> Result<Value, String> {
+    let mut buffer: Option<(usize, Buffer)> = match onto {
+        None => None,
+        Some(old) => match &accumulate(old, None)? {
+            Value::Zero => None,
+            Value::RealArray(xs) => Some((xs.len(), Buffer::Reals(xs.to_vec()))),
+            dense => {
+                let n = dense.array_len().unwrap_or(0);
+                Some((n, Buffer::Values(dense.array_iter().collect())))
+            }
+        },
+    };
+    // The term's length `len` checked against where it goes.
+    let fits =
+        |len: usize, at: Place, buffer: &mut Option<(usize, Buffer)>| match (at.room, &*buffer) {
+            (Some(room), _) if len <= room => Ok(()),
+            (Some(_), _) => Err("internal error: an embedded cotangent out of range".to_string()),
+            (None, None) => {
                 *buffer = Some((len, Buffer::Empty(len)));
                 Ok(())
             }
-            Some((n, _)) if *n == len => Ok(()),
-            Some((n, _)) => Err(format!(
+            (None, Some((n, _))) if *n == len => Ok(()),
+            (None, Some((n, _))) => Err(format!(
                 "tangents of arrays of different lengths ({n} and {len})"
             )),
         };
-        let mut work = vec![t.clone()];
-        while let Some(x) = work.pop() {
-            match &x {
-                Value::Zero => {}
-                Value::Lazy(node) => match &**node {
-                    LazyCt::Sum(a, b) => {
-                        work.push(a.clone());
-                        work.push(b.clone());
-                    }
-                    LazyCt::OneHot { len, index, value } => {
-                        start(*len, &mut buffer)?;
-                        buffer.as_mut().expect("started").1.add(*index, value)?;
-                    }
-                    LazyCt::Embed {
-                        len,
-                        start: s,
-                        value,
-                    } => {
-                        start(*len, &mut buffer)?;
-                        let value = force(value)?;
-                        let (_, buf) = buffer.as_mut().expect("started");
-                        match value.array_len() {
-                            // Forced to zero (see `index`): adds nothing.
-                            None if matches!(value, Value::Zero) => {}
-                            Some(k) if s + k <= *len => {
-                                for (j, e) in value.array_iter().enumerate() {
-                                    buf.add(s + j, &e)?;
-                                }
-                            }
-                            _ => {
-                                return Err(
-                                    "internal error: an embedded cotangent out of range".into()
-                                );
-                            }
-                        }
-                    }
-                },
-                dense => {
-                    let Some(len) = dense.array_len() else {
-                        return Err(
-                            "internal error: adding an array cotangent to a non-array".into()
-                        );
+    let top = Place {
+        offset: 0,
+        room: None,
+    };
+    let mut work = vec![(t.clone(), top)];
+    while let Some((x, at)) = work.pop() {
+        let x = match &x {
+            Value::Lazy(node) => node.cache.get().cloned().unwrap_or(x),
+            _ => x,
+        };
+        match &x {
+            Value::Zero => {}
+            Value::Lazy(node) => match &node.ct {
+                LazyCt::Sum(a, b) => {
+                    work.push((a.clone(), at));
+                    work.push((b.clone(), at));
+                }
+                LazyCt::OneHot { len, index, value } => {
+                    fits(*len, at, &mut buffer)?;
+                    buffer
+                        .as_mut()
+                        .expect("started")
+                        .1
+                        .add(at.offset + index, value)?;
+                }
+                LazyCt::Embed { len, start, value } => {
+                    fits(*len, at, &mut buffer)?;
+                    let inner = Place {
+                        offset: at.offset + start,
+                        room: Some(len - start),
                     };
-                    start(len, &mut buffer)?;
-                    let (_, buf) = buffer.as_mut().expect("started");
-                    if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
-                        *buf = Buffer::Reals(vec![0.0; *n]);
-                    }
-                    if let (Buffer::Reals(acc), Value::RealArray(xs)) = (&mut *buf, dense) {
-                        acc.iter_mut().zip(xs.iter()).for_each(|(a, x)| *a += x);
-                        continue;
-                    }
-                    for (i, e) in dense.array_iter().enumerate() {
-                        buf.add(i, &e)?;
-                    }
+                    work.push((value.clone(), inner));
+                }
+            },
+            dense => {
+                let Some(len) = dense.array_len() else {
+                    return Err("internal error: adding an array cotangent to a non-array".into());
+                };
+                fits(len, at, &mut buffer)?;
+                let (_, buf) = buffer.as_mut().expect("started");
+                if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
+                    *buf = Buffer::Reals(vec![0.0; *n]);
+                }
+                if let (Buffer::Reals(acc), Value::RealArray(xs)) = (&mut *buf, dense) {
+                    acc[at.offset..at.offset + len]
+                        .iter_mut()
+                        .zip(xs.iter())
+                        .for_each(|(a, x)| *a += x);
+                    continue;
+                }
+                for (i, e) in dense.array_iter().enumerate() {
+                    buf.add(at.offset + i, &e)?;
                 }
             }
         }
-        Ok(match buffer {
-            None | Some((_, Buffer::Empty(_))) => Value::Zero,
-            Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
-            Some((_, Buffer::Values(vs))) => Value::array(vs),
-        })
+    }
+    Ok(match buffer {
+        None | Some((_, Buffer::Empty(_))) => Value::Zero,
+        Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
+        Some((_, Buffer::Values(vs))) => Value::array(vs),
     })
 }
 

@@ -63,6 +63,10 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
                         (Some(xs), Some(ys)) if same_length => {
                             Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
                         }
+                        // Two dense arrays are added at once, element by element, as
+                        // compiled code adds them (a lazy sum is forced right to left,
+                        // which would associate the sums differently).
+                        _ if same_length => elementwise(u, v)?,
                         _ => crate::linear::lazy_sum(u, v),
                     }
                 }
@@ -98,16 +102,7 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
                 Value::RealArray(xs.iter().zip(ys.iter()).map(|(x, y)| x + y).collect())
             }
             (x, y) => match (x.array_len(), y.array_len()) {
-                (Some(n), Some(m)) if n == m => Value::array(
-                    (0..n)
-                        .map(|i| {
-                            plus(
-                                &x.array_get(i).expect("in range"),
-                                &y.array_get(i).expect("in range"),
-                            )
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
+                (Some(n), Some(m)) if n == m => elementwise(x, y)?,
                 (Some(n), Some(m)) => {
                     return Err(format!(
                         "tangents of arrays of different lengths ({n} and {m})"
@@ -121,6 +116,21 @@ pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
             },
         })
     })
+}
+
+/// Two arrays of one length added element by element.
+fn elementwise(x: &Value, y: &Value) -> Result<Value, String> {
+    let n = x.array_len().unwrap_or(0);
+    Ok(Value::array(
+        (0..n)
+            .map(|i| {
+                plus(
+                    &x.array_get(i).expect("in range"),
+                    &y.array_get(i).expect("in range"),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    ))
 }
 
 fn pairwise(xs: &[Value], ys: &[Value]) -> Result<Rc<[Value]>, String> {

@@ -52,7 +52,7 @@ pub enum Value {
     Zero,
     /// An array cotangent not yet materialised (CHAD's `%lonehot`, `%lembed`, and sums
     /// of array cotangents; `linear.rs`): forced by whatever reads its elements.
-    Lazy(Rc<crate::linear::LazyCt>),
+    Lazy(Rc<crate::linear::Lazy>),
 }
 
 #[derive(Debug)]

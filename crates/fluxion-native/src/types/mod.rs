@@ -707,21 +707,18 @@ impl<'m> Types<'m> {
                 format!("  {cty} r = {{{}}}; return r;", parts.join(", "))
             }
             // Tangents: a lazy sum, O(1) (`runtime.c`), with NULL as the zero — except
-            // two dense arrays of reals, added at once, as the interpreter adds two
-            // unboxed arrays (fluxion-interp's `tangent::plus`): the sums are then
-            // associated alike and give the interpreter's bits.
+            // two dense arrays, added at once element by element, as the interpreter
+            // adds them (fluxion-interp's `tangent::plus`): the sums are then associated
+            // alike and give the interpreter's bits (a lazy sum is forced right to left).
             Type::Array(e) if h == Helper::TanPlus => {
                 let lazy = self.helper(Helper::Lazy, ty);
-                let id = lazy.trim_start_matches("lazy_");
-                let eager = if **e == Type::Real {
-                    format!(
-                        "  if (a->kind == FX_DENSE && b->kind == FX_DENSE) {{\n    fx_arr *r = fx_arr_new(a->len, sizeof(fx_real), \"a cotangent\", {sp});\n    for (int64_t i = 0; i < a->len; i++) FX_DATA(r, fx_real)[i] = FX_DATA(a, fx_real)[i] + FX_DATA(b, fx_real)[i];\n    return r;\n  }}\n"
-                    )
-                } else {
-                    String::new()
-                };
+                let id = lazy.trim_start_matches("lazy_").to_string();
+                let (x, y) = (self.get(e, "a", "i"), self.get(e, "b", "i"));
+                let el = self.plus_expr(h, e, &x, &y, sp);
+                let size = self.elem_size(e);
+                let put = self.set(e, "r", "i", &el);
                 format!(
-                    "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n{eager}  return lsum_{id}(a, b);"
+                    "  if (!a) {{ fx_inc(b); return b; }}\n  if (!b) {{ fx_inc(a); return a; }}\n  if (a->len != b->len) fx_fail({sp}, \"tangents of arrays of different lengths (%lld and %lld)\", (long long)a->len, (long long)b->len);\n  if (a->kind == FX_DENSE && b->kind == FX_DENSE) {{\n    fx_arr *r = fx_arr_new(a->len, {size}, \"a cotangent\", {sp});\n    for (int64_t i = 0; i < a->len; i++) {put}\n    return r;\n  }}\n  return lsum_{id}(a, b);"
                 )
             }
             Type::Array(e) => {
