@@ -280,6 +280,34 @@ impl Module {
         self.has_leaf(t, &|t| matches!(t, Type::Fn(..)))
     }
 
+    /// Whether a value of `t` can nest without bound: `t` reaches an enum that reaches
+    /// itself (a list), so walking one recurses as deep as the value.
+    pub fn can_nest_without_bound(&self, t: &Type) -> bool {
+        fn go(m: &Module, t: &Type, path: &mut Vec<EnumId>, acyclic: &mut Vec<EnumId>) -> bool {
+            match t {
+                Type::Tuple(ts) => ts.iter().any(|t| go(m, t, path, acyclic)),
+                Type::Array(t) => go(m, t, path, acyclic),
+                Type::Enum(e) if path.contains(e) => true,
+                Type::Enum(e) if acyclic.contains(e) => false,
+                Type::Enum(e) => {
+                    path.push(*e);
+                    let nests = m
+                        .enum_def(*e)
+                        .variants
+                        .iter()
+                        .any(|v| v.fields.iter().any(|t| go(m, t, path, acyclic)));
+                    path.pop();
+                    if !nests {
+                        acyclic.push(*e);
+                    }
+                    nests
+                }
+                _ => false,
+            }
+        }
+        go(self, t, &mut Vec::new(), &mut Vec::new())
+    }
+
     /// Whether `t` has a leaf type (a scalar, `()` or a function, reached through
     /// tuples, arrays and enum fields) satisfying `leaf`.
     pub fn has_leaf(&self, t: &Type, leaf: &dyn Fn(&Type) -> bool) -> bool {

@@ -353,7 +353,7 @@ impl Program {
             &roots,
             options.opt,
             options.fwd,
-            fluxion_ad::ahead::Walks::RunTime,
+            fluxion_ad::ahead::Walks::Bounded,
         );
         if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
             eprintln!(

@@ -264,6 +264,12 @@ impl Interp {
     #[cold]
     fn attribute_to_caller(&self, e: RuntimeError, id: CodeId, call: Span) -> RuntimeError {
         match self.library_source {
+            // Derivative code the compiler made (a push forward's helpers) has no
+            // place of its own: its fault is the operator's, at the user's call.
+            Some(lib) if e.span == Span::default() && call.source != lib => RuntimeError {
+                span: call,
+                message: e.message,
+            },
             Some(lib) if e.span.source == lib && call.source != lib => {
                 let name = self.module().source_name(id).to_string();
                 RuntimeError {

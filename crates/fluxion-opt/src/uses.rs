@@ -87,6 +87,16 @@ pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<C
             }
         });
     }
+    // A body kept as written beside its resolved one (`Module::unresolved`, which a
+    // run-time translation puts back) makes its closures too, and no pass rewrites
+    // it: a lambda made there keeps its capture list (counted as two sites).
+    for body in m.unresolved.values() {
+        fluxion_core::visit::for_each_binding(body, &mut |b| {
+            if let Rhs::Closure(c, _) = &b.rhs {
+                *sites.entry(*c).or_default() += 2;
+            }
+        });
+    }
     sites
 }
 

@@ -14,14 +14,16 @@
 //! - `jvp(f, x, dx)` becomes, by forward CHAD (seed 000 §7.4),
 //!   `let (y, push) = chad_fwd(f)(x); (y, dense(y, push(dx, 0)))`.
 //!
-//! `%delta_vjp` runs `f`'s delta translation on a tape (`delta.rs`); with
-//! `Walks::Core`, `taylor`, `jvp` under dual numbers and operators of functions that
-//! apply operators push forward through Core walks (`push.rs`). An operator resolved
-//! nowhere stays: the interpreter translates it at run time, and native code sends
-//! the program to the interpreter.
+//! `%delta_vjp` runs `f`'s delta translation on a tape (`delta.rs`); `taylor`, `jvp`
+//! under dual numbers and operators of functions that apply operators push forward
+//! through Core walks (`push.rs`), except, under `Walks::Bounded`, where the walked
+//! values can nest without bound (a list). An operator resolved nowhere stays: the
+//! interpreter translates it at run time, and native code sends the program to the
+//! interpreter.
 //!
 //! Both backends run what this makes (`Program::prepare` resolves for the user's
-//! functions; the native backend again for its entry, with `Walks::Core`).
+//! functions with `Walks::Bounded`; the native backend again for its entry, with
+//! `Walks::Core`, which resolves the operators over lists too).
 
 use std::collections::{HashMap, HashSet};
 
@@ -45,7 +47,7 @@ pub fn resolve_operators(
     let mut table = Translations {
         first_var: m.vars.len(),
         fwd,
-        walks,
+        pushes: walks == Walks::Core || !differentiates_over_lists(m, &live),
         ..Translations::default()
     };
     let mut rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
@@ -151,13 +153,20 @@ const MAX_NEW_VARS: usize = 100_000;
 /// combined with its direction, the result taken apart).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Walks {
-    /// By the run time: an operator that needs the walks stays for it. The
-    /// interpreter's walks are Rust, safe at any depth of value (a list a million
-    /// deep), where generated Core would recurse once per level.
-    #[default]
-    RunTime,
-    /// As generated Core (`push.rs`): native code, which cannot translate at run time.
+    /// As generated Core (`push.rs`) everywhere: native code, which cannot translate
+    /// at run time.
     Core,
+    /// As generated Core, unless an operator of the program differentiates a function
+    /// whose argument or result can nest without bound (a recursive enum, a list a
+    /// million deep: generated walks recurse once per level, the interpreter's Rust
+    /// walks do not): then no operator pushes forward, and those operators stay for the
+    /// run time. (Per program, not per operator: an operator pushed forward ahead of
+    /// time must not meet one left for the run time inside its translation, which the
+    /// run time would translate again.) `Program::prepare` resolves so: the
+    /// interpreter takes native code's route, and gives its values bit for bit, on
+    /// every program without operators over lists.
+    #[default]
+    Bounded,
 }
 
 /// The resolution's state (what `%chad_of` chooses among is `Module::chad_of`).
@@ -175,7 +184,7 @@ pub(crate) struct Translations {
     /// last resort of `rewrite_body`).
     partial: bool,
     /// Whether operators may push forward through walks written as Core.
-    walks: Walks,
+    pushes: bool,
     /// Which closures can reach each variable, as of the round's start.
     flow: super::flow::Flow,
     /// The algorithm of `jvp` (`--fwd`): dual numbers push forward through the
@@ -221,21 +230,48 @@ impl Translations {
     }
 }
 
+/// Whether an operator in the codes `live` marks (their bodies as written included)
+/// differentiates a function whose argument or result can nest without bound.
+fn differentiates_over_lists(m: &Module, live: &[bool]) -> bool {
+    let mut found = false;
+    let mut look = |body: &Body| {
+        fluxion_core::visit::for_each_binding(body, &mut |b| {
+            if let Rhs::Prim(p, args) = &b.rhs
+                && is_operator(*p)
+                && let Some(Type::Fn(ps, r)) = args.first().map(|a| m.atom_ty(a))
+            {
+                found |= ps.iter().chain([&*r]).any(|t| m.can_nest_without_bound(t));
+            }
+        });
+    };
+    for (i, c) in m.codes.iter().enumerate() {
+        if live.get(i).copied().unwrap_or(false) {
+            look(&c.body);
+            if let Some(body) = m.unresolved.get(&CodeId(i as u32)) {
+                look(body);
+            }
+        }
+    }
+    found
+}
+
+/// The operators the resolution resolves.
+fn is_operator(p: Prim) -> bool {
+    matches!(
+        p,
+        Prim::ChadVjp
+            | Prim::DeltaVjp
+            | Prim::Jvp
+            | Prim::Taylor
+            | Prim::DeltaJvp
+            | Prim::DeltaTaylor
+    )
+}
+
 fn mentions_operator(body: &Body) -> bool {
     let mut found = false;
     fluxion_core::visit::for_each_binding(body, &mut |b| {
-        found |= matches!(
-            b.rhs,
-            Rhs::Prim(
-                Prim::ChadVjp
-                    | Prim::DeltaVjp
-                    | Prim::Jvp
-                    | Prim::Taylor
-                    | Prim::DeltaJvp
-                    | Prim::DeltaTaylor,
-                _
-            )
-        );
+        found |= matches!(b.rhs, Rhs::Prim(p, _) if is_operator(p));
     });
     found
 }
@@ -408,7 +444,7 @@ fn expand_operator(
         _ => expand(&mut site, p, args, v),
     }
     .or_else(|| {
-        (push && site.table.walks == Walks::Core)
+        (push && site.table.pushes)
             .then(|| super::push::expand(&mut site, p, args, v))
             .flatten()
     })
@@ -729,20 +765,27 @@ fn translate_candidates(
         translated = Some(t);
     }
     for (t, xs) in captured {
-        // Where the flow to the captures is known, its codes not translated yet (a
-        // type seen before may be captured with other closures); else every code of
-        // a type not seen.
-        let again = if xs.iter().all(|x| table.flow.of(*x).is_some()) {
-            table
-                .candidates(m, &t, &xs)
+        // The captures whose flow is known: their codes not translated yet (a type
+        // seen before may be captured with other closures). The others (a capture of
+        // a lambda made in code nothing calls): every code of the type, if the type is
+        // not seen yet — one capture with no flow known must not hide the flow of the
+        // others (saddle's objective, captured by a lambda `maximise` makes, which is
+        // also inlined where its closure flows from nowhere).
+        let (known, unknown): (Vec<VarId>, Vec<VarId>) =
+            xs.iter().partition(|x| table.flow.of(**x).is_some());
+        let vars = if !unknown.is_empty() && !seen.types.contains(&t) {
+            xs
+        } else if !known.is_empty()
+            && table
+                .candidates(m, &t, &known)
                 .iter()
                 .any(|c| !m.chad_of.contains_key(&(*c, direction(layer))))
+        {
+            known
         } else {
-            !seen.types.contains(&t)
+            continue;
         };
-        if again {
-            translate_candidates(m, table, rewritten, &t, &xs, layer, seen)?;
-        }
+        translate_candidates(m, table, rewritten, &t, &vars, layer, seen)?;
     }
     Some((translated?, params))
 }
