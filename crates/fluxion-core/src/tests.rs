@@ -880,13 +880,24 @@ fn only_types_reaching_a_recursive_enum_can_nest_without_bound() {
     let list = add_enum(
         &mut m,
         "L",
-        vec![("Nil", vec![]), ("Cons", vec![Type::Real, Type::Enum(EnumId(0))])],
+        vec![
+            ("Nil", vec![]),
+            ("Cons", vec![Type::Real, Type::Enum(EnumId(0))]),
+        ],
     );
     // A and B refer to each other; C holds a list; D holds neither.
     let (a, b) = (EnumId(1), EnumId(2));
-    add_enum(&mut m, "A", vec![("A0", vec![]), ("A1", vec![Type::Enum(b)])]);
+    add_enum(
+        &mut m,
+        "A",
+        vec![("A0", vec![]), ("A1", vec![Type::Enum(b)])],
+    );
     add_enum(&mut m, "B", vec![("B1", vec![Type::Enum(a)])]);
-    let c = add_enum(&mut m, "C", vec![("C1", vec![Type::Array(Box::new(Type::Enum(list)))])]);
+    let c = add_enum(
+        &mut m,
+        "C",
+        vec![("C1", vec![Type::Array(Box::new(Type::Enum(list)))])],
+    );
     let d = add_enum(&mut m, "D", vec![("D1", vec![Type::Real]), ("D2", vec![])]);
     for (t, nests) in [
         (Type::Enum(list), true),
@@ -895,7 +906,10 @@ fn only_types_reaching_a_recursive_enum_can_nest_without_bound() {
         (Type::Enum(c), true),
         (Type::Tuple(vec![Type::Real, Type::Enum(c)]), true),
         (Type::Enum(d), false),
-        (Type::Array(Box::new(Type::Array(Box::new(Type::Enum(d))))), false),
+        (
+            Type::Array(Box::new(Type::Array(Box::new(Type::Enum(d))))),
+            false,
+        ),
         (Type::Tuple(vec![Type::Real, Type::Int]), false),
     ] {
         assert_eq!(m.can_nest_without_bound(&t), nests, "{t:?}");
