@@ -32,7 +32,7 @@
 //! second tape), and elsewhere computed by forward mode (`pullback_by_jvps.rs`) and
 //! translated.
 
-use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap};
+use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::AdError;
 use crate::builder::{Builder, int};
@@ -95,6 +95,16 @@ impl Layer for Delta {
         known: KnownVjp<'_>,
     ) -> Result<Option<Atom>, AdError> {
         self.vjp_of_closure(b, known)
+    }
+
+    fn reverse_vjp_of_unknown(
+        &self,
+        b: &mut Builder,
+        f: VarId,
+        targs: &[Atom],
+        result: &Type,
+    ) -> Option<Atom> {
+        self.vjp_of_unknown(b, f, targs, result)
     }
 
     fn special_prim(

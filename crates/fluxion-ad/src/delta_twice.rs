@@ -28,12 +28,18 @@
 //! Made where `f` is a closure the translated code builds (a lambda or a top-level
 //! function), whose code applies no operator itself (so `Δᵢ(c)` holds no operator `Δₒ`
 //! cannot translate: a third `grad` inside falls back to forward mode), and whose
-//! argument, result and captures hold no functions.
+//! argument, result and captures hold no functions. Where `f` is a closure chosen at
+//! run time (a parameter, a capture, an element of an array), the same steps with
+//! `fdd = %chad_of(f', 4)`: `f'`, the outer translation of `f`, is a closure of some
+//! `Δ(c)`, and `%chad_of` picks `Δ(Δ(c))` by its code, the captures lifted as
+//! `%delta2_lift` lifts them — where the resolution made `Δ(Δ(c))` for every code `c`
+//! that can flow to `f`, each one of the kind above (`Module::twice`,
+//! `ahead/resolve.rs::make_twice`; elsewhere the fallback).
 
-use fluxion_core::{Atom, Module, Prim, Rhs, Type, TypeMap, verify};
+use fluxion_core::{Atom, Module, Prim, Rhs, Type, TypeMap, VarId, verify};
 
 use crate::AdError;
-use crate::builder::Builder;
+use crate::builder::{Builder, int};
 use crate::chad_sweep::reaches_operator;
 use crate::delta::Delta;
 use crate::structural::{KnownVjp, translate_code};
@@ -84,23 +90,71 @@ impl Delta {
             .collect();
         let fty = Type::func(params.iter().map(|t| oi(b.m, t)).collect(), oi(b.m, &ret));
         let fdd = b.emit("delta2_f", Rhs::Closure(twice, lifted), fty);
-        let mark = b.prim(Prim::Delta2Open, &[], Type::Int);
-        let a = verify::differentiated_argument(&params);
-        let xd_ty = oi(b.m, &a);
-        let xd = b.prim(Prim::Delta2Inputs, &[x], xd_ty);
-        let xs = match params.len() {
-            1 => vec![xd],
-            n => (0..n).map(|i| b.proj(&xd, i)).collect(),
-        };
-        let r_ty = oi(b.m, &ret);
-        let r = b.emit("r", Rhs::Call(fdd, xs), r_ty);
-        let y_ty = o(b.m, &ret);
-        let y = b.prim(Prim::Delta2Primal, &[r], y_ty);
-        b.prim(Prim::CheckTangent, &[y, w], Type::Unit);
-        let ta = b.m.tangent_type(&a);
-        let g_ty = o(b.m, &ta);
-        let g = b.prim(Prim::Delta2Grad, &[mark, r, w, xd], g_ty);
-        let out = b.emit("vjp", Rhs::Tuple(vec![y, g]), result.clone());
-        Ok(Some(out))
+        Ok(Some(tape_of_tapes(b, fdd, &params, &ret, x, w, result)))
     }
+
+    /// `(f(x), wᵀ·J)` with outer deltas for an `f` the code does not build (a
+    /// parameter, a capture, a closure taken from an array): `Δₒ(Δᵢ(c))` of its code
+    /// `c` chosen at run time, `%chad_of(f', 4)` on `f`'s outer translation `f'` (a
+    /// closure of `Δ(c)`), its captures lifted as `%delta2_lift` does. Made where the
+    /// resolution made `Δ(Δ(c))` for every code `c` that can flow to `f`
+    /// (`Module::twice`, `ahead/resolve.rs::make_twice`); `None` elsewhere (the
+    /// caller falls back to forward mode over the inner reverse pass).
+    pub(crate) fn vjp_of_unknown(
+        &self,
+        b: &mut Builder,
+        f: VarId,
+        targs: &[Atom],
+        result: &Type,
+    ) -> Option<Atom> {
+        let Type::Fn(params, ret) = b.m.var_ty(f).clone() else {
+            return None;
+        };
+        if !b.m.twice.contains(&f) || params.iter().chain([&*ret]).any(|t| b.m.can_hold_fn(t)) {
+            return None;
+        }
+        let ft = b.m.atom_ty(&targs[0]);
+        let fdd_ty = b.m.map_type(&ft, TypeMap::Delta);
+        let fdd = b.prim(Prim::ChadOf, &[targs[0], int(TWICE)], fdd_ty);
+        Some(tape_of_tapes(
+            b, fdd, &params, &ret, targs[1], targs[2], result,
+        ))
+    }
+}
+
+pub(crate) use fluxion_core::prim::CHAD_OF_TWICE as TWICE;
+
+/// The steps of the module's doc after `fdd`, the closure of `Δₒ(Δᵢ(c))` for `f` of
+/// parameter types `params` and result `ret`.
+fn tape_of_tapes(
+    b: &mut Builder,
+    fdd: Atom,
+    params: &[Type],
+    ret: &Type,
+    x: Atom,
+    w: Atom,
+    result: &Type,
+) -> Atom {
+    let o = |m: &mut Module, t: &Type| m.map_type(t, TypeMap::Delta);
+    let oi = |m: &mut Module, t: &Type| {
+        let i = o(m, t);
+        o(m, &i)
+    };
+    let mark = b.prim(Prim::Delta2Open, &[], Type::Int);
+    let a = verify::differentiated_argument(params);
+    let xd_ty = oi(b.m, &a);
+    let xd = b.prim(Prim::Delta2Inputs, &[x], xd_ty);
+    let xs = match params.len() {
+        1 => vec![xd],
+        n => (0..n).map(|i| b.proj(&xd, i)).collect(),
+    };
+    let r_ty = oi(b.m, ret);
+    let r = b.emit("r", Rhs::Call(fdd, xs), r_ty);
+    let y_ty = o(b.m, ret);
+    let y = b.prim(Prim::Delta2Primal, &[r], y_ty);
+    b.prim(Prim::CheckTangent, &[y, w], Type::Unit);
+    let ta = b.m.tangent_type(&a);
+    let g_ty = o(b.m, &ta);
+    let g = b.prim(Prim::Delta2Grad, &[mark, r, w, xd], g_ty);
+    b.emit("vjp", Rhs::Tuple(vec![y, g]), result.clone())
 }

@@ -80,6 +80,20 @@ pub(crate) trait Layer {
     ) -> Result<Option<Atom>, AdError> {
         Ok(None)
     }
+
+    /// The translation of `%delta_vjp(f, x, w)` (or `%chad_vjp`) where `f` is a
+    /// closure the code being translated does not build (`targs` translated, `result`
+    /// the binding's translated type), when the layer has one of its own; `None` for
+    /// [`Layer::reverse_vjp`]'s.
+    fn reverse_vjp_of_unknown(
+        &self,
+        _b: &mut Builder,
+        _f: VarId,
+        _targs: &[Atom],
+        _result: &Type,
+    ) -> Option<Atom> {
+        None
+    }
 }
 
 /// A `%delta_vjp(f, x, w)` or `%chad_vjp(f, x, w)` whose `f` is `Closure(code, caps)`:
@@ -461,6 +475,13 @@ impl<L: Layer> Translate<'_, L> {
                     p.name()
                 )));
             }
+            // Code with a tape of tapes of a closure chosen at run time is not
+            // translated again (a third tape).
+            ChadOf if args.get(1) == Some(&Atom::Lit(Lit::Int(crate::delta_twice::TWICE))) => {
+                return Err(AdError::new(
+                    "internal error: a tape of tapes reached a translation".to_string(),
+                ));
+            }
             DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
@@ -478,6 +499,10 @@ impl<L: Layer> Translate<'_, L> {
                     if let Some(a) = self.layer.reverse_vjp_of_closure(b, known)? {
                         return Ok(a);
                     }
+                } else if let Atom::Var(f) = args[0]
+                    && let Some(a) = self.layer.reverse_vjp_of_unknown(b, f, &targs, &lty)
+                {
+                    return Ok(a);
                 }
                 match self.layer.reverse_vjp(b, p, &fty, &targs) {
                     Some(a) => a,

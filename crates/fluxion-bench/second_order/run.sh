@@ -9,6 +9,7 @@
 #  gg:       grad(|s| sum(grad(|v| s * sum(map(|t| t * t, v)), x0)), 1.0)
 #  inner:    grad(f, w), f(w) = sum(map(|t| sin(t) * t, w))
 #  gp:       grad of the gradient penalty |grad(f, w)|^2
+#  gp_chosen: gp with f taken from an array at run time (n even: the same f)
 #  inner_hyper: grad(loss, w)
 #  hyper:    d/d(lr) of the loss after five gradient steps w - lr * grad(loss, w)
 dir=$(dirname "$0")
@@ -16,7 +17,7 @@ F=${FLUXION:-target/release/fluxion}
 t=$(mktemp)
 for ad in ${ADS:-delta chad}; do for b in interp native; do for n in ${SIZES:-1000 10000 100000 1000000}; do
   line="$ad $b n=$n"
-  for p in inner_gg gg inner gp inner_hyper hyper; do
+  for p in inner_gg gg inner gp gp_chosen inner_hyper hyper; do
     taskset -c 1 "$F" run "$dir/$p.flx" --args "[$n]" --ad $ad --backend $b >/dev/null 2>&1
     /usr/bin/time -o "$t" -f "%e" taskset -c 1 "$F" run "$dir/$p.flx" --args "[$n]" \
       --ad $ad --backend $b >/dev/null 2>&1

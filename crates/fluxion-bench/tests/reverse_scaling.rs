@@ -187,7 +187,9 @@ fn check(name: &str, op: Op, mode: AdMode) {
 }
 
 /// Second order (issue 31): the gradient of a gradient penalty, `|∇f(w)|²`, and the
-/// gradient with respect to a scale of a gradient that captures it. Under delta the
+/// gradient with respect to a scale of a gradient that captures it; the penalty again
+/// of a loss taken from an array at run time (the tape of tapes of a closure chosen at
+/// run time, `%chad_of(f, 4)`). Under delta the
 /// inner reverse pass inside the outer one is a tape of tapes (fluxion-ad's
 /// `delta_twice.rs`), one pass each way; forward over the inner pass (its fallback)
 /// was one inner gradient per input, quadratic. `n` is an argument, so that native
@@ -204,6 +206,15 @@ const SECOND_ORDER: &[(&str, &str)] = &[
         "fn main(n: Int) -> Real {
              let x0 = build(n, |i| to_real(i) / to_real(n));
              grad(|s: Real| sum(grad(|v: [Real]| s * sum(map(|t| t * t, v)), x0)), 1.0)
+         }",
+    ),
+    (
+        "gradient penalty of a loss chosen at run time",
+        "fn penalty(f: fn([Real]) -> Real, w: [Real]) -> Real { let g = grad(f, w); dot(g, g) }
+         fn main(n: Int) -> Real {
+             let losses = [|w: [Real]| sum(map(|t| t * t * t, w)), |w: [Real]| sum(map(sin, w))];
+             let w0 = build(n, |i| to_real(i) / to_real(n));
+             sum(grad(|w: [Real]| penalty(losses[n % 2], w), w0))
          }",
     ),
 ];

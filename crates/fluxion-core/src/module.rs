@@ -31,6 +31,11 @@ pub struct Module {
     /// were before: a translation made later (a forward layer over a code applying an
     /// operator) translates these ([`Module::swap_unresolved`]).
     pub unresolved: HashMap<CodeId, Body>,
+    /// The functions `f` of reverse operators `%delta_vjp(f, …)` whose every closure
+    /// that can flow there has its delta translation translated again made ahead of
+    /// time (`chad_of` direction 4): inside a delta translation, the operator is a
+    /// tape of tapes of the closure chosen at run time (fluxion-ad's `delta_twice.rs`).
+    pub twice: std::collections::HashSet<VarId>,
 }
 
 impl Module {

@@ -97,10 +97,12 @@ prims! {
     // Internal, made only by the native backend's ahead-of-time resolution:
     // `%chad_of(f, d)` is the closure `f` with its code replaced by that code's
     // translation (d = 0: reverse CHAD, `chad_code`; d = 1: forward CHAD,
-    // `chad_fwd_code`; d = 2: the delta layer, `delta_code`) and its captures (CHAD's
-    // first-order captures are the same values, `Dr(A)1 = A`; delta lifts every real
-    // to the zero delta, as `%delta_lift` does). Its binding's type is the translated
-    // function type (trusted, like the delta primitives').
+    // `chad_fwd_code`; d = 2: the delta layer, `delta_code`; d = 3: the forward layer;
+    // d = `CHAD_OF_TWICE`: of a delta translation's closure, the delta layer again) and
+    // its captures (CHAD's first-order captures are the same values, `Dr(A)1 = A`;
+    // delta lifts every real to the zero delta, as `%delta_lift` does, and twice as
+    // `%delta2_lift` does). Its binding's type is the translated function type
+    // (trusted, like the delta primitives').
     ChadOf => "%chad_of",
     // Internal, made only by the native backend's resolution: `%capture(f, i, c)` is
     // the i-th captured value of the closure `f`, which the resolution knows is made of
@@ -192,6 +194,12 @@ impl SchemeTy {
         }
     }
 }
+
+/// `%chad_of`'s direction for the closure of a delta translation `Δ(c)` as that
+/// translation translated again, `Δ(Δ(c))`, its captures lifted by `%delta2_lift`:
+/// reverse over reverse of a closure chosen at run time, a tape of tapes
+/// (fluxion-ad's `delta_twice.rs`).
+pub const CHAD_OF_TWICE: i64 = 4;
 
 /// `%lscale(c, w)` on two reals: `w` itself where `w` is zero (0.0, or -0.0: the
 /// native backend's symbolic zero of a real), 0.0 where `c` is, `c·w` otherwise — a

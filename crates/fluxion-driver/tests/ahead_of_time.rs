@@ -402,7 +402,9 @@ fn native_reals(src: &str, expr: &str, mode: AdMode) -> (Vec<f64>, Vec<String>) 
 
 /// Reverse over reverse under `--ad delta` is one pass each way, a tape of tapes
 /// (fluxion-ad's `delta_twice.rs`), and so under `--ad chad` where CHAD does not
-/// translate the outer function (it applies `grad` itself): made ahead of time
+/// translate the outer function (it applies `grad` itself) — of a closure the outer
+/// function builds, and of one chosen at run time (`chosen`, `picked`: taken from an
+/// array, one capturing the outer variable, `%chad_of(f, 4)`): made ahead of time
 /// (`%delta2…` in the prepared module, no reverse operator left), run natively with no
 /// hand-over and the interpreter's
 /// bits, and right: against `--ad fwd` (forward mode throughout, no tape) and central
@@ -449,6 +451,15 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
                        Rect(gw, gh) => gw * gh,
                        Circle(gr) => gr,
                    }
+               }
+               fn penalty_of(f: fn([Real]) -> Real, w: [Real]) -> Real { let g = grad(f, w); dot(g, g) }
+               fn chosen(w: [Real]) -> Real {
+                   let fs = [|v: [Real]| sum(map(|t| sin(t) * t, v)), |v: [Real]| v[0] * v[1] * v[1]];
+                   penalty_of(fs[length(w) - 3], w)
+               }
+               fn picked(s: Real) -> Real {
+                   let fs = [|v: [Real]| s * sum(map(|t| t * t * t, v)), |v: [Real]| sin(s * v[0]) * v[1]];
+                   sum(grad(fs[to_int(s)], [0.5, -1.5]))
                }";
     let cases = [
         ("penalty", "[0.1, -0.4, 0.9, 1.3]"),
@@ -459,6 +470,8 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
         ("captured", "1.5"),
         ("int_leaf", "0.8"),
         ("shaped", "1.1"),
+        ("chosen", "[0.1, -0.4, 0.9, 1.3]"),
+        ("picked", "1.25"),
     ];
     for ((name, x), mode) in cases
         .into_iter()

@@ -17,11 +17,14 @@
 //! The walks need types the values do not carry; `compile.rs` gives each of these
 //! primitives the types it needs in place of its result type ([`walk_types`]).
 
+use std::rc::Rc;
+
+use fluxion_core::prim::CHAD_OF_TWICE as TWICE;
 use fluxion_core::{Prim, Span, Type, TypeMap};
 
 use crate::eval::{EvalResult, Interp, fail};
 use crate::tape::Tape;
-use crate::value::Value;
+use crate::value::{Closure, Value};
 
 /// The type `compile.rs` passes for a resolved primitive (the walks need types that
 /// its values do not carry): its argument's type for `%delta_inputs` and
@@ -49,6 +52,23 @@ fn layer_of(direction: i64) -> Option<TypeMap> {
 }
 
 impl Interp {
+    /// `%chad_of(f, 4)`: the closure of `Δ(Δ(c))` for `f`, a closure of a delta
+    /// translation `Δ(c)`, its captures lifted by `%delta2_lift` (fluxion-ad's
+    /// `delta_twice.rs`): made ahead of time, or here where the flow analysis missed
+    /// the closure.
+    fn twice(&self, clo: &Closure, span: Span) -> EvalResult<Value> {
+        let made = self.module().chad_of.get(&(clo.code, TWICE)).copied();
+        let code = match made {
+            Some(t) => t,
+            None => self.translate_code(clo.code, TypeMap::Delta, span)?,
+        };
+        let mut env = Vec::with_capacity(clo.env.len());
+        for (v, t) in clo.env.iter().zip(&self.capture_types(clo.code)) {
+            env.push(self.delta2_prim(Prim::Delta2Lift, std::slice::from_ref(v), t, span)?);
+        }
+        Ok(Value::Closure(Rc::new(Closure { code, env })))
+    }
+
     /// A primitive of resolved code (see the module's doc); `ty` is [`walk_types`]'s.
     pub(crate) fn resolved_prim(
         &self,
@@ -62,6 +82,10 @@ impl Interp {
             _ => None,
         };
         match p {
+            Prim::ChadOf if int(&args[1]) == Some(TWICE) => {
+                let clo = Self::closure_of(&args[0], span)?;
+                self.twice(clo, span)
+            }
             Prim::ChadOf => {
                 let clo = Self::closure_of(&args[0], span)?;
                 let Some(layer) = int(&args[1]).and_then(layer_of) else {

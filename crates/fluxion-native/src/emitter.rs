@@ -355,6 +355,14 @@ impl<'m> Emitter<'m> {
                         &old,
                         sp,
                     ),
+                    (fluxion_core::prim::CHAD_OF_TWICE, _) => crate::types::delta::rebuild(
+                        &mut self.types,
+                        crate::types::Helper2::Delta2Lift,
+                        &cty,
+                        &tty,
+                        &old,
+                        sp,
+                    ),
                     _ => {
                         let inc = self.types.inc(&cty, &field);
                         format!("{old}; {inc}")

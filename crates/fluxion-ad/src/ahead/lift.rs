@@ -100,7 +100,7 @@ impl Site<'_, '_> {
                 if layer == TypeMap::Chad {
                     return None;
                 }
-                translate_delta_original(self.m, code)?
+                translate_delta_original(self.m, self.table, code)?
             } else {
                 translate(self.m, code, layer)?
             }

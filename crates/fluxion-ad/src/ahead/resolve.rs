@@ -28,6 +28,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::FwdMode;
+use crate::delta_twice::TWICE;
 use fluxion_core::{
     Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
 };
@@ -75,6 +76,7 @@ pub fn resolve_operators(
             .extend(fluxion_core::visit::closures_of(m, &seen).1);
         let made_before = m.codes.len();
         for &id in &round {
+            fill_twice(m, &table, id);
             if !mentions_operator(&m.code(id).body) {
                 continue;
             }
@@ -907,13 +909,131 @@ fn undo_translations(m: &mut Module, codes_before: usize) {
 /// `delta_twice.rs`), reverse over reverse in one pass. Kept only where no operator is
 /// left in what it reaches (any other nested operator: `None`, and the operator is
 /// pushed forward instead).
-pub(crate) fn translate_delta_original(m: &mut Module, code: CodeId) -> Option<CodeId> {
+pub(crate) fn translate_delta_original(
+    m: &mut Module,
+    table: &Translations,
+    code: CodeId,
+) -> Option<CodeId> {
+    make_twice(m, table, code);
     let codes_before = m.codes.len();
     let t = translate_as_written(m, code, TypeMap::Delta)?;
     if holds_operator(m, t, &HashSet::new()) {
         undo_translations(m, codes_before);
         return None;
     }
+    Some(t)
+}
+
+/// Notes in `Module::twice` the functions `f` of the reverse operators in the codes
+/// `code` reaches as written whose every candidate — each code that can flow to `f`
+/// (`flow.rs`) — has its delta translation and that translation's own made here
+/// (`%chad_of` directions 2 and [`TWICE`]), so the delta layer differentiates such an
+/// operator by a tape of tapes of the closure chosen at run time (`delta_twice.rs`).
+/// A candidate qualifies where it takes, returns and captures no functions and applies
+/// no operator (its delta translation records on one tape).
+fn make_twice(m: &mut Module, table: &Translations, code: CodeId) {
+    m.swap_unresolved();
+    let live = fluxion_opt::reachable_codes(m, &[code]);
+    let mut sites: Vec<VarId> = Vec::new();
+    for (i, c) in m.codes.iter().enumerate() {
+        if live.get(i).copied().unwrap_or(false) {
+            fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
+                if let Rhs::Prim(Prim::DeltaVjp | Prim::ChadVjp, args) = &b.rhs
+                    && let Some(Atom::Var(f)) = args.first()
+                {
+                    sites.push(*f);
+                }
+            });
+        }
+    }
+    m.swap_unresolved();
+    for f in sites {
+        if m.twice.contains(&f) {
+            continue;
+        }
+        let Some(flow) = table.flow.of(f) else {
+            continue;
+        };
+        let fty = m.var_ty(f).clone();
+        let candidates: Vec<CodeId> = flow
+            .iter()
+            .copied()
+            .filter(|c| m.code_ty(*c) == fty)
+            .collect();
+        let made = !candidates.is_empty()
+            && candidates
+                .iter()
+                .all(|&c| twice_translation(m, c).is_some());
+        if made {
+            m.twice.insert(f);
+        }
+    }
+}
+
+/// The entries of `%chad_of(f', 4)` in `code` (a delta translation with a tape of
+/// tapes of a closure chosen at run time, which [`make_twice`] allowed): `Δ(t)` for
+/// every delta-translated code `t` that can flow to `f'` — those [`make_twice`] made,
+/// and the copies the layer made translating the lambdas of the code around.
+fn fill_twice(m: &mut Module, table: &Translations, code: CodeId) {
+    let mut sites = Vec::new();
+    fluxion_core::visit::for_each_binding(&m.code(code).body, &mut |b| {
+        if let Rhs::Prim(Prim::ChadOf, args) = &b.rhs
+            && let [Atom::Var(f), Atom::Lit(Lit::Int(TWICE))] = args.as_slice()
+        {
+            sites.push(*f);
+        }
+    });
+    for f in sites {
+        let fty = m.var_ty(f).clone();
+        let candidates: Vec<CodeId> = table
+            .flow
+            .of(f)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|t| m.code_ty(*t) == fty && !m.chad_of.contains_key(&(*t, TWICE)))
+            .collect();
+        for t in candidates {
+            let first_order = m
+                .code(t)
+                .captures
+                .iter()
+                .all(|c| !m.can_hold_fn(m.var_ty(*c)));
+            if first_order && let Some(tt) = translate(m, t, TypeMap::Delta) {
+                m.chad_of.insert((t, TWICE), tt);
+            }
+        }
+    }
+}
+
+/// `Δ(Δ(c))` for the tape of tapes of a closure of `c` chosen at run time, made (and
+/// noted in `Module::chad_of`, with `Δ(c)`) where `c` qualifies ([`make_twice`]).
+fn twice_translation(m: &mut Module, c: CodeId) -> Option<CodeId> {
+    let code = m.code(c);
+    let first_order = code
+        .params
+        .iter()
+        .chain(&code.captures)
+        .map(|v| m.var_ty(*v))
+        .chain([&code.ret])
+        .all(|t| !m.can_hold_fn(t));
+    let rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
+    if !first_order || holds_operator(m, c, &rewritten) {
+        return None;
+    }
+    let once = match m.chad_of.get(&(c, direction(TypeMap::Delta))) {
+        Some(&t) => t,
+        None => {
+            let t = translate(m, c, TypeMap::Delta)?;
+            m.chad_of.insert((c, direction(TypeMap::Delta)), t);
+            t
+        }
+    };
+    if let Some(&t) = m.chad_of.get(&(once, TWICE)) {
+        return Some(t);
+    }
+    let t = translate(m, once, TypeMap::Delta)?;
+    m.chad_of.insert((once, TWICE), t);
     Some(t)
 }
 
