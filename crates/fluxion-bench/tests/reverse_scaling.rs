@@ -155,6 +155,20 @@ fn array_of_arrays(n: usize, op: Op) -> String {
     )
 }
 
+/// Two rows of length n read element by element: every row's cotangent receives n
+/// terms, each added into it in place (a row made dense again per term is n²).
+fn rows_by_columns(n: usize, op: Op) -> String {
+    let f = "fn f(v: [Real]) -> Real {
+                 let k = length(v) / 2;
+                 let m = [slice(v, 0, k), slice(v, k, k)];
+                 sumbuild(k, |j| m[0][j] * m[1][j])
+             }";
+    format!(
+        "{f}\nfn main() -> Real {{ {} }}",
+        op.apply("f", &format!("build({}, |i| to_real(i) * 0.001)", 2 * n))
+    )
+}
+
 /// n reads of one array, in a build and by recursion: a dense one-hot cotangent per
 /// read, or an eager sum of sparse ones, makes it n².
 fn indexing(n: usize, op: Op) -> String {
@@ -175,6 +189,7 @@ const PROGRAMS: &[(&str, Program, usize)] = &[
     ("cons list", cons_list, 20_000),
     ("fold and shared capture", fold_and_shared_capture, 40_000),
     ("array of arrays", array_of_arrays, 40_000),
+    ("rows by columns", rows_by_columns, 20_000),
     ("indexing", indexing, 20_000),
 ];
 
@@ -313,6 +328,11 @@ fn chad_grad_of_a_fold_and_a_shared_capture_is_linear() {
 #[test]
 fn chad_grad_over_an_array_of_arrays_is_linear() {
     check("array of arrays", Op::Grad, AdMode::Chad);
+}
+
+#[test]
+fn chad_grad_of_rows_read_by_columns_is_linear() {
+    check("rows by columns", Op::Grad, AdMode::Chad);
 }
 
 #[test]

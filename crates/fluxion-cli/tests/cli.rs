@@ -406,6 +406,20 @@ fn values_nested_hundreds_of_thousands_deep_are_walked_not_a_crash() {
             "--fwd chad",
             "1.0",
         ),
+        // Captured by the differentiated function, not its argument (lifted with the
+        // zero tangent or delta by the run time's walks).
+        (
+            "captured_jvp",
+            "fn main() -> Real { let l = reals(); jvp(|x: Real| x * x * hd(l), 1.0, 1.0).1 }",
+            "",
+            "2.0",
+        ),
+        (
+            "captured_grad_of_grad",
+            "fn main() -> Real { let l = reals(); grad(|x: Real| grad(|y: Real| y * y * x * hd(l), x), 1.5) }",
+            "--ad chad",
+            "6.0",
+        ),
     ];
     for (name, main, flags, expected) in cases {
         let out = run(&format!("deep_{name}.flx"), main, flags);

@@ -32,9 +32,11 @@ pub struct Module {
     /// operator) translates these ([`Module::swap_unresolved`]).
     pub unresolved: HashMap<CodeId, Body>,
     /// The functions `f` of reverse operators `%delta_vjp(f, …)` whose every closure
-    /// that can flow there has its delta translation translated again made ahead of
-    /// time (`chad_of` direction 4): inside a delta translation, the operator is a
-    /// tape of tapes of the closure chosen at run time (fluxion-ad's `delta_twice.rs`).
+    /// that the flow analysis sees flow there has its delta translation translated
+    /// again made ahead of time (`chad_of` direction 4): inside a delta translation,
+    /// the operator is a tape of tapes of the closure chosen at run time (fluxion-ad's
+    /// `delta_twice.rs`). A closure it missed hands the run to the module as written,
+    /// which clears this.
     pub twice: std::collections::HashSet<VarId>,
 }
 

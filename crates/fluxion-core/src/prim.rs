@@ -94,8 +94,8 @@ prims! {
     // `%lonehot`). All take the symbolic zero to zero. The run time
     // keeps one-hot, embedded and added array cotangents unmaterialised until they are
     // read, so a sum of k sparse terms costs O(n + k), not O(n·k).
-    // Internal, made only by the native backend's ahead-of-time resolution:
-    // `%chad_of(f, d)` is the closure `f` with its code replaced by that code's
+    // Internal, made by the ahead-of-time resolution (fluxion-ad's `ahead`) and the
+    // delta layer's tape of tapes of a closure chosen at run time: `%chad_of(f, d)` is the closure `f` with its code replaced by that code's
     // translation (d = 0: reverse CHAD, `chad_code`; d = 1: forward CHAD,
     // `chad_fwd_code`; d = 2: the delta layer, `delta_code`; d = 3: the forward layer;
     // d = `CHAD_OF_TWICE`: of a delta translation's closure, the delta layer again) and

@@ -223,6 +223,11 @@ impl Interp {
             let mut m = self.module_mut();
             m.swap_unresolved();
             m.unresolved.clear();
+            // No tape of tapes of a closure chosen at run time: its translations were
+            // made for the resolved module (one missing is why the run is here), and
+            // the translations that choose one are made again without.
+            m.twice.clear();
+            forget_tapes_of_tapes_of_unknown_closures(&mut m);
         }
         self.compiled.borrow_mut().clear();
         self.tapes.borrow_mut().clear();
@@ -517,4 +522,40 @@ impl Interp {
             }
         })
     }
+}
+
+/// Drops from the memo of derived codes every translation that applies, or calls code
+/// that applies, `%chad_of(f, 4)` (a tape of tapes of a closure chosen at run time), so
+/// that the module as written translates those operators again by its own rules.
+fn forget_tapes_of_tapes_of_unknown_closures(m: &mut fluxion_core::Module) {
+    let twice = fluxion_core::prim::CHAD_OF_TWICE;
+    let mut chooses: Vec<bool> = m
+        .codes
+        .iter()
+        .map(|c| {
+            let mut found = false;
+            fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
+                found |= matches!(&b.rhs, fluxion_core::Rhs::Prim(fluxion_core::Prim::ChadOf, args)
+                    if args.get(1) == Some(&fluxion_core::Atom::Lit(fluxion_core::Lit::Int(twice))));
+            });
+            found
+        })
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (i, c) in m.codes.iter().enumerate() {
+            if !chooses[i] {
+                let mut reaches = false;
+                fluxion_core::visit::for_each_code_ref(&c.body, &mut |d| {
+                    reaches |= chooses[d.0 as usize]
+                });
+                if reaches {
+                    chooses[i] = true;
+                    changed = true;
+                }
+            }
+        }
+    }
+    m.derived_codes.retain(|_, c| !chooses[c.0 as usize]);
 }

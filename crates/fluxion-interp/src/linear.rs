@@ -218,36 +218,52 @@ pub fn sum(t: &Value) -> Result<Value, String> {
 enum Buffer {
     Empty(usize),
     Reals(Vec<f64>),
-    Values(Vec<Value>),
+    /// Boxed elements; an array element added onto a nonzero one is made dense once,
+    /// into a buffer of its own (`rows[i]`), which later terms are added into in place
+    /// (compiled code's `accum`: a lazy sum of the two would add them in the other
+    /// order, and making the row dense again for every term would cost its length).
+    Values(Vec<Value>, Vec<Option<Sink>>),
 }
 
+/// A buffer being filled: its length and contents, once the first term says them.
+type Sink = Option<(usize, Buffer)>;
+
 impl Buffer {
+    fn values(vs: Vec<Value>) -> Buffer {
+        let rows = vs.iter().map(|_| None).collect();
+        Buffer::Values(vs, rows)
+    }
+
     fn add(&mut self, i: usize, x: &Value) -> Result<(), String> {
         match (&mut *self, x) {
             (_, Value::Zero) => {}
             (Buffer::Empty(n), x) => {
                 *self = match x {
                     Value::Real(_) => Buffer::Reals(vec![0.0; *n]),
-                    _ => Buffer::Values(vec![Value::Zero; *n]),
+                    _ => Buffer::values(vec![Value::Zero; *n]),
                 };
                 return self.add(i, x);
             }
             (Buffer::Reals(xs), Value::Real(r)) => xs[i] += r,
             (Buffer::Reals(xs), _) => {
-                let values = xs.iter().map(|r| Value::Real(*r)).collect();
-                *self = Buffer::Values(values);
+                *self = Buffer::values(xs.iter().map(|r| Value::Real(*r)).collect());
                 return self.add(i, x);
             }
-            // An array cotangent added onto a nonzero one: the old one made dense, the
-            // new one's leaves added into it (compiled code's `accum` in place), not a
-            // lazy sum of the two, which would add them in the other order.
-            (Buffer::Values(vs), x)
-                if !matches!(vs[i], Value::Zero)
+            (Buffer::Values(vs, rows), x)
+                if (rows[i].is_some() || !matches!(vs[i], Value::Zero))
                     && (matches!(x, Value::Lazy(_)) || x.array_len().is_some()) =>
             {
-                vs[i] = accumulate(x, Some(&vs[i]))?;
+                let row = match &mut rows[i] {
+                    Some(row) => row,
+                    None => {
+                        let mut row = None;
+                        accumulate_into(&std::mem::replace(&mut vs[i], Value::Zero), &mut row)?;
+                        rows[i].insert(row)
+                    }
+                };
+                accumulate_into(x, row)?;
             }
-            (Buffer::Values(vs), x) => vs[i] = plus(&vs[i], x)?,
+            (Buffer::Values(vs, _), x) => vs[i] = plus(&vs[i], x)?,
         }
         Ok(())
     }
@@ -268,47 +284,37 @@ pub fn force(t: &Value) -> Result<Value, String> {
         if let Some(dense) = root.cache.get() {
             return Ok(dense.clone());
         }
-        let forced = accumulate(t, None)?;
+        let mut sink = None;
+        accumulate_into(t, &mut sink)?;
+        let forced = finish(sink);
         Ok(root.cache.get_or_init(|| forced).clone())
     })
 }
 
-/// Where a term of [`accumulate`] goes: at `offset` in the buffer, and either at the
-/// top (its length is the buffer's) or inside an embedding (at most `room` long).
+/// Where a term of [`accumulate_into`] goes: at `offset` in the buffer, and either at
+/// the top (its length is the buffer's) or inside an embedding (at most `room` long).
 #[derive(Clone, Copy)]
 struct Place {
     offset: usize,
     room: Option<usize>,
 }
 
-/// `t`'s leaves added into one buffer: a fresh one, or `onto` made dense (its cache
-/// read, not set, as compiled code materialises it).
-fn accumulate(t: &Value, onto: Option<&Value>) -> Result<Value, String> {
-    let mut buffer: Option<(usize, Buffer)> = match onto {
-        None => None,
-        Some(old) => match &accumulate(old, None)? {
-            Value::Zero => None,
-            Value::RealArray(xs) => Some((xs.len(), Buffer::Reals(xs.to_vec()))),
-            dense => {
-                let n = dense.array_len().unwrap_or(0);
-                Some((n, Buffer::Values(dense.array_iter().collect())))
-            }
-        },
-    };
+/// `t`'s leaves added into `sink` (a node's cache read, not set: compiled code sets it
+/// only where the node is read).
+fn accumulate_into(t: &Value, sink: &mut Sink) -> Result<(), String> {
     // The term's length `len` checked against where it goes.
-    let fits =
-        |len: usize, at: Place, buffer: &mut Option<(usize, Buffer)>| match (at.room, &*buffer) {
-            (Some(room), _) if len <= room => Ok(()),
-            (Some(_), _) => Err("internal error: an embedded cotangent out of range".to_string()),
-            (None, None) => {
-                *buffer = Some((len, Buffer::Empty(len)));
-                Ok(())
-            }
-            (None, Some((n, _))) if *n == len => Ok(()),
-            (None, Some((n, _))) => Err(format!(
-                "tangents of arrays of different lengths ({n} and {len})"
-            )),
-        };
+    let fits = |len: usize, at: Place, sink: &mut Sink| match (at.room, &*sink) {
+        (Some(room), _) if len <= room => Ok(()),
+        (Some(_), _) => Err("internal error: an embedded cotangent out of range".to_string()),
+        (None, None) => {
+            *sink = Some((len, Buffer::Empty(len)));
+            Ok(())
+        }
+        (None, Some((n, _))) if *n == len => Ok(()),
+        (None, Some((n, _))) => Err(format!(
+            "tangents of arrays of different lengths ({n} and {len})"
+        )),
+    };
     let top = Place {
         offset: 0,
         room: None,
@@ -327,18 +333,18 @@ fn accumulate(t: &Value, onto: Option<&Value>) -> Result<Value, String> {
                     work.push((b.clone(), at));
                 }
                 LazyCt::OneHot { len, index, value } => {
-                    fits(*len, at, &mut buffer)?;
-                    buffer
-                        .as_mut()
-                        .expect("started")
-                        .1
-                        .add(at.offset + index, value)?;
+                    fits(*len, at, sink)?;
+                    let (_, buf) = sink.as_mut().expect("started");
+                    buf.add(at.offset + index, value)?;
                 }
                 LazyCt::Embed { len, start, value } => {
-                    fits(*len, at, &mut buffer)?;
+                    fits(*len, at, sink)?;
+                    let Some(room) = len.checked_sub(*start) else {
+                        return Err("internal error: an embedded cotangent out of range".into());
+                    };
                     let inner = Place {
                         offset: at.offset + start,
-                        room: Some(len - start),
+                        room: Some(room),
                     };
                     work.push((value.clone(), inner));
                 }
@@ -347,8 +353,8 @@ fn accumulate(t: &Value, onto: Option<&Value>) -> Result<Value, String> {
                 let Some(len) = dense.array_len() else {
                     return Err("internal error: adding an array cotangent to a non-array".into());
                 };
-                fits(len, at, &mut buffer)?;
-                let (_, buf) = buffer.as_mut().expect("started");
+                fits(len, at, sink)?;
+                let (_, buf) = sink.as_mut().expect("started");
                 if let (Buffer::Empty(n), Value::RealArray(_)) = (&*buf, dense) {
                     *buf = Buffer::Reals(vec![0.0; *n]);
                 }
@@ -365,11 +371,23 @@ fn accumulate(t: &Value, onto: Option<&Value>) -> Result<Value, String> {
             }
         }
     }
-    Ok(match buffer {
+    Ok(())
+}
+
+/// The value a filled buffer holds.
+fn finish(sink: Sink) -> Value {
+    match sink {
         None | Some((_, Buffer::Empty(_))) => Value::Zero,
         Some((_, Buffer::Reals(xs))) => Value::RealArray(xs.into()),
-        Some((_, Buffer::Values(vs))) => Value::array(vs),
-    })
+        Some((_, Buffer::Values(mut vs, rows))) => {
+            for (v, row) in vs.iter_mut().zip(rows) {
+                if let Some(row) = row {
+                    *v = finish(row);
+                }
+            }
+            Value::array(vs)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@
 //! With them the interpreter runs the same Core as native code.
 //!
 //! - `%chad_of(f, d)`: `f` as its translation in direction `d` (0 CHAD, 1 forward
-//!   CHAD, 2 delta, 3 forward), its captures lifted. The translation was made ahead of
-//!   time (the memo finds it); one that was not is made here, at run time, except
-//!   where CHAD does not translate the closure: then, as native code (`fx_miss`), the
-//!   interpreter runs the program again on the module as written (`Interp::run_code`);
+//!   CHAD, 2 delta, 3 forward, 4 a delta translation's closure translated again), its
+//!   captures lifted. The translation was made ahead of time (the memo finds it); one
+//!   that was not is made here, at run time, except where CHAD does not translate the
+//!   closure, or in direction 4: then, as native code (`fx_miss`), the interpreter
+//!   runs the program again on the module as written (`Interp::run_code`);
 //! - `%capture(f, i, code)`: the `i`th captured value of the closure `f`;
 //! - `%delta_lift(c)`: `c` with the zero delta on every real;
 //! - `%delta_open()`, `%delta_inputs(x)`, `%delta_primal(r)`,
@@ -54,13 +55,15 @@ fn layer_of(direction: i64) -> Option<TypeMap> {
 impl Interp {
     /// `%chad_of(f, 4)`: the closure of `Δ(Δ(c))` for `f`, a closure of a delta
     /// translation `Δ(c)`, its captures lifted by `%delta2_lift` (fluxion-ad's
-    /// `delta_twice.rs`): made ahead of time, or here where the flow analysis missed
-    /// the closure.
+    /// `delta_twice.rs`), made ahead of time. A closure without one (the flow analysis
+    /// missed it) hands the run over to the module as written, which differentiates
+    /// such operators by forward mode (`Interp::run_code`), as native code's `fx_miss`
+    /// does.
     fn twice(&self, clo: &Closure, span: Span) -> EvalResult<Value> {
         let made = self.module().chad_of.get(&(clo.code, TWICE)).copied();
-        let code = match made {
-            Some(t) => t,
-            None => self.translate_code(clo.code, TypeMap::Delta, span)?,
+        let Some(code) = made else {
+            self.handed_over.set(true);
+            return fail(span, "the run is handed over to the module as written");
         };
         let mut env = Vec::with_capacity(clo.env.len());
         for (v, t) in clo.env.iter().zip(&self.capture_types(clo.code)) {

@@ -40,9 +40,9 @@ fn all_zeros(v: &Value) -> bool {
 /// `u + v` for two tangents of one type. Arrays of different lengths and enums of
 /// different constructors are errors (the message says which).
 ///
-/// A sum involving a lazy array cotangent (`linear.rs`), or of two arrays that are
-/// not both arrays of reals (symbolic zeros allowed), is itself left lazy: O(1),
-/// forced once when read.
+/// A sum involving a lazy array cotangent (`linear.rs`) is itself left lazy: O(1),
+/// forced once when read. Two dense arrays are added at once, element by element, as
+/// compiled code adds them (so both associate the additions alike).
 pub fn plus(u: &Value, v: &Value) -> Result<Value, String> {
     crate::deep(|| {
         Ok(match (u, v) {

@@ -310,7 +310,9 @@ impl<'m> Emitter<'m> {
     /// `%chad_of(f, d)` for closures of type `fty`, helper `i`: by `f`'s code, a new
     /// closure of its translation with the captures as the translation needs them —
     /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta) or
-    /// the zero tangent (forward layer), a captured closure translated the same way
+    /// the zero tangent (forward layer) or, in direction 4 (a delta translation's
+    /// closure translated again), every outer pair with the zero inner delta as
+    /// `%delta2_lift` (its candidates capture no functions), a captured closure translated the same way
     /// (inside a tuple, array or enum too: the lifting walks call these helpers).
     /// A closure of a code without a translation here (one that cannot be translated
     /// ahead of time, or the top of a tower of translations: fluxion-ad's `ahead`)

@@ -159,14 +159,16 @@ pub enum Walks {
     /// at run time.
     Core,
     /// As generated Core, unless an operator of the program differentiates a function
-    /// whose argument or result can nest without bound (a recursive enum, a list a
-    /// million deep: generated walks recurse once per level, the interpreter's Rust
-    /// walks do not): then no operator pushes forward, and those operators stay for the
-    /// run time. (Per program, not per operator: an operator pushed forward ahead of
-    /// time must not meet one left for the run time inside its translation, which the
-    /// run time would translate again.) `Program::prepare` resolves so: the
-    /// interpreter takes native code's route, and gives its values bit for bit, on
-    /// every program without operators over lists.
+    /// whose argument or result can nest without bound, or a code of the program
+    /// captures such a value holding no function (a recursive enum, a list a million
+    /// deep: generated walks recurse once per level, the interpreter's Rust walks do
+    /// not): then no operator pushes forward, and those operators stay for the run
+    /// time. (Per program, not per operator: an operator pushed forward ahead of time
+    /// must not meet one left for the run time inside its translation, which the run
+    /// time would translate again.) A captured tree of closures (an enum of rules) is
+    /// walked by generated code on both backends, to translate its closures.
+    /// `Program::prepare` resolves so: the interpreter takes native code's route, and
+    /// gives its values bit for bit, on every other program.
     #[default]
     Bounded,
 }
@@ -233,7 +235,9 @@ impl Translations {
 }
 
 /// Whether an operator in the codes `live` marks (their bodies as written included)
-/// differentiates a function whose argument or result can nest without bound.
+/// differentiates a function whose argument or result can nest without bound, or
+/// one of those codes captures a list of data: the program is then left to the run
+/// time's walks.
 fn differentiates_over_lists(m: &Module, live: &[bool]) -> bool {
     let mut found = false;
     let mut look = |body: &Body| {
@@ -254,7 +258,17 @@ fn differentiates_over_lists(m: &Module, live: &[bool]) -> bool {
             }
         }
     }
+    // A list of data a code captures is lifted by generated walks too, one level of
+    // recursion per cell (the run time's Rust walks take none); one holding functions
+    // (a tree of rules) is walked by both to translate them, and keeps the one route.
     found
+        || m.codes.iter().enumerate().any(|(i, c)| {
+            live.get(i).copied().unwrap_or(false)
+                && c.captures.iter().any(|v| {
+                    let t = m.var_ty(*v);
+                    m.can_nest_without_bound(t) && !m.can_hold_fn(t)
+                })
+        })
 }
 
 /// The operators the resolution resolves.
@@ -948,7 +962,7 @@ fn make_twice(m: &mut Module, table: &Translations, code: CodeId) {
     }
     m.swap_unresolved();
     for f in sites {
-        if m.twice.contains(&f) {
+        if m.twice.contains(&f) || m.vars.len() >= table.first_var + MAX_NEW_VARS {
             continue;
         }
         let Some(flow) = table.flow.of(f) else {
@@ -961,6 +975,7 @@ fn make_twice(m: &mut Module, table: &Translations, code: CodeId) {
             .filter(|c| m.code_ty(*c) == fty)
             .collect();
         let made = !candidates.is_empty()
+            && candidates.iter().all(|&c| twice_qualifies(m, c))
             && candidates
                 .iter()
                 .all(|&c| twice_translation(m, c).is_some());
@@ -1006,9 +1021,9 @@ fn fill_twice(m: &mut Module, table: &Translations, code: CodeId) {
     }
 }
 
-/// `Δ(Δ(c))` for the tape of tapes of a closure of `c` chosen at run time, made (and
-/// noted in `Module::chad_of`, with `Δ(c)`) where `c` qualifies ([`make_twice`]).
-fn twice_translation(m: &mut Module, c: CodeId) -> Option<CodeId> {
+/// Whether a closure of `c` can be differentiated by a tape of tapes: `c` takes,
+/// returns and captures no functions and reaches no operator (nor a tape of its own).
+fn twice_qualifies(m: &Module, c: CodeId) -> bool {
     let code = m.code(c);
     let first_order = code
         .params
@@ -1018,7 +1033,15 @@ fn twice_translation(m: &mut Module, c: CodeId) -> Option<CodeId> {
         .chain([&code.ret])
         .all(|t| !m.can_hold_fn(t));
     let rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
-    if !first_order || holds_operator(m, c, &rewritten) {
+    first_order
+        && !holds_operator(m, c, &rewritten)
+        && crate::chad_sweep::reaches_operator(m, c, |_| false).is_none()
+}
+
+/// `Δ(Δ(c))` for the tape of tapes of a closure of `c` chosen at run time, made (and
+/// noted in `Module::chad_of`, with `Δ(c)`) where `c` qualifies ([`make_twice`]).
+fn twice_translation(m: &mut Module, c: CodeId) -> Option<CodeId> {
+    if !twice_qualifies(m, c) {
         return None;
     }
     let once = match m.chad_of.get(&(c, direction(TypeMap::Delta))) {
