@@ -1034,6 +1034,7 @@ fn twice_qualifies(m: &Module, c: CodeId) -> bool {
         .all(|t| !m.can_hold_fn(t));
     let rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
     first_order
+        && !m.translated_from.contains_key(&c)
         && !holds_operator(m, c, &rewritten)
         && crate::chad_sweep::reaches_operator(m, c, |_| false).is_none()
 }
