@@ -477,7 +477,7 @@ impl<L: Layer> Translate<'_, L> {
             }
             // Code with a tape of tapes of a closure chosen at run time is not
             // translated again (a third tape).
-            ChadOf if args.get(1) == Some(&Atom::Lit(Lit::Int(crate::delta_twice::TWICE))) => {
+            ChadOf if fluxion_core::prim::is_chad_of_twice(p, args) => {
                 return Err(AdError::new(
                     "internal error: a tape of tapes reached a translation".to_string(),
                 ));

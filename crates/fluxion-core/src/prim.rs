@@ -201,6 +201,12 @@ impl SchemeTy {
 /// (fluxion-ad's `delta_twice.rs`).
 pub const CHAD_OF_TWICE: i64 = 4;
 
+/// Whether `p(args)` is `%chad_of(f, CHAD_OF_TWICE)`: a tape of tapes of a closure
+/// chosen at run time.
+pub fn is_chad_of_twice(p: Prim, args: &[crate::Atom]) -> bool {
+    p == Prim::ChadOf && args.get(1) == Some(&crate::Atom::Lit(crate::Lit::Int(CHAD_OF_TWICE)))
+}
+
 /// `%lscale(c, w)` on two reals: `w` itself where `w` is zero (0.0, or -0.0: the
 /// native backend's symbolic zero of a real), 0.0 where `c` is, `c·w` otherwise — a
 /// zero times a NaN or infinite factor is zero, the rule of every mode (README,

@@ -345,16 +345,10 @@ impl Program {
     /// (the prelude's are reached through them: a prelude lambda the program never
     /// makes is no candidate for a closure the compiler cannot see). What it cannot
     /// bound is left to run time (the interpreter translates it there; native code
-    /// resolves it again for its entry, or hands the run to the interpreter).
+    /// hands the run to the interpreter).
     pub fn resolve(&mut self, options: RunOptions) -> Result<(), Diagnostic> {
         let roots = self.user_functions();
-        fluxion_ad::ahead::resolve_operators(
-            &mut self.module,
-            &roots,
-            options.opt,
-            options.fwd,
-            fluxion_ad::ahead::Walks::Bounded,
-        );
+        fluxion_ad::ahead::resolve_operators(&mut self.module, &roots, options.opt, options.fwd);
         if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
             eprintln!(
                 "{}",
@@ -479,7 +473,6 @@ impl Program {
                     &[code],
                     OptLevel::On,
                     FwdMode::default(),
-                    fluxion_ad::ahead::Walks::Core,
                 );
                 fluxion_native::c_source(&program.module, code).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)

@@ -65,8 +65,8 @@ pub(crate) fn run(
 
 /// The compiled program and the module it was compiled from, or the note of why not.
 /// `module` is prepared ([`crate::Program::prepare`]: its operators resolved ahead of
-/// time, for both backends); what that left to the run time is resolved again here
-/// for `code` alone, pushing forward through walks written as Core (`Walks::Core`).
+/// time, for both backends); resolving again here for `code` alone does nothing more
+/// unless `code` was not among the functions prepared.
 pub fn compile(
     module: &Module,
     code: CodeId,
@@ -75,13 +75,7 @@ pub fn compile(
     fwd: FwdMode,
 ) -> Result<(NativeProgram, Module), String> {
     let mut resolved = module.clone();
-    fluxion_ad::ahead::resolve_operators(
-        &mut resolved,
-        &[code],
-        opt,
-        fwd,
-        fluxion_ad::ahead::Walks::Core,
-    );
+    fluxion_ad::ahead::resolve_operators(&mut resolved, &[code], opt, fwd);
     if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
         eprintln!(
             "{}",

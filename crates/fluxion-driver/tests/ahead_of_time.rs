@@ -97,13 +97,11 @@ fn resolved_core_runs_in_the_interpreter_as_natively() {
     }
 }
 
-/// What resolution leaves to run time under the interpreter (`Walks::Bounded`): in a
-/// program without operators over lists, nothing — `jvp` under dual numbers and the
-/// gradient of a function applying `grad` to a `jvp` (pushed forward) are resolved as
-/// natively, with the native values bit for bit. In a program differentiating a function
-/// of a list (generated Core walks would recurse once per level, the interpreter's Rust
-/// walks do not), no operator pushes forward: those stay for the run time, and the
-/// backends agree to rounding.
+/// What resolution leaves to run time: nothing, in a program without operators over
+/// lists or with them — `jvp` under dual numbers, the gradient of a function applying
+/// `grad` to a `jvp` (pushed forward), and `jvp` of a function of a list (walked by
+/// generated Core, one call per cell) are resolved as natively, with the native
+/// values bit for bit.
 #[test]
 fn what_is_left_to_run_time() {
     let without_lists = "fn f(x: [Real]) -> Real { x[0] * x[0] * x[1] }
@@ -111,17 +109,6 @@ fn what_is_left_to_run_time() {
                    let d = jvp(f, [1.0, 2.0], [1.0, 0.0]).1;
                    d + sum(grad(|v: [Real]| sum(grad(|u: [Real]| f(u) * jvp(f, u, u).1, v)), [1.0, 2.0]))
                }";
-    let core = reachable_after_prepare(without_lists, AdMode::Delta);
-    assert!(!core.contains("= jvp("), "every `jvp` is resolved:\n{core}");
-    assert!(
-        !core.contains("%delta_vjp("),
-        "every gradient is resolved:\n{core}"
-    );
-    let interp = eval_reals(without_lists, "main()", options(AdMode::Delta)).expect("runs");
-    let (native, notes) = native_reals(without_lists, "main()", AdMode::Delta);
-    assert!(notes.is_empty(), "{notes:?}");
-    assert_eq!(interp, native);
-
     let with_a_list = format!(
         "enum L {{ Nil, Cons(Real, L) }}
          fn total(l: L) -> Real {{ match l {{ Nil => 0.0, Cons(h, t) => h * h + total(t) }} }}
@@ -131,28 +118,50 @@ fn what_is_left_to_run_time() {
             "let l = Cons(1.0, Cons(2.0, Nil));\n let d = jvp(total, l, l).1 + "
         )
     );
-    let core = reachable_after_prepare(&with_a_list, AdMode::Delta);
-    assert!(
-        core.contains("= jvp(total"),
-        "the list's `jvp` stays:\n{core}"
-    );
-    assert!(
-        core.contains("%delta_vjp("),
-        "nothing pushes forward:\n{core}"
-    );
-    let interp = eval_reals(&with_a_list, "main()", options(AdMode::Delta)).expect("runs");
-    let (native, notes) = native_reals(&with_a_list, "main()", AdMode::Delta);
-    assert!(notes.is_empty(), "{notes:?}");
+    let mut values = Vec::new();
+    for src in [without_lists, with_a_list.as_str()] {
+        let core = reachable_after_prepare(src, AdMode::Delta);
+        assert!(!core.contains("= jvp("), "every `jvp` is resolved:\n{core}");
+        assert!(
+            !core.contains("%delta_vjp("),
+            "every gradient is resolved:\n{core}"
+        );
+        let interp = eval_reals(src, "main()", options(AdMode::Delta)).expect("runs");
+        let (native, notes) = native_reals(src, "main()", AdMode::Delta);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(interp, native);
+        values.push(native[0]);
+    }
     // d/dt total(l + t·l) = Σ 2·hᵢ·hᵢ = 2 + 8 at l = [1, 2]: the first program's value + 10.
     assert!(
-        (interp[0] - native[0]).abs() <= 1e-12 * native[0].abs(),
-        "{interp:?} {native:?}"
+        (values[1] - values[0] - 10.0).abs() <= 1e-12 * values[1].abs(),
+        "{values:?}"
     );
-    let (first, _) = native_reals(without_lists, "main()", AdMode::Delta);
-    assert!(
-        (native[0] - first[0] - 10.0).abs() <= 1e-12 * native[0].abs(),
-        "{native:?}"
-    );
+}
+
+/// A list too deep for the interpreter's walks made ahead of time (one call per cell,
+/// with the program's stack budget): the run is handed to the module as written,
+/// whose run-time walks take any depth, and gives the same value natively.
+#[test]
+fn a_list_too_deep_for_generated_walks_is_walked_at_run_time() {
+    let src = "enum R { RNil, RCons(Real, R) }
+         fn reals(n: Int) -> R { fold(|acc, x| RCons(1.0 + to_real(x), acc), RNil, range(n)) }
+         fn hd(l: R) -> Real { match l { RNil => 0.0, RCons(h, _) => h } }
+         fn main() -> Real { let l = reals(50000); jvp(|x: Real| x * x * hd(l), 1.0, 1.0).1 + jvp(hd, l, l).1 }";
+    // hd(l) = 50 000 (the last cell consed): d/dx x²·hd(l) = 2·50 000 at x = 1, and
+    // jvp(hd, l, l) = hd(l).
+    let expected = 3.0 * 50000.0;
+    // On the test's thread, outside `with_big_stack`: a stack budget of 1 MiB, which a
+    // generated walk over 50 000 cells exceeds.
+    let Ok(program) = compile("deep.flx", src) else {
+        panic!("compiles")
+    };
+    let out = program
+        .run_with_options("main", None, options(AdMode::Delta))
+        .unwrap_or_else(|f| panic!("{}", f.render()));
+    assert_eq!(parse_reals(&out.to_literal()), vec![expected]);
+    let (native, _) = native_reals(src, "main()", AdMode::Delta);
+    assert_eq!(native, vec![expected]);
 }
 
 /// Where resolved CHAD code meets a closure CHAD cannot translate (a pullback, which

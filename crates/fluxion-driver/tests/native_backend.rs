@@ -270,8 +270,7 @@ fn the_c_compilers_flags_build_constant_tuples_right() {
 /// A closure the compiler cannot see, taken from an array, whose code applies an
 /// operator itself (so the delta layer and CHAD translate no such code): its gradient
 /// is computed natively in every mode, by pushing forward through the forward layer,
-/// with no note — as the interpreter computes it, ahead of time too
-/// (`Walks::Bounded`). (A closure that still has no translation hands the run over:
+/// with no note — as the interpreter computes it, ahead of time too. (A closure that still has no translation hands the run over:
 /// `ahead_of_time.rs`, the operator tower of run-time depth.)
 #[test]
 fn a_closure_applying_an_operator_taken_from_an_array_runs_natively() {
@@ -1121,7 +1120,6 @@ fn sanitizers_find_nothing_in_the_examples() {
                 &[code],
                 fluxion_driver::OptLevel::On,
                 setting.1,
-                fluxion_driver::ad::ahead::Walks::Core,
             );
             let Ok(c) = fluxion_driver::native_backend::c_source(&module, code) else {
                 continue;
@@ -1272,13 +1270,7 @@ fn opt_0_leaves_ahead_of_time_translations_unoptimised() {
         let mut module = program.module.clone();
         let first_new = module.codes.len();
         let main = module.functions["main"];
-        fluxion_driver::ad::ahead::resolve_operators(
-            &mut module,
-            &[main],
-            opt,
-            FwdMode::Chad,
-            fluxion_driver::ad::ahead::Walks::Core,
-        );
+        fluxion_driver::ad::ahead::resolve_operators(&mut module, &[main], opt, FwdMode::Chad);
         let live = fluxion_opt::live_codes(&module);
         (first_new..module.codes.len())
             .filter(|c| live[*c])

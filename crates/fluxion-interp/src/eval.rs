@@ -82,8 +82,9 @@ pub struct Interp {
     pub(crate) tapes: RefCell<Vec<crate::tape::Tape>>,
     /// The second tapes of reverse over reverse (`%delta2_open`), innermost last.
     pub(crate) tapes2: RefCell<Vec<crate::tape::Tape2>>,
-    /// Set where code made ahead of time cannot go on (`resolved.rs`): the run is
-    /// made again on the module as written ([`Interp::run_code`]).
+    /// Set where code made ahead of time cannot go on (`resolved.rs`, or a walk too
+    /// deep for the stack): the run is made again on the module as written
+    /// ([`Interp::run_code`]).
     pub(crate) handed_over: std::cell::Cell<bool>,
 }
 
@@ -205,9 +206,26 @@ impl Interp {
         if self.stack_budget > 0
             && self.stack_base.saturating_sub(stack_position()) > self.stack_budget
         {
+            self.stack_exceeded();
             return fail(span, "stack depth exceeded (recursion too deep)");
         }
         self.memory.check().map_err(|e| over_budget(e, span))
+    }
+
+    /// Code made ahead of time walks a value once per level of its nesting (a list's
+    /// cells), with the program's stack: where that runs out, the run is made again
+    /// on the module as written, whose run-time walks take any depth, as native code
+    /// hands over a value too deep for its own walks. (A program's own recursion too
+    /// deep fails there again, with the same error.)
+    #[cold]
+    fn stack_exceeded(&self) {
+        if self
+            .module
+            .try_borrow()
+            .is_ok_and(|m| !m.unresolved.is_empty())
+        {
+            self.handed_over.set(true);
+        }
     }
 
     /// [`Interp::call_code`] of a top-level function, run again on the module as
@@ -528,32 +546,29 @@ impl Interp {
 /// that applies, `%chad_of(f, 4)` (a tape of tapes of a closure chosen at run time), so
 /// that the module as written translates those operators again by its own rules.
 fn forget_tapes_of_tapes_of_unknown_closures(m: &mut fluxion_core::Module) {
-    let twice = fluxion_core::prim::CHAD_OF_TWICE;
-    let mut chooses: Vec<bool> = m
-        .codes
-        .iter()
-        .map(|c| {
-            let mut found = false;
-            fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
-                found |= matches!(&b.rhs, fluxion_core::Rhs::Prim(fluxion_core::Prim::ChadOf, args)
-                    if args.get(1) == Some(&fluxion_core::Atom::Lit(fluxion_core::Lit::Int(twice))));
-            });
-            found
-        })
-        .collect();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (i, c) in m.codes.iter().enumerate() {
+    use fluxion_core::visit::{for_each_binding, for_each_code_ref};
+    let n = m.codes.len();
+    let mut chooses = vec![false; n];
+    let mut work = Vec::new();
+    // Who calls or makes a closure of each code, to walk the reach backwards once.
+    let mut callers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, c) in m.codes.iter().enumerate() {
+        for_each_binding(&c.body, &mut |b| {
+            if let fluxion_core::Rhs::Prim(p, args) = &b.rhs
+                && fluxion_core::prim::is_chad_of_twice(*p, args)
+                && !chooses[i]
+            {
+                chooses[i] = true;
+                work.push(i);
+            }
+        });
+        for_each_code_ref(&c.body, &mut |d| callers[d.0 as usize].push(i));
+    }
+    while let Some(d) = work.pop() {
+        for &i in &callers[d] {
             if !chooses[i] {
-                let mut reaches = false;
-                fluxion_core::visit::for_each_code_ref(&c.body, &mut |d| {
-                    reaches |= chooses[d.0 as usize]
-                });
-                if reaches {
-                    chooses[i] = true;
-                    changed = true;
-                }
+                chooses[i] = true;
+                work.push(i);
             }
         }
     }

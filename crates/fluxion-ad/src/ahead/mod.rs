@@ -18,4 +18,4 @@ mod lift;
 mod push;
 mod resolve;
 
-pub use resolve::{Walks, resolve_operators};
+pub use resolve::resolve_operators;

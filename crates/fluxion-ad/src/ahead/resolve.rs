@@ -16,14 +16,14 @@
 //!
 //! `%delta_vjp` runs `f`'s delta translation on a tape (`delta.rs`); `taylor`, `jvp`
 //! under dual numbers and operators of functions that apply operators push forward
-//! through Core walks (`push.rs`), except, under `Walks::Bounded`, where the walked
-//! values can nest without bound (a list). An operator resolved nowhere stays: the
-//! interpreter translates it at run time, and native code sends the program to the
-//! interpreter.
+//! through Core walks (`push.rs`). An operator resolved nowhere stays: the interpreter
+//! translates it at run time, and native code sends the program to the interpreter.
 //!
 //! Both backends run what this makes (`Program::prepare` resolves for the user's
-//! functions with `Walks::Bounded`; the native backend again for its entry, with
-//! `Walks::Core`, which resolves the operators over lists too).
+//! functions; the native backend again for its entry, a no-op unless the entry was
+//! not among them). A walk over a value nested deeper than the interpreter's stack
+//! allows (a list of a million cells) is not an error there: the run is handed to the
+//! module as written, whose run-time walks take any depth (`Interp::run_code`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -41,14 +41,12 @@ pub fn resolve_operators(
     roots: &[CodeId],
     opt: fluxion_opt::OptLevel,
     fwd: FwdMode,
-    walks: Walks,
 ) {
     let first_new = m.codes.len();
     let live = fluxion_opt::reachable_codes(m, roots);
     let mut table = Translations {
         first_var: m.vars.len(),
         fwd,
-        pushes: walks == Walks::Core || !differentiates_over_lists(m, &live),
         ..Translations::default()
     };
     let mut rewritten: HashSet<CodeId> = m.unresolved.keys().copied().collect();
@@ -151,28 +149,6 @@ const MAX_CAPTURED_TYPES: usize = 4;
 /// it).
 const MAX_NEW_VARS: usize = 100_000;
 
-/// How the values an operator pushes forward are walked (the point lifted and
-/// combined with its direction, the result taken apart).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Walks {
-    /// As generated Core (`push.rs`) everywhere: native code, which cannot translate
-    /// at run time.
-    Core,
-    /// As generated Core, unless an operator of the program differentiates a function
-    /// whose argument or result can nest without bound, or a code of the program
-    /// captures such a value holding no function (a recursive enum, a list a million
-    /// deep: generated walks recurse once per level, the interpreter's Rust walks do
-    /// not): then no operator pushes forward, and those operators stay for the run
-    /// time. (Per program, not per operator: an operator pushed forward ahead of time
-    /// must not meet one left for the run time inside its translation, which the run
-    /// time would translate again.) A captured tree of closures (an enum of rules) is
-    /// walked by generated code on both backends, to translate its closures.
-    /// `Program::prepare` resolves so: the interpreter takes native code's route, and
-    /// gives its values bit for bit, on every other program.
-    #[default]
-    Bounded,
-}
-
 /// The resolution's state (what `%chad_of` chooses among is `Module::chad_of`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Translations {
@@ -187,8 +163,6 @@ pub(crate) struct Translations {
     /// Whether `%chad_of` may go without the candidates that do not translate (the
     /// last resort of `rewrite_body`).
     partial: bool,
-    /// Whether operators may push forward through walks written as Core.
-    pushes: bool,
     /// Which closures can reach each variable, as of the round's start.
     flow: super::flow::Flow,
     /// The algorithm of `jvp` (`--fwd`): dual numbers push forward through the
@@ -232,43 +206,6 @@ impl Translations {
     pub(crate) fn is_candidate(&self, m: &Module, c: CodeId) -> bool {
         !m.translated_from.contains_key(&c) || self.pushed.contains(&c)
     }
-}
-
-/// Whether an operator in the codes `live` marks (their bodies as written included)
-/// differentiates a function whose argument or result can nest without bound, or
-/// one of those codes captures a list of data: the program is then left to the run
-/// time's walks.
-fn differentiates_over_lists(m: &Module, live: &[bool]) -> bool {
-    let mut found = false;
-    let mut look = |body: &Body| {
-        fluxion_core::visit::for_each_binding(body, &mut |b| {
-            if let Rhs::Prim(p, args) = &b.rhs
-                && is_operator(*p)
-                && let Some(Type::Fn(ps, r)) = args.first().map(|a| m.atom_ty(a))
-            {
-                found |= ps.iter().chain([&*r]).any(|t| m.can_nest_without_bound(t));
-            }
-        });
-    };
-    for (i, c) in m.codes.iter().enumerate() {
-        if live.get(i).copied().unwrap_or(false) {
-            look(&c.body);
-            if let Some(body) = m.unresolved.get(&CodeId(i as u32)) {
-                look(body);
-            }
-        }
-    }
-    // A list of data a code captures is lifted by generated walks too, one level of
-    // recursion per cell (the run time's Rust walks take none); one holding functions
-    // (a tree of rules) is walked by both to translate them, and keeps the one route.
-    found
-        || m.codes.iter().enumerate().any(|(i, c)| {
-            live.get(i).copied().unwrap_or(false)
-                && c.captures.iter().any(|v| {
-                    let t = m.var_ty(*v);
-                    m.can_nest_without_bound(t) && !m.can_hold_fn(t)
-                })
-        })
 }
 
 /// The operators the resolution resolves.
@@ -460,8 +397,7 @@ fn expand_operator(
         _ => expand(&mut site, p, args, v),
     }
     .or_else(|| {
-        (push && site.table.pushes)
-            .then(|| super::push::expand(&mut site, p, args, v))
+        push.then(|| super::push::expand(&mut site, p, args, v))
             .flatten()
     })
 }
@@ -1040,11 +976,8 @@ fn twice_qualifies(m: &Module, c: CodeId) -> bool {
 }
 
 /// `Δ(Δ(c))` for the tape of tapes of a closure of `c` chosen at run time, made (and
-/// noted in `Module::chad_of`, with `Δ(c)`) where `c` qualifies ([`make_twice`]).
+/// noted in `Module::chad_of`, with `Δ(c)`); the caller checked [`twice_qualifies`].
 fn twice_translation(m: &mut Module, c: CodeId) -> Option<CodeId> {
-    if !twice_qualifies(m, c) {
-        return None;
-    }
     let once = match m.chad_of.get(&(c, direction(TypeMap::Delta))) {
         Some(&t) => t,
         None => {
