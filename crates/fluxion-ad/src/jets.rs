@@ -11,6 +11,14 @@
 //!
 //! Every rule is a generated Core function over arrays, generic in the length, so the
 //! other translations (forward mode, Taylor of Taylor) apply to it like to user code.
+//!
+//! A zero coefficient scaled by a non-finite factor stays zero, as a zero tangent does
+//! in every mode (`%lscale`, calculus.rs): every product of a coefficient past the
+//! primal with a factor that can be infinite (the primal of a series, `1/y₀`) is a
+//! `%lscale`, so a series whose perturbation is zero (a constant: `sqrt(0.0)`, a
+//! captured `log(z)` at z = 0) stays constant, and order 1 agrees with `jvp`. (A
+//! branch on whether a series is constant would read coefficients past the primal,
+//! which a layer over this one perturbs.)
 
 use fluxion_core::{Atom, CodeId, Prim, Rhs, Type};
 
@@ -38,6 +46,18 @@ fn length(b: &mut Builder, a: Atom) -> Atom {
 
 fn to_real(b: &mut Builder, i: Atom) -> Atom {
     b.prim(Prim::ToReal, &[i], Type::Real)
+}
+
+/// `%lscale(c, w)`: `c·w`, zero where `w` or `c` is (for `w` linear in coefficients
+/// past the primal).
+fn lscale_real(b: &mut Builder, c: Atom, w: Atom) -> Atom {
+    b.prim(Prim::LinScale, &[c, w], Type::Real)
+}
+
+/// `w / d` as `%lscale(1/d, w)`, for `w` linear in coefficients past the primal.
+fn over(b: &mut Builder, w: Atom, d: Atom) -> Atom {
+    let inv = b.div(real(1.0), d);
+    lscale_real(b, inv, w)
 }
 
 fn singleton(b: &mut Builder, x: Atom) -> Atom {
@@ -105,7 +125,7 @@ fn ode_term(b: &mut Builder, n: Atom, a: Atom, w: Atom) -> Atom {
         let k = b.sub(n1, i);
         let wk = index(b, w, k);
         let t = b.mul(jr, aj);
-        b.mul(t, wk)
+        lscale_real(b, wk, t)
     });
     let nr = to_real(b, n);
     b.div(s, nr)
@@ -189,9 +209,18 @@ fn constant_like(b: &mut Builder, c: Atom, like: Atom) -> Atom {
     call(b, f, vec![c, like])
 }
 
-/// Cauchy product, truncated to the length of `x`.
+/// Cauchy product, truncated to the length of `x`: the primals' product as `*`, every
+/// other term a `%lscale`.
 pub(crate) fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
-    product(b, Prim::Mul, "jet_mul", x, y)
+    let f = jet_helper(b, "jet_mul", vec![reals(), reals()], reals(), |b, args| {
+        let (x, y) = (args[0], args[1]);
+        let x0 = index(b, x, int(0));
+        let y0 = index(b, y, int(0));
+        let c0 = b.mul(x0, y0);
+        let p = lscale(b, x, y);
+        with_primal(b, p, c0)
+    });
+    call(b, f, vec![x, y])
 }
 
 /// `%lscale(x, y)` on series: the Cauchy product with every term a `%lscale`, so a
@@ -222,11 +251,25 @@ fn product(b: &mut Builder, times: Prim, name: &str, x: Atom, y: Atom) -> Atom {
 
 /// x / y: c_n = (x_n − Σ_{j=1..n} y_j c_{n−j}) / y_0, to the length of `x`.
 pub(crate) fn div(b: &mut Builder, x: Atom, y: Atom) -> Atom {
-    let f = jet_helper(b, "jet_div", vec![reals(), reals()], reals(), |b, args| {
+    divide(b, "jet_div", x, y, false)
+}
+
+/// [`div`] of a series `x` linear in coefficients past the primal (a derivative's
+/// numerator): its coefficient 0 too is a `%lscale`.
+fn div_linear(b: &mut Builder, x: Atom, y: Atom) -> Atom {
+    divide(b, "jet_div_linear", x, y, true)
+}
+
+fn divide(b: &mut Builder, name: &str, x: Atom, y: Atom, linear: bool) -> Atom {
+    let f = jet_helper(b, name, vec![reals(), reals()], reals(), |b, args| {
         let (x, y) = (args[0], args[1]);
         let x0 = index(b, x, int(0));
         let y0 = index(b, y, int(0));
-        let c0 = b.div(x0, y0);
+        let c0 = if linear {
+            over(b, x0, y0)
+        } else {
+            b.div(x0, y0)
+        };
         let init = singleton(b, c0);
         grow(b, x, init, &[x, y, y0], |b, acc, c| {
             let (x, y, y0) = (c[0], c[1], c[2]);
@@ -237,11 +280,11 @@ pub(crate) fn div(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                 let n1 = b.sub(c[2], int(1));
                 let k = b.sub(n1, i);
                 let ck = index(b, c[1], k);
-                b.mul(yj, ck)
+                lscale_real(b, ck, yj)
             });
             let xn = index(b, x, n);
             let num = b.sub(xn, s);
-            let cn = b.div(num, y0);
+            let cn = over(b, num, y0);
             append(b, acc, cn)
         })
     });
@@ -285,14 +328,14 @@ fn log_from(b: &mut Builder, a: Atom, y0: Atom) -> Atom {
                     let k = b.sub(c[2], j);
                     let ak = index(b, c[0], k);
                     let t = b.mul(jr, yj);
-                    b.mul(t, ak)
+                    lscale_real(b, ak, t)
                 });
                 let nr = to_real(b, n);
                 let s = b.div(s, nr);
                 let an = index(b, a, n);
                 let num = b.sub(an, s);
                 let a0 = index(b, a, int(0));
-                let yn = b.div(num, a0);
+                let yn = over(b, num, a0);
                 append(b, acc, yn)
             })
         },
@@ -353,13 +396,13 @@ pub(crate) fn sqrt(b: &mut Builder, a: Atom) -> Atom {
                 let yj = index(b, c[0], j);
                 let k = b.sub(c[1], j);
                 let yk = index(b, c[0], k);
-                b.mul(yj, yk)
+                lscale_real(b, yj, yk)
             });
             let an = index(b, a, n);
             let num = b.sub(an, s);
             let y0 = index(b, acc, int(0));
             let den = b.mul(real(2.0), y0);
-            let yn = b.div(num, den);
+            let yn = over(b, num, den);
             append(b, acc, yn)
         })
     });
@@ -457,7 +500,7 @@ fn integrate(b: &mut Builder, y0: Atom, d: Atom) -> Atom {
 /// g(a) from g(a₀) and the series w of g'(a(t)): integrate(g(a₀), a'·w).
 fn by_derivative(b: &mut Builder, g0: Atom, a: Atom, w: Atom) -> Atom {
     let da = derivative(b, a);
-    let d = mul(b, da, w);
+    let d = lscale(b, da, w);
     integrate(b, g0, d)
 }
 
@@ -489,12 +532,12 @@ fn pow_const(b: &mut Builder, a: Atom, r: Atom) -> Atom {
                     let k = b.sub(n, j);
                     let yk = index(b, acc, k);
                     let t = b.mul(coef, aj);
-                    b.mul(t, yk)
+                    lscale_real(b, yk, t)
                 });
                 let nr = to_real(b, n);
                 let a0 = index(b, a, int(0));
                 let den = b.mul(nr, a0);
-                let yn = b.div(s, den);
+                let yn = over(b, s, den);
                 append(b, acc, yn)
             })
         },
@@ -551,14 +594,28 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                             at_zero,
                             reals(),
                             // 0^r for another r: x(t)^r vanishes to order r, so the
-                            // coefficients below r are 0; the others have no finite value.
+                            // coefficients below r are 0; the others have no finite
+                            // value — unless x does not move (Σ x_j² = 0 past the
+                            // primal): then 0, as a zero tangent scaled by ∞ is 0.
                             |b| {
                                 let n = length(b, x);
+                                let moves = sum_over(b, n, &[x], |b, j, c| {
+                                    let first = b.cmp(Prim::Eq, j, int(0));
+                                    let xj = index(b, c[0], j);
+                                    let sq = b.mul(xj, xj);
+                                    b.if_(first, Type::Real, |_| real(0.0), |_| sq)
+                                });
                                 let rv = var_of(b, y0);
-                                let lam = b.lambda("coef", &[rv], vec![Type::Int], |b, ps| {
+                                let mv = var_of(b, moves);
+                                let lam = b.lambda("coef", &[rv, mv], vec![Type::Int], |b, ps| {
                                     let jr = to_real(b, ps[0]);
                                     let below = b.cmp(Prim::Lt, jr, Atom::Var(rv));
-                                    b.if_(below, Type::Real, |_| real(0.0), |_| real(f64::NAN))
+                                    b.if_(
+                                        below,
+                                        Type::Real,
+                                        |_| real(0.0),
+                                        |b| lscale_real(b, real(f64::NAN), Atom::Var(mv)),
+                                    )
                                 });
                                 b.prim(Prim::Build, &[n, lam], reals())
                             },
@@ -599,7 +656,7 @@ fn compose(b: &mut Builder, coefs: Atom, a: Atom) -> Atom {
             let order = b.prim(Prim::Reverse, &[order], Type::array(Type::Int));
             let (dv, cv) = (var_of(b, delta), var_of(b, coefs));
             let step = b.lambda("horner", &[dv, cv], vec![reals(), Type::Int], |b, ps| {
-                let prod = mul(b, Atom::Var(dv), ps[0]);
+                let prod = lscale(b, ps[0], Atom::Var(dv));
                 let cm = index(b, Atom::Var(cv), ps[1]);
                 let c0 = index(b, prod, int(0));
                 let sum0 = b.add(c0, cm);
@@ -738,7 +795,7 @@ pub(crate) fn atan2(b: &mut Builder, y: Atom, x: Atom) -> Atom {
     let xx = mul(b, x, x);
     let yy = mul(b, y, y);
     let den = add(b, xx, yy);
-    let q = div(b, num, den);
+    let q = div_linear(b, num, den);
     integrate(b, g0, q)
 }
 

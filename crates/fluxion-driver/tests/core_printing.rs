@@ -244,7 +244,13 @@ fn taylor_mode_snapshot() {
 fn taylor_mode_output_reparses_and_type_checks() {
     for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
         for stage in ["taylor1", "taylor3"] {
-            let printed = stage_of(src, stage);
+            // `%lscale` (a series' zero coefficients stay zero) printed as a source
+            // function, as for forward mode.
+            let Some(printed) = fluxion_driver::gradcheck::runnable_stage(&stage_of(src, stage))
+            else {
+                assert_eq!(*name, "fwd_nested_operator", "only it differentiates again");
+                continue;
+            };
             with_big_stack(|| {
                 if let Err(f) = compile("taylor.flx", &printed) {
                     panic!(

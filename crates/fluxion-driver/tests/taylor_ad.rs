@@ -365,3 +365,50 @@ fn review_findings_stay_fixed() {
         [1.0, 1.0, 0.0]
     );
 }
+
+/// A constant subterm singular at its value (`sqrt(0.0)`, `log(z)` at z = 0, `1/z`,
+/// `exp(z + 1000)`, …) does not move with t: its coefficients past the
+/// primal are zero, so `w + g` has the series of `w` — c₁ = 1 and nothing after, by
+/// hand — and order 1 agrees with `diff`, as a zero tangent scaled by an infinite
+/// partial is zero in every mode. Before, every recurrence divided 0 by 0 (or scaled
+/// 0 by ∞) and the coefficients were NaN. The rule holds through a layer over Taylor:
+/// d/ds of c₁ of sqrt at 4 along s is sqrt'(4) = 1/4 at s = 0, where the direction,
+/// and so the inner series past its primal, is zero.
+#[test]
+fn a_constant_singular_subterm_keeps_a_zero_series() {
+    let constants = [
+        "sqrt(z)",
+        "log(z)",
+        "sqrt(z - 1.0)",
+        "1.0 / z",
+        "pow(z, 0.5)",
+        "atan2(z, z)",
+        "acos(z + 1.0)",
+        "asin(z + 2.0)",
+        "lgamma(z)",
+        "digamma(z)",
+        "tan(z + 1.5707963267948966)",
+    ];
+    for g in constants {
+        // z = w − w: zero, and a series that does not move, which no optimiser folds.
+        let f = format!("|w: Real| {{ let z = w - w; w + {g} }}");
+        for k in 1..=3 {
+            let got = coefficients("", &f, "1.0", "1.0", k);
+            let mut want = vec![0.0; k as usize];
+            want[0] = 1.0;
+            assert_eq!(&got[1..], want.as_slice(), "{g}, order {k}: {got:?}");
+        }
+        // Forward mode scales z's zero tangent by g'(0) too. (Reverse mode sends g'(0)
+        // back through both w's of w − w: ∞ − ∞.)
+        let d = run("", &format!("diff({f}, 1.0)"));
+        assert_eq!(d, vec![1.0], "{g}");
+    }
+    // w·e^1000: c₁ = e^1000 = ∞ (as `diff`), c₂ = 0 (w is linear in t).
+    let got = coefficients("", "|w: Real| w * exp(1000.0)", "1.0", "1.0", 2);
+    assert_eq!(&got[1..], &[f64::INFINITY, 0.0]);
+    let nested = run(
+        "",
+        "diff(|s: Real| taylor(|x: Real| sqrt(x), 4.0, s, 2).1[0], 0.0)",
+    );
+    assert_eq!(nested, vec![0.25]);
+}
