@@ -645,8 +645,17 @@ impl Elab {
             }
             ExprKind::Match(scrutinee, arms) => self.match_expr(scrutinee, arms, expected, sp),
             ExprKind::Tuple(elems) => {
-                let (atoms, tys): (Vec<Atom>, Vec<Ty>) =
-                    elems.iter().map(|e| self.expr(e, None)).unzip();
+                // The expected type of each part, where a tuple of that size is expected
+                // (so that `(Plain(1.0), 1.0)` builds an `(ItemTan, Real)`).
+                let parts = match expected.map(|t| self.u.shallow(t)) {
+                    Some(Ty::Tuple(ts)) if ts.len() == elems.len() => ts,
+                    _ => Vec::new(),
+                };
+                let (atoms, tys): (Vec<Atom>, Vec<Ty>) = elems
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| self.expr(e, parts.get(i)))
+                    .unzip();
                 let ty = Ty::Tuple(tys);
                 (self.emit("tup", Rhs::Tuple(atoms), ty.clone(), sp), ty)
             }
@@ -667,9 +676,15 @@ impl Elab {
             }
             ExprKind::Array(elems) => {
                 let elem = self.u.fresh();
+                // The expected element type, a hint for the elements (`[Plain(1.0)]`
+                // builds an `[ItemTan]` where one is expected).
+                let hint = match expected.map(|t| self.u.shallow(t)) {
+                    Some(Ty::Array(t)) => Some(*t),
+                    _ => None,
+                };
                 let mut atoms = Vec::new();
                 for e in elems {
-                    let (a, t) = self.expr(e, None);
+                    let (a, t) = self.expr(e, hint.as_ref());
                     self.expect(
                         &t,
                         &elem,

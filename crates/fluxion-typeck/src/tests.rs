@@ -277,6 +277,23 @@ fn tangent_enum_can_be_named_in_source() {
 }
 
 #[test]
+fn tangent_constructors_resolve_inside_arrays_and_tuples() {
+    // Where `[ItemTan]` or `(ItemTan, Real)` is expected, the elements' constructors
+    // build `ItemTan` values (a new user's `jvp` direction was rejected: "field of
+    // `Group`: expected [ItemTan], found [Item]").
+    let m = elab(
+        "enum Item { Weighted(Int, Real), Plain(Real), Group([Item]) }\n\
+         fn score(it: Item) -> Real { match it { Weighted(n, w) => to_real(n) * w, Plain(x) => x, Group(xs) => sum(map(score, xs)) } }\n\
+         fn d() -> Real { jvp(score, Group([Plain(1.0)]), Group([Plain(1.0)])).1 }\n\
+         fn pair(it: (Item, Real)) -> Real { score(it.0) * it.1 }\n\
+         fn e() -> Real { jvp(pair, (Plain(1.0), 2.0), (Plain(1.0), 1.0)).1 }\n\
+         fn mk() -> [ItemTan] { [Plain(1.0), Weighted((), 2.0)] }",
+    );
+    assert_eq!(fn_ty(&m, "d"), "fn() -> Real");
+    assert_eq!(fn_ty(&m, "mk"), "fn() -> [ItemTan]");
+}
+
+#[test]
 fn functions_may_be_used_before_their_definition_and_recurse() {
     let m = elab(
         "fn f(n: Int) -> Int { g(n) }\n\
