@@ -98,7 +98,8 @@ prims! {
     // delta layer's tape of tapes of a closure chosen at run time: `%chad_of(f, d)` is the closure `f` with its code replaced by that code's
     // translation (d = 0: reverse CHAD, `chad_code`; d = 1: forward CHAD,
     // `chad_fwd_code`; d = 2: the delta layer, `delta_code`; d = 3: the forward layer;
-    // d = `CHAD_OF_TWICE`: of a delta translation's closure, the delta layer again) and
+    // d = `CHAD_OF_TWICE`: of a delta translation's closure, the delta layer again;
+    // d = `CHAD_OF_TAYLOR` + k: Taylor mode of order k) and
     // its captures (CHAD's first-order captures are the same values, `Dr(A)1 = A`;
     // delta lifts every real to the zero delta, as `%delta_lift` does, and twice as
     // `%delta2_lift` does). Its binding's type is the translated function type
@@ -200,6 +201,11 @@ impl SchemeTy {
 /// reverse over reverse of a closure chosen at run time, a tape of tapes
 /// (fluxion-ad's `delta_twice.rs`).
 pub const CHAD_OF_TWICE: i64 = 4;
+
+/// `%chad_of`'s direction for Taylor mode of order k is `CHAD_OF_TAYLOR + k`: the
+/// closure's code translated by Taylor mode of that order, its reals lifted to
+/// `[x, 0, …, 0]`.
+pub const CHAD_OF_TAYLOR: i64 = 100;
 
 /// Whether `p(args)` is `%chad_of(f, CHAD_OF_TWICE)`: a tape of tapes of a closure
 /// chosen at run time.

@@ -269,6 +269,39 @@ fn only_closures_that_reach_an_operator_are_translated() {
     }
 }
 
+/// `taylor` of a closure the compiler cannot see — taken from an array, captured by the
+/// differentiated lambda inside an enum, or met by a layer over Taylor (`diff` of a
+/// Taylor coefficient) — runs natively: `%chad_of(f, CHAD_OF_TAYLOR + k)` picks the
+/// code's Taylor translation of order k at run time, its reals lifted to constant
+/// series (found handed to the interpreter by a new-user trial). Values by hand: the
+/// series of eˣ at ½ along 1 is e^½·[1, 1, ½]; d/dx of y³'s c₂ = 3x is 3; sin's
+/// c₁ at ½ is cos ½.
+#[test]
+fn taylor_of_a_closure_chosen_at_run_time_runs_natively() {
+    let src = "enum Op { Apply(fn(Real) -> Real) }
+               fn run_op(o: Op, x: Real) -> Real { match o { Apply(f) => f(x) } }
+               fn main() -> ((Real, [Real]), (Real, [Real]), Real, Real) {
+                   let fs = [|x: Real| sin(x), |x: Real| exp(x)];
+                   let op = Apply(|y: Real| exp(y));
+                   let f = |y: Real| y * y * y;
+                   (taylor(fs[1], 0.5, 1.0, 2),
+                    taylor(|x: Real| run_op(op, x), 0.5, 1.0, 2),
+                    diff(|x: Real| taylor(f, x, 1.0, 2).1[1], 0.4),
+                    build(2, |k| taylor(fs[k], 0.5, 1.0, 1).1[0])[0])
+               }";
+    let e = 0.5f64.exp();
+    let want = [e, e, e / 2.0, e, e, e / 2.0, 3.0, 0.5f64.cos()];
+    for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
+        let interp = eval_reals(src, "main()", options(mode)).expect("interpreter runs");
+        let (native, notes) = native_reals(src, "main()", mode);
+        assert!(notes.is_empty(), "{mode:?}: {notes:?}");
+        assert_eq!(interp, native, "{mode:?}");
+        for (got, w) in native.iter().zip(want) {
+            assert!((got - w).abs() <= 1e-14 * w.abs(), "{mode:?}: {native:?}");
+        }
+    }
+}
+
 /// A differentiated closure that captures closures inside an array, a tuple or an enum runs
 /// natively under delta, CHAD and the forward layer (its Hessian too, whose forward
 /// translation is picked at run time with the captured array lifted by the C walks): the capture is lifted by a Core walk

@@ -4,7 +4,8 @@
 //! With them the interpreter runs the same Core as native code.
 //!
 //! - `%chad_of(f, d)`: `f` as its translation in direction `d` (0 CHAD, 1 forward
-//!   CHAD, 2 delta, 3 forward, 4 a delta translation's closure translated again), its
+//!   CHAD, 2 delta, 3 forward, 4 a delta translation's closure translated again,
+//!   `CHAD_OF_TAYLOR` + k Taylor of order k), its
 //!   captures lifted. The translation was made ahead of time (the memo finds it); one
 //!   that was not is made here, at run time, except where CHAD does not translate the
 //!   closure, or in direction 4: then, as native code (`fx_miss`), the interpreter
@@ -20,7 +21,7 @@
 
 use std::rc::Rc;
 
-use fluxion_core::prim::CHAD_OF_TWICE as TWICE;
+use fluxion_core::prim::{CHAD_OF_TAYLOR, CHAD_OF_TWICE as TWICE};
 use fluxion_core::{Prim, Span, Type, TypeMap};
 
 use crate::eval::{EvalResult, Interp, fail};
@@ -48,6 +49,7 @@ fn layer_of(direction: i64) -> Option<TypeMap> {
         1 => TypeMap::ChadFwd,
         2 => TypeMap::Delta,
         3 => TypeMap::Fwd,
+        d if d > CHAD_OF_TAYLOR => TypeMap::Taylor(u32::try_from(d - CHAD_OF_TAYLOR).ok()?),
         _ => return None,
     })
 }

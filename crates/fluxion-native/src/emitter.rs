@@ -309,8 +309,8 @@ impl<'m> Emitter<'m> {
 
     /// `%chad_of(f, d)` for closures of type `fty`, helper `i`: by `f`'s code, a new
     /// closure of its translation with the captures as the translation needs them —
-    /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta) or
-    /// the zero tangent (forward layer) or, in direction 4 (a delta translation's
+    /// the same values (CHAD: `Dr(A)1 = A`), every real with the zero delta (delta),
+    /// the zero tangent (forward layer) or the constant series (Taylor) or, in direction 4 (a delta translation's
     /// closure translated again), every outer pair with the zero inner delta as
     /// `%delta2_lift` (its candidates capture no functions), a captured closure translated the same way
     /// (inside a tuple, array or enum too: the lifting walks call these helpers).
@@ -336,11 +336,26 @@ impl<'m> Emitter<'m> {
                 let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
                 let old = format!("((env_{c}*)f)->c{j}");
                 let field = format!("n->c{j}");
+                let taylor = d > fluxion_core::prim::CHAD_OF_TAYLOR;
                 let value = match (d, &cty) {
                     (2 | 3, Type::Fn(..)) => {
                         let h = self.chad_of_helper(&cty, d);
                         format!("{h}({old}, {sp})")
                     }
+                    (_, Type::Fn(..)) if taylor => {
+                        let h = self.chad_of_helper(&cty, d);
+                        format!("{h}({old}, {sp})")
+                    }
+                    (_, _) if taylor => crate::types::delta::rebuild(
+                        &mut self.types,
+                        crate::types::Helper2::TaylorLift(
+                            (d - fluxion_core::prim::CHAD_OF_TAYLOR) as u32,
+                        ),
+                        &cty,
+                        &tty,
+                        &old,
+                        sp,
+                    ),
                     (2, _) => crate::types::delta::rebuild(
                         &mut self.types,
                         crate::types::Helper2::DeltaLift,

@@ -325,6 +325,16 @@ static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src
   return a;
 }
 
+/* The constant series [x, 0, ..., 0] of order k (a real captured by a closure lifted
+ * into Taylor mode at run time, `%chad_of`). */
+static fx_arr *fx_jet_lift(double x, int64_t k, uint32_t src, uint32_t start, uint32_t end) {
+  fx_arr *a = fx_arr_new(k + 1, sizeof(double), "a series", src, start, end);
+  double *d = (double *)(a + 1);
+  d[0] = x;
+  for (int64_t i = 1; i <= k; i++) d[i] = 0.0;
+  return a;
+}
+
 /* Enums: header, tag, then the constructor's fields (a per-constructor struct). */
 typedef struct {
   fx_hdr h;

@@ -12,8 +12,9 @@ use std::collections::HashSet;
 use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type, TypeMap, VarId};
 
 use super::resolve::{
-    ClosureBindings, Translations, captures_here, direction, holds_operator, translate,
-    translate_delta_original, translate_lifted, translate_original, translated_at_run_time,
+    ClosureBindings, Translations, captures_here, direction, holds_operator, is_forward_layer,
+    translate, translate_delta_original, translate_lifted, translate_original,
+    translated_at_run_time,
 };
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper};
@@ -31,11 +32,12 @@ pub(crate) struct Site<'a, 'm> {
 impl Site<'_, '_> {
     /// The closure `f` as its translation by `layer` (delta, CHAD, forward or Taylor), the
     /// bindings that lift its captures appended to `lifts`: the right-hand side making
-    /// it, the translated code and the parameter types. Under delta and the forward
-    /// layer a closure the compiler cannot see goes through `%chad_of(f, 2 or 3)`;
-    /// CHAD and Taylor need it known. Delta and CHAD translate no code that applies an operator (the caller computes
-    /// such a reverse pass by pushing forward); the forward layers translate the code
-    /// as written, before the resolution rewrote its operators.
+    /// it, the translated code and the parameter types. Under delta, the forward
+    /// layer and Taylor a closure the compiler cannot see goes through `%chad_of(f, d)`
+    /// (d = 2, 3, or `CHAD_OF_TAYLOR` + k); CHAD needs it known. Delta and CHAD
+    /// translate no code that applies an operator (the caller computes such a reverse
+    /// pass by pushing forward); the forward layers translate the code as written,
+    /// before the resolution rewrote its operators.
     pub(crate) fn closure(
         &mut self,
         f: Atom,
@@ -62,7 +64,7 @@ impl Site<'_, '_> {
             return Some(known);
         }
         lifts.truncate(before);
-        if matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
+        if layer == TypeMap::Delta || is_forward_layer(layer) {
             // A closure of known code that did not translate above is not chosen at run
             // time either (the caller pushes forward instead).
             let known = self.closures.get(&fv).map(|(code, _)| *code);
@@ -118,7 +120,8 @@ impl Site<'_, '_> {
                 // Functions inside tuples, arrays and enums (closures taken from an array):
                 // each chosen at run time among the codes that flow into the capture.
                 (_, Atom::Var(cv))
-                    if matches!(layer, TypeMap::Delta | TypeMap::Fwd | TypeMap::Chad) =>
+                    if matches!(layer, TypeMap::Delta | TypeMap::Chad)
+                        || is_forward_layer(layer) =>
                 {
                     for leaf in fn_leaves(self.m, t) {
                         translate_lifted(self.m, self.table, self.rewritten, &leaf, *cv, layer)?;

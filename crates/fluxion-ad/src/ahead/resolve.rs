@@ -698,7 +698,7 @@ fn translate_candidates(
     }
     let mut translated = None;
     for c in candidates {
-        let t = if layer == TypeMap::Fwd {
+        let t = if is_forward_layer(layer) {
             translate_original(m, table, c, layer)
         } else {
             translate(m, c, layer)
@@ -710,7 +710,7 @@ fn translate_candidates(
             return None;
         };
         m.chad_of.insert((c, direction(layer)), t);
-        if layer == TypeMap::Fwd {
+        if is_forward_layer(layer) {
             // `%chad_of` makes closures of it at run time, which may meet an operator.
             table.made.insert(t);
         }
@@ -776,8 +776,15 @@ pub(crate) fn direction(layer: TypeMap) -> i64 {
         TypeMap::ChadFwd => 1,
         TypeMap::Delta => 2,
         TypeMap::Fwd => 3,
+        TypeMap::Taylor(k) => fluxion_core::prim::CHAD_OF_TAYLOR + i64::from(k),
         _ => 0,
     }
+}
+
+/// The layers that translate a code as written, its operators by their own rules
+/// (forward over reverse, Taylor over anything): dual numbers and Taylor series.
+pub(crate) fn is_forward_layer(layer: TypeMap) -> bool {
+    matches!(layer, TypeMap::Fwd | TypeMap::Taylor(_))
 }
 
 /// The parameter types of `code` if `layer` can translate it ahead of time for
@@ -794,7 +801,7 @@ fn translatable(
     rewritten: &HashSet<CodeId>,
     walked: bool,
 ) -> Option<Vec<Type>> {
-    if !matches!(layer, TypeMap::Delta | TypeMap::Fwd) {
+    if !(layer == TypeMap::Delta || is_forward_layer(layer)) {
         return chad_translatable(m, code, layer, rewritten);
     }
     let c = m.code(code);

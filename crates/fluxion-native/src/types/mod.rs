@@ -73,6 +73,9 @@ pub enum Helper2 {
     /// `A` → `Tf(A)` with the zero tangent on every real (a closure's capture lifted
     /// into the forward layer at run time, `%chad_of(f, 3)`; the same walk).
     FwdLift,
+    /// `A` → `T_k(A)` with every real as `[x, 0, …, 0]` (k zeros: a capture lifted into
+    /// Taylor mode of order k at run time, `%chad_of(f, CHAD_OF_TAYLOR + k)`).
+    TaylorLift(u32),
 }
 
 /// The types and helpers of one translation unit.
@@ -265,6 +268,7 @@ impl<'m> Types<'m> {
 
     /// The name of two-type helper `h` at (`x`, `t`).
     pub fn helper2(&mut self, h: Helper2, x: &Type, t: &Type) -> String {
+        let taylor;
         let name = format!(
             "{}_{}_{}",
             match h {
@@ -273,6 +277,10 @@ impl<'m> Types<'m> {
                 Helper2::CheckDirection => "checkdir",
                 Helper2::DeltaLift => "dlift",
                 Helper2::FwdLift => "flift",
+                Helper2::TaylorLift(k) => {
+                    taylor = format!("tlift{k}");
+                    &taylor
+                }
                 Helper2::DeltaInputs => "dinputs",
                 Helper2::DeltaPrimal => "dprimal",
                 Helper2::DeltaSeed => "dseed",
@@ -300,6 +308,7 @@ impl<'m> Types<'m> {
                 ),
                 Helper2::DeltaLift
                 | Helper2::FwdLift
+                | Helper2::TaylorLift(_)
                 | Helper2::DeltaInputs
                 | Helper2::DeltaPrimal
                 | Helper2::DeltaRead
@@ -866,6 +875,7 @@ impl<'m> Types<'m> {
         match h {
             Helper2::DeltaLift
             | Helper2::FwdLift
+            | Helper2::TaylorLift(_)
             | Helper2::DeltaInputs
             | Helper2::DeltaPrimal
             | Helper2::DeltaSeed
