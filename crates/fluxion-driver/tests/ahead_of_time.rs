@@ -269,6 +269,31 @@ fn only_closures_that_reach_an_operator_are_translated() {
     }
 }
 
+/// Under `--ad chad`, `grad` of a closure that applies an operator to a closure it
+/// captures (or taken from an array whose functions apply one) is pushed forward ahead
+/// of time, as the interpreter's CHAD differentiates such a closure by forward mode
+/// (judged on the code as written, before its operators were resolved: it was judged
+/// on the resolved code, which applies none, so the operator was left to the
+/// interpreter and native code handed over — a new-user trial). By hand: d = 3x², so
+/// grad(grad(d)) = 6; y² and 2y² have slopes 1.4 and 2.8 at 0.7.
+#[test]
+fn chad_of_a_closure_applying_an_operator_to_a_capture_runs_natively() {
+    let src = "fn sq(x: Real) -> Real { x * x }
+               fn main() -> (Real, [Real]) {
+                   let f = |x: Real| x * x * x;
+                   let d = |x: Real| diff(f, x);
+                   let fs = [sq, |x: Real| grad(sq, x) * x];
+                   (grad(|y: Real| grad(d, y), 0.3), build(2, |k| grad(|y: Real| fs[k](y), 0.7)))
+               }";
+    let interp = eval_reals(src, "main()", options(AdMode::Chad)).expect("interpreter runs");
+    let (native, notes) = native_reals(src, "main()", AdMode::Chad);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(interp, native);
+    for (got, want) in native.iter().zip([6.0, 1.4, 2.8]) {
+        assert!((got - want).abs() <= 1e-12, "{native:?}");
+    }
+}
+
 /// `taylor` of a closure the compiler cannot see — taken from an array, captured by the
 /// differentiated lambda inside an enum, or met by a layer over Taylor (`diff` of a
 /// Taylor coefficient) — runs natively: `%chad_of(f, CHAD_OF_TAYLOR + k)` picks the

@@ -374,7 +374,7 @@ fn expand_operator(
     // build that here: one reverse pass there, n passes here — the interpreter runs it.
     let push = p != Prim::ChadVjp
         || !(captures_a_closure(m, closures, &args[0])
-            && chad_goes_forward(m, &table.flow, closures, &args[0], 0) == Some(false));
+            && chad_goes_forward(m, &table.flow, closures, rewritten, &args[0], 0) == Some(false));
     let mut site = super::lift::Site {
         m,
         table,
@@ -412,18 +412,22 @@ fn applies_operators(site: &super::lift::Site, f: &Atom) -> bool {
 
 /// Whether the interpreter's `--ad chad` differentiates the closure `f` by forward
 /// mode (fluxion-interp's `chad.rs`, `chad_translates`): CHAD does not translate its
-/// code (it applies an operator itself), or a closure it captures is such a closure.
+/// code (it applies an operator itself, as written: `rewritten` holds the codes whose
+/// operators this resolution replaced), or a closure it captures is such a closure.
 /// `None` where `f` or a captured function is not a closure known here.
 fn chad_goes_forward(
     m: &Module,
     flow: &super::flow::Flow,
     closures: &ClosureBindings,
+    rewritten: &HashSet<CodeId>,
     f: &Atom,
     depth: usize,
 ) -> Option<bool> {
     let Atom::Var(f) = f else { return None };
     let (code, captured) = closures.get(f)?;
-    if crate::chad_unsupported(m, *code, TypeMap::Chad).is_some() {
+    if crate::chad_unsupported(m, *code, TypeMap::Chad).is_some()
+        || holds_operator(m, *code, rewritten)
+    {
         return Some(true);
     }
     let mut forward = false;
@@ -442,6 +446,7 @@ fn chad_goes_forward(
             let codes = flow.of(*v)?;
             let plain = codes.iter().all(|c| {
                 crate::chad_unsupported(m, *c, TypeMap::Chad).is_none()
+                    && !holds_operator(m, *c, rewritten)
                     && m.code(*c)
                         .captures
                         .iter()
@@ -452,7 +457,7 @@ fn chad_goes_forward(
             }
             continue;
         }
-        forward |= chad_goes_forward(m, flow, closures, value, depth + 1)?;
+        forward |= chad_goes_forward(m, flow, closures, rewritten, value, depth + 1)?;
     }
     Some(forward)
 }
