@@ -151,19 +151,19 @@ pub(crate) fn sub(b: &mut Builder, x: Atom, y: Atom) -> Atom {
 }
 
 fn scale(b: &mut Builder, s: Atom, x: Atom) -> Atom {
-    let f = jet_helper(
-        b,
-        "jet_scale",
-        vec![Type::Real, reals()],
-        reals(),
-        |b, args| {
-            let sv = var_of(b, args[0]);
-            let lam = b.lambda("scale", &[sv], vec![Type::Real], |b, ps| {
-                b.mul(Atom::Var(sv), ps[0])
-            });
-            b.prim(Prim::Map, &[lam, args[1]], reals())
-        },
-    );
+    scale_by(b, Prim::Mul, "jet_scale", s, x)
+}
+
+/// Every coefficient of `x` times the real `s` by `times` (`*`, or `%lscale` where `s`
+/// can be infinite).
+fn scale_by(b: &mut Builder, times: Prim, name: &str, s: Atom, x: Atom) -> Atom {
+    let f = jet_helper(b, name, vec![Type::Real, reals()], reals(), |b, args| {
+        let sv = var_of(b, args[0]);
+        let lam = b.lambda("scale", &[sv], vec![Type::Real], |b, ps| {
+            b.prim(times, &[Atom::Var(sv), ps[0]], Type::Real)
+        });
+        b.prim(Prim::Map, &[lam, args[1]], reals())
+    });
     call(b, f, vec![s, x])
 }
 
@@ -226,26 +226,27 @@ pub(crate) fn mul(b: &mut Builder, x: Atom, y: Atom) -> Atom {
 /// `%lscale(x, y)` on series: the Cauchy product with every term a `%lscale`, so a
 /// zero coefficient scaled by a non-finite one stays zero, as `%lscale` on reals.
 pub(crate) fn lscale(b: &mut Builder, x: Atom, y: Atom) -> Atom {
-    product(b, Prim::LinScale, "jet_lscale", x, y)
-}
-
-/// A Cauchy product whose terms `x_j·y_k` are `times(x_j, y_k)`.
-fn product(b: &mut Builder, times: Prim, name: &str, x: Atom, y: Atom) -> Atom {
-    let f = jet_helper(b, name, vec![reals(), reals()], reals(), |b, args| {
-        let (x, y) = (var_of(b, args[0]), var_of(b, args[1]));
-        let n = length(b, Atom::Var(x));
-        let lam = b.lambda("coef", &[x, y], vec![Type::Int], |b, ps| {
-            let m = ps[0];
-            let count = b.add(m, int(1));
-            sum_over(b, count, &[Atom::Var(x), Atom::Var(y), m], |b, j, c| {
-                let xj = index(b, c[0], j);
-                let k = b.sub(c[2], j);
-                let yk = index(b, c[1], k);
-                b.prim(times, &[xj, yk], Type::Real)
-            })
-        });
-        b.prim(Prim::Build, &[n, lam], reals())
-    });
+    let f = jet_helper(
+        b,
+        "jet_lscale",
+        vec![reals(), reals()],
+        reals(),
+        |b, args| {
+            let (x, y) = (var_of(b, args[0]), var_of(b, args[1]));
+            let n = length(b, Atom::Var(x));
+            let lam = b.lambda("coef", &[x, y], vec![Type::Int], |b, ps| {
+                let m = ps[0];
+                let count = b.add(m, int(1));
+                sum_over(b, count, &[Atom::Var(x), Atom::Var(y), m], |b, j, c| {
+                    let xj = index(b, c[0], j);
+                    let k = b.sub(c[2], j);
+                    let yk = index(b, c[1], k);
+                    b.prim(Prim::LinScale, &[xj, yk], Type::Real)
+                })
+            });
+            b.prim(Prim::Build, &[n, lam], reals())
+        },
+    );
     call(b, f, vec![x, y])
 }
 
@@ -595,27 +596,24 @@ pub(crate) fn pow(b: &mut Builder, x: Atom, y: Atom) -> Atom {
                             reals(),
                             // 0^r for another r: x(t)^r vanishes to order r, so the
                             // coefficients below r are 0; the others have no finite
-                            // value — unless x does not move (Σ x_j² = 0 past the
-                            // primal): then 0, as a zero tangent scaled by ∞ is 0.
+                            // value — unless x does not move past the primal: then 0,
+                            // as a zero tangent scaled by ∞ is 0. (Σ %lscale(NaN, x_j)
+                            // is NaN where some x_j ≠ 0 and 0 where none is, with no
+                            // underflow, and linear in each coefficient.)
                             |b| {
                                 let n = length(b, x);
                                 let moves = sum_over(b, n, &[x], |b, j, c| {
                                     let first = b.cmp(Prim::Eq, j, int(0));
                                     let xj = index(b, c[0], j);
-                                    let sq = b.mul(xj, xj);
-                                    b.if_(first, Type::Real, |_| real(0.0), |_| sq)
+                                    let nan = lscale_real(b, real(f64::NAN), xj);
+                                    b.if_(first, Type::Real, |_| real(0.0), |_| nan)
                                 });
                                 let rv = var_of(b, y0);
                                 let mv = var_of(b, moves);
                                 let lam = b.lambda("coef", &[rv, mv], vec![Type::Int], |b, ps| {
                                     let jr = to_real(b, ps[0]);
                                     let below = b.cmp(Prim::Lt, jr, Atom::Var(rv));
-                                    b.if_(
-                                        below,
-                                        Type::Real,
-                                        |_| real(0.0),
-                                        |b| lscale_real(b, real(f64::NAN), Atom::Var(mv)),
-                                    )
+                                    b.if_(below, Type::Real, |_| real(0.0), |_| Atom::Var(mv))
                                 });
                                 b.prim(Prim::Build, &[n, lam], reals())
                             },
@@ -706,7 +704,8 @@ fn polygamma_coefs(b: &mut Builder, order: Atom, a: Atom) -> Atom {
 }
 
 /// `x % y = x − q·y` with the integer quotient q locally constant, recovered exactly
-/// from the primal remainder: `q = round((x₀ − x₀ % y₀) / y₀)`.
+/// from the primal remainder: `q = round((x₀ − x₀ % y₀) / y₀)`; `q·y` by `%lscale`
+/// (q is infinite where y₀ is 0), and the primal is `x₀ % y₀` itself.
 pub(crate) fn rem(b: &mut Builder, args: &[Atom]) -> Atom {
     let (x, y) = (args[0], args[1]);
     let (x0, y0) = (primal(b, x), primal(b, y));
@@ -715,8 +714,9 @@ pub(crate) fn rem(b: &mut Builder, args: &[Atom]) -> Atom {
     let q = b.div(d, y0);
     let half_up = b.add(q, real(0.5));
     let t = b.unary(Prim::Floor, half_up);
-    let ty = scale(b, t, y);
-    sub(b, x, ty)
+    let ty = scale_by(b, Prim::LinScale, "jet_lscale_by", t, y);
+    let r = sub(b, x, ty);
+    with_primal(b, r, r0)
 }
 
 /// The jet's coefficient 0 (its primal).

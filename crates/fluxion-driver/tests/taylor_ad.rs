@@ -388,6 +388,7 @@ fn a_constant_singular_subterm_keeps_a_zero_series() {
         "lgamma(z)",
         "digamma(z)",
         "tan(z + 1.5707963267948966)",
+        "1.0 % z",
     ];
     for g in constants {
         // z = w − w: zero, and a series that does not move, which no optimiser folds.
@@ -411,4 +412,10 @@ fn a_constant_singular_subterm_keeps_a_zero_series() {
         "diff(|s: Real| taylor(|x: Real| sqrt(x), 4.0, s, 2).1[0], 0.0)",
     );
     assert_eq!(nested, vec![0.25]);
+    // x^0.7 at 0 moving with a direction so small its square underflows still has no
+    // finite c₁; x % y with y ≡ 0 (an infinite quotient) has x % y's own primal, 2.
+    let tiny = coefficients("", "|x: Real| pow(x, 0.7)", "0.0", "1e-170", 1);
+    assert!(tiny[1].is_nan(), "{tiny:?}");
+    let f = "|w: Real| { let z = w - w; w + 1.0 % (1.0 / z) }";
+    assert_eq!(coefficients("", f, "1.0", "1.0", 2), vec![2.0, 1.0, 0.0]);
 }

@@ -338,11 +338,7 @@ impl<'m> Emitter<'m> {
                 let field = format!("n->c{j}");
                 let taylor = d > fluxion_core::prim::CHAD_OF_TAYLOR;
                 let value = match (d, &cty) {
-                    (2 | 3, Type::Fn(..)) => {
-                        let h = self.chad_of_helper(&cty, d);
-                        format!("{h}({old}, {sp})")
-                    }
-                    (_, Type::Fn(..)) if taylor => {
+                    (_, Type::Fn(..)) if matches!(d, 2 | 3) || taylor => {
                         let h = self.chad_of_helper(&cty, d);
                         format!("{h}({old}, {sp})")
                     }

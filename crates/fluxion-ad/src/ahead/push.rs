@@ -23,8 +23,9 @@ use super::lift::Site;
 use super::resolve::Emit;
 
 /// The bindings that compute `v = p(args)` by pushing forward, or `None` where the
-/// operator stays for the interpreter (a closure not known here, a function inside the
-/// argument or result, a Taylor order not written as a constant).
+/// operator stays for the interpreter (a closure that has no translation here, known
+/// or chosen at run time by `%chad_of`; a function inside the argument or result; a
+/// Taylor order not written as a constant).
 pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
     let layer = match p {
         Prim::Taylor => match args.get(3)? {

@@ -793,8 +793,8 @@ pub(crate) fn is_forward_layer(layer: TypeMap) -> bool {
 }
 
 /// The parameter types of `code` if `layer` can translate it ahead of time for
-/// `%chad_of` to choose at run time: CHAD's with first-order captures, delta's and the
-/// forward layer's with any captures (functions among them, alone or inside tuples,
+/// `%chad_of` to choose at run time: CHAD's with first-order captures, delta's, the
+/// forward layer's and Taylor's with any captures (functions among them, alone or inside tuples,
 /// arrays and enums, translated at run time in turn); argument and result first-order
 /// where the operator walks them
 /// (`walked`: the operator's own function, not one it captures); under the reverse
