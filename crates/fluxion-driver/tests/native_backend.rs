@@ -1449,10 +1449,9 @@ fn generated_programs_with_operators_run_natively() {
 /// Hessians of closures, error programs): under `--ad delta` (the default) natively,
 /// each gives the interpreter's value bit for bit, or its error (both run the Core
 /// `Program::prepare` made, nested operators of closures passed in included), and none leaves native
-/// code but the documented cases (README, "The native backend"): `taylor` of a closure
-/// capturing closures in an array, and a closure that can reach an operator while
-/// applying one itself or capturing a pullback (and under CHAD, a program making a
-/// pullback). `FLUXION_CORPUS_ALL=1` runs every `--ad`/`--fwd` setting.
+/// code but the documented cases (README, "The native backend"): a closure that can
+/// reach an operator while applying one itself or capturing a pullback (and under
+/// CHAD, a program making a pullback). `FLUXION_CORPUS_ALL=1` runs every `--ad`/`--fwd` setting.
 #[test]
 fn the_higher_order_corpus_runs_natively() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/higher_order");
@@ -1464,7 +1463,6 @@ fn the_higher_order_corpus_runs_natively() {
     files.sort();
     assert!(files.len() >= 70, "{} programs", files.len());
     let documented = [
-        "p45_taylor_closures",
         "p59_vjp_of_closure_returning_closure_result",
         "p61_restart_late",
     ];
@@ -1482,12 +1480,8 @@ fn the_higher_order_corpus_runs_natively() {
             let (native, notes) = run_with(&src, setting, Backend::Native);
             let what = format!("{name} {}", setting_name(setting));
             assert_no_bug(&notes, &what);
-            // Under CHAD, a program making a pullback (CHAD translates none), and one
-            // differentiating closures that apply `grad` themselves taken from an array
-            // (p18: CHAD translates none of them; pushing forward around the operator
-            // is not made ahead of time there yet — issue 31's notes).
-            let pullback =
-                setting.0 == AdMode::Chad && (src.contains("vjp(") || name == "p18_fn_calls_grad");
+            // Under CHAD, a program making a pullback (CHAD translates none).
+            let pullback = setting.0 == AdMode::Chad && src.contains("vjp(");
             if !notes.is_empty() && !documented.contains(&name) && !pullback {
                 handed_over.push(format!("{what}: {}", notes[0]));
             }
