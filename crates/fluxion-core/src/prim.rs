@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub const MAX_ARRAY_LEN: i64 = 1 << 28;
 use std::sync::OnceLock;
 
-use crate::ty::Type;
+use crate::ty::{Type, TypeMap};
 
 macro_rules! prims {
     ($($variant:ident => $name:literal,)*) => {
@@ -206,6 +206,33 @@ pub const CHAD_OF_TWICE: i64 = 4;
 /// closure's code translated by Taylor mode of that order, its reals lifted to
 /// `[x, 0, …, 0]`.
 pub const CHAD_OF_TAYLOR: i64 = 100;
+
+/// `%chad_of`'s direction for a closure's translation by `layer`: 0 reverse CHAD, 1
+/// forward CHAD, 2 delta, 3 dual numbers, `CHAD_OF_TAYLOR` + k Taylor of order k. The
+/// one map between layers and directions; [`chad_of_layer`] is its inverse. `Tangent`
+/// is no translation and is never asked for (0).
+pub fn chad_of_direction(layer: TypeMap) -> i64 {
+    match layer {
+        TypeMap::Chad | TypeMap::Tangent => 0,
+        TypeMap::ChadFwd => 1,
+        TypeMap::Delta => 2,
+        TypeMap::Fwd => 3,
+        TypeMap::Taylor(k) => CHAD_OF_TAYLOR + i64::from(k),
+    }
+}
+
+/// The layer whose translation `%chad_of(f, d)` picks; `None` for [`CHAD_OF_TWICE`]
+/// (the delta layer twice) and directions no layer has.
+pub fn chad_of_layer(d: i64) -> Option<TypeMap> {
+    Some(match d {
+        0 => TypeMap::Chad,
+        1 => TypeMap::ChadFwd,
+        2 => TypeMap::Delta,
+        3 => TypeMap::Fwd,
+        d if d > CHAD_OF_TAYLOR => TypeMap::Taylor(u32::try_from(d - CHAD_OF_TAYLOR).ok()?),
+        _ => return None,
+    })
+}
 
 /// Whether `p(args)` is `%chad_of(f, CHAD_OF_TWICE)`: a tape of tapes of a closure
 /// chosen at run time.

@@ -21,7 +21,7 @@
 
 use std::rc::Rc;
 
-use fluxion_core::prim::{CHAD_OF_TAYLOR, CHAD_OF_TWICE as TWICE};
+use fluxion_core::prim::{CHAD_OF_TWICE as TWICE, chad_of_layer};
 use fluxion_core::{Prim, Span, Type, TypeMap};
 
 use crate::eval::{EvalResult, Interp, fail};
@@ -40,18 +40,6 @@ pub(crate) fn walk_types(p: Prim, arg_tys: &[Type], result: &Type) -> Type {
         Prim::DeltaGrad | Prim::Delta2Grad => Type::Tuple(vec![arg_tys[2].clone(), result.clone()]),
         _ => result.clone(),
     }
-}
-
-/// The layer of `%chad_of`'s direction.
-fn layer_of(direction: i64) -> Option<TypeMap> {
-    Some(match direction {
-        0 => TypeMap::Chad,
-        1 => TypeMap::ChadFwd,
-        2 => TypeMap::Delta,
-        3 => TypeMap::Fwd,
-        d if d > CHAD_OF_TAYLOR => TypeMap::Taylor(u32::try_from(d - CHAD_OF_TAYLOR).ok()?),
-        _ => return None,
-    })
 }
 
 impl Interp {
@@ -93,7 +81,7 @@ impl Interp {
             }
             Prim::ChadOf => {
                 let clo = Self::closure_of(&args[0], span)?;
-                let Some(layer) = int(&args[1]).and_then(layer_of) else {
+                let Some(layer) = int(&args[1]).and_then(chad_of_layer) else {
                     return fail(span, "internal error: `%chad_of` of an unknown direction");
                 };
                 // Where CHAD does not translate the closure, the operator around this

@@ -336,46 +336,29 @@ impl<'m> Emitter<'m> {
                 let (cty, tty) = (m.var_ty(*cv).clone(), m.var_ty(*tv).clone());
                 let old = format!("((env_{c}*)f)->c{j}");
                 let field = format!("n->c{j}");
-                let taylor = d > fluxion_core::prim::CHAD_OF_TAYLOR;
-                let value = match (d, &cty) {
-                    (_, Type::Fn(..)) if matches!(d, 2 | 3) || taylor => {
+                // Delta, dual numbers and Taylor lift the captures (a captured closure
+                // by its own `%chad_of`); CHAD keeps them; the tape of tapes lifts
+                // them to the second tape.
+                let lift =
+                    fluxion_core::prim::chad_of_layer(d).and_then(crate::types::Helper2::lift_into);
+                let value = match (lift, &cty) {
+                    (Some(_), Type::Fn(..)) => {
                         let h = self.chad_of_helper(&cty, d);
                         format!("{h}({old}, {sp})")
                     }
-                    (_, _) if taylor => crate::types::delta::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::TaylorLift(
-                            (d - fluxion_core::prim::CHAD_OF_TAYLOR) as u32,
-                        ),
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
-                    (2, _) => crate::types::delta::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::DeltaLift,
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
-                    (3, _) => crate::types::delta::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::FwdLift,
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
-                    (fluxion_core::prim::CHAD_OF_TWICE, _) => crate::types::delta::rebuild(
-                        &mut self.types,
-                        crate::types::Helper2::Delta2Lift,
-                        &cty,
-                        &tty,
-                        &old,
-                        sp,
-                    ),
+                    (Some(h), _) => {
+                        crate::types::delta::rebuild(&mut self.types, h, &cty, &tty, &old, sp)
+                    }
+                    (None, _) if d == fluxion_core::prim::CHAD_OF_TWICE => {
+                        crate::types::delta::rebuild(
+                            &mut self.types,
+                            crate::types::Helper2::Delta2Lift,
+                            &cty,
+                            &tty,
+                            &old,
+                            sp,
+                        )
+                    }
                     _ => {
                         let inc = self.types.inc(&cty, &field);
                         format!("{old}; {inc}")

@@ -52,12 +52,8 @@ pub(crate) fn rebuild(
         (Helper2::TaylorLift(k), Type::Real, _) => format!("fx_jet_lift({x}, {k}, {sp})"),
         // A closure inside a captured tuple, array or enum: its code's translation
         // (`%chad_of`'s direction 2, delta, 3, the forward layer, or Taylor's).
-        (Helper2::DeltaLift | Helper2::FwdLift | Helper2::TaylorLift(_), Type::Fn(..), _) => {
-            let d = match h {
-                Helper2::DeltaLift => 2,
-                Helper2::TaylorLift(k) => fluxion_core::prim::CHAD_OF_TAYLOR + i64::from(k),
-                _ => 3,
-            };
+        (_, Type::Fn(..), _) if let Some(layer) = h.lifted_layer() => {
+            let d = fluxion_core::prim::chad_of_direction(layer);
             format!("{}({x}, {sp})", t.chad_of_helper(from, d))
         }
         (Helper2::DeltaInputs, Type::Real, _) => {

@@ -17,7 +17,7 @@ pub(crate) mod delta;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 
-use fluxion_core::{EnumId, Module, Type};
+use fluxion_core::{EnumId, Module, Type, TypeMap};
 
 /// A helper function generated per type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,6 +76,30 @@ pub enum Helper2 {
     /// `A` → `T_k(A)` with every real as `[x, 0, …, 0]` (k zeros: a capture lifted into
     /// Taylor mode of order k at run time, `%chad_of(f, CHAD_OF_TAYLOR + k)`).
     TaylorLift(u32),
+}
+
+impl Helper2 {
+    /// The walk lifting a closure's captures into `layer` where `%chad_of` picks the
+    /// closure's translation (delta, dual numbers, Taylor); `None` where the captures
+    /// are kept (CHAD's first-order captures are the same values).
+    pub(crate) fn lift_into(layer: TypeMap) -> Option<Helper2> {
+        match layer {
+            TypeMap::Delta => Some(Helper2::DeltaLift),
+            TypeMap::Fwd => Some(Helper2::FwdLift),
+            TypeMap::Taylor(k) => Some(Helper2::TaylorLift(k)),
+            _ => None,
+        }
+    }
+
+    /// The layer a lifting walk lifts into: the inverse of [`Helper2::lift_into`].
+    pub(crate) fn lifted_layer(self) -> Option<TypeMap> {
+        match self {
+            Helper2::DeltaLift => Some(TypeMap::Delta),
+            Helper2::FwdLift => Some(TypeMap::Fwd),
+            Helper2::TaylorLift(k) => Some(TypeMap::Taylor(k)),
+            _ => None,
+        }
+    }
 }
 
 /// The types and helpers of one translation unit.
