@@ -232,6 +232,23 @@ const SECOND_ORDER: &[(&str, &str)] = &[
              sum(grad(|w: [Real]| penalty(losses[n % 2], w), w0))
          }",
     ),
+    (
+        "reverse over forward: grad of a jvp",
+        "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
+         fn main(n: Int) -> Real {
+             let w0 = build(n, |i| to_real(i) / to_real(n));
+             let u = build(n, |i| 1.0);
+             sum(grad(|w: [Real]| jvp(f, w, u).1, w0))
+         }",
+    ),
+    (
+        "reverse over forward: grad of a diff along a scale",
+        "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
+         fn main(n: Int) -> Real {
+             let w0 = build(n, |i| to_real(i) / to_real(n));
+             sum(grad(|w: [Real]| diff(|s: Real| f(map(|t| t * s, w)), 1.0), w0))
+         }",
+    ),
 ];
 
 fn check_second_order(mode: AdMode, backend: Backend) {

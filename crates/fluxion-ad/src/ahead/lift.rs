@@ -13,8 +13,8 @@ use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type,
 
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, is_forward_layer,
-    translate, translate_delta_original, translate_lifted, translate_original,
-    translated_at_run_time,
+    translate, translate_delta_original, translate_delta_resolved, translate_lifted,
+    translate_original, translated_at_run_time,
 };
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper};
@@ -34,10 +34,12 @@ impl Site<'_, '_> {
     /// bindings that lift its captures appended to `lifts`: the right-hand side making
     /// it, the translated code and the parameter types. Under delta, the forward
     /// layer and Taylor a closure the compiler cannot see goes through `%chad_of(f, d)`
-    /// (d = 2, 3, or `CHAD_OF_TAYLOR` + k); CHAD needs it known. Delta and CHAD
-    /// translate no code that applies an operator (the caller computes such a reverse
-    /// pass by pushing forward); the forward layers translate the code as written,
-    /// before the resolution rewrote its operators.
+    /// (d = 2, 3, or `CHAD_OF_TAYLOR` + k); CHAD needs it known. CHAD translates no
+    /// code that applies an operator; delta translates such code as written (its reverse
+    /// operators as tapes of tapes) or else as resolved, where its operators became
+    /// calls of pushed-forward code (reverse over forward); failing both, the caller
+    /// pushes forward. The forward layers translate the code as written, before the
+    /// resolution rewrote its operators.
     pub(crate) fn closure(
         &mut self,
         f: Atom,
@@ -102,7 +104,8 @@ impl Site<'_, '_> {
                 if layer == TypeMap::Chad {
                     return None;
                 }
-                translate_delta_original(self.m, self.table, code)?
+                translate_delta_original(self.m, self.table, code)
+                    .or_else(|| translate_delta_resolved(self.m, code))?
             } else {
                 translate(self.m, code, layer)?
             }

@@ -1,7 +1,9 @@
 //! Operators resolved by pushing forward: `taylor`, and `jvp`, `%chad_vjp` and
 //! `%delta_vjp` of a function that applies an operator itself (nested operators:
 //! `hessian`, `grad` of `grad`), which the reverse layers and forward CHAD do not
-//! translate. As the interpreter does at run time (`fluxion-interp/src/ad.rs`):
+//! translate — where neither a tape of tapes (`delta_twice.rs`) nor the delta
+//! translation of the code as resolved (`resolve.rs::translate_delta_resolved`: reverse
+//! over forward) applies. As the interpreter does at run time (`fluxion-interp/src/ad.rs`):
 //!
 //! ```text
 //! let g = Closure(L(code), lifted captures)  -- forward_code / taylor_code of the code

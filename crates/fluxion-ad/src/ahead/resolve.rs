@@ -29,6 +29,8 @@ use std::collections::{HashMap, HashSet};
 
 use crate::FwdMode;
 use crate::delta_twice::TWICE;
+/// `%chad_of`'s second argument for a layer.
+pub(crate) use fluxion_core::prim::chad_of_direction as direction;
 use fluxion_core::{
     Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap, VarId,
 };
@@ -73,7 +75,7 @@ pub fn resolve_operators(
             .made
             .extend(fluxion_core::visit::closures_of(m, &seen).1);
         let made_before = m.codes.len();
-        for &id in &round {
+        for id in callees_first(m, &round) {
             fill_twice(m, &table, id);
             if !mentions_operator(&m.code(id).body) {
                 continue;
@@ -106,6 +108,36 @@ pub fn resolve_operators(
         // Optimising is an improvement only; a failure leaves the codes as made.
         let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
     }
+}
+
+/// The codes of `round`, each after the codes of `round` it calls or closes over
+/// (a depth-first post-order; a cycle in any order): an operator of a function that
+/// applies one itself then meets that function resolved, whose delta translation can
+/// record what its operators became ([`translate_delta_resolved`]).
+fn callees_first(m: &Module, round: &[CodeId]) -> Vec<CodeId> {
+    let members: HashSet<CodeId> = round.iter().copied().collect();
+    let mut seen = HashSet::new();
+    let mut order = Vec::with_capacity(round.len());
+    for &root in round {
+        if !seen.insert(root) {
+            continue;
+        }
+        // (code, whether its callees were pushed)
+        let mut stack = vec![(root, false)];
+        while let Some((c, expanded)) = stack.pop() {
+            if expanded {
+                order.push(c);
+                continue;
+            }
+            stack.push((c, true));
+            fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {
+                if members.contains(&r) && seen.insert(r) {
+                    stack.push((r, false));
+                }
+            });
+        }
+    }
+    order
 }
 
 /// Drops the translations that still apply an operator when the rounds end, or reach
@@ -775,17 +807,6 @@ struct Seen {
     lifted: bool,
 }
 
-/// `%chad_of`'s second argument for a layer.
-pub(crate) fn direction(layer: TypeMap) -> i64 {
-    match layer {
-        TypeMap::ChadFwd => 1,
-        TypeMap::Delta => 2,
-        TypeMap::Fwd => 3,
-        TypeMap::Taylor(k) => fluxion_core::prim::CHAD_OF_TAYLOR + i64::from(k),
-        _ => 0,
-    }
-}
-
 /// The layers that translate a code as written, its operators by their own rules
 /// (forward over reverse, Taylor over anything): dual numbers and Taylor series.
 pub(crate) fn is_forward_layer(layer: TypeMap) -> bool {
@@ -884,6 +905,60 @@ pub(crate) fn translate_delta_original(
         return None;
     }
     Some(t)
+}
+
+/// The delta translation of `code` as the resolution left it, where its operators
+/// were resolved into calls of pushed-forward code (dual numbers, `push.rs`) and
+/// nothing it reaches applies an operator or holds other derivative code's primitives
+/// (the tape, `%chad_of`, CHAD's symbolic zeros and linear blocks): ordinary Core and
+/// the push forward's check and `%tdense` of its direction, which the delta layer
+/// translates like any other code (`structural.rs`). A `jvp` inside a reverse operator
+/// (reverse over forward) then records the forward pass on the tape, one pass each
+/// way, where pushing the outer operator forward takes one per input.
+pub(crate) fn translate_delta_resolved(m: &mut Module, code: CodeId) -> Option<CodeId> {
+    let chad_code = |p: Prim| {
+        use Prim::*;
+        matches!(
+            p,
+            TanZero
+                | TanPlus
+                | LinProj
+                | LinField
+                | LinOneHot
+                | LinEmbed
+                | LinSlice
+                | LinSum
+                | LinIndex
+        )
+    };
+    if mentions_operator(&m.code(code).body)
+        || crate::chad_sweep::reaches_operator(m, code, |_| false).is_some()
+        || reaches_prim(m, code, chad_code)
+    {
+        return None;
+    }
+    translate(m, code, TypeMap::Delta)
+}
+
+/// Whether `code` or a code it calls or closes over applies a primitive `p` accepts.
+fn reaches_prim(m: &Module, code: CodeId, p: impl Fn(Prim) -> bool) -> bool {
+    let mut seen = HashSet::from([code]);
+    let mut work = vec![code];
+    while let Some(c) = work.pop() {
+        let mut found = false;
+        fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| {
+            found |= matches!(b.rhs, Rhs::Prim(q, _) if p(q));
+        });
+        if found {
+            return true;
+        }
+        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {
+            if seen.insert(r) {
+                work.push(r);
+            }
+        });
+    }
+    false
 }
 
 /// Notes in `Module::twice` the functions `f` of the reverse operators in the codes
