@@ -35,9 +35,9 @@
 use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::AdError;
-use crate::builder::{Builder, int};
+use crate::builder::{Builder, int, real};
 use crate::calculus::{self, Partial, RealRule};
-use crate::helpers::helper;
+use crate::helpers::{enum_match, helper};
 use crate::layer::primal_of;
 use crate::structural::{KnownVjp, Layer, Parts, translate_code};
 
@@ -127,11 +127,83 @@ impl Layer for Delta {
             // their coefficients now outer pairs, go on the second tape.
             Prim::DeltaPush => b.emit(hint, Rhs::Prim(Prim::Delta2Push, args.to_vec()), lty),
             Prim::DeltaSum => b.emit(hint, Rhs::Prim(Prim::Delta2Sum, args.to_vec()), lty),
+            // A push forward's direction in derivative code translated again (reverse
+            // over forward: `ahead::translate_delta_resolved`). No code that translation
+            // reaches makes a symbolic zero (`%tzero`, CHAD's linear blocks) and every
+            // operator's result is dense, so what is left of `%tdense` is that it makes
+            // each real `r + 0.0` (a -0.0 direction is 0.0): that on each primal, the
+            // delta kept (its derivative is 1).
+            Prim::TanDense => dense(b, ty, args[1]),
             Prim::Jvp => b.emit(hint, Rhs::Prim(Prim::DeltaJvp, args.to_vec()), lty),
             Prim::Taylor => b.emit(hint, Rhs::Prim(Prim::DeltaTaylor, args.to_vec()), lty),
             _ => return None,
         })
     }
+}
+
+/// `t: Δ(ty)` with every real's primal `p + 0.0` and its delta kept (`%tdense` of a
+/// dense tangent, translated).
+fn dense(b: &mut Builder, ty: &Type, t: Atom) -> Atom {
+    if !b.m.has_leaf(ty, &|l| *l == Type::Real) {
+        return t;
+    }
+    let lty = b.m.map_type(ty, TypeMap::Delta);
+    if *ty == Type::Real {
+        let p = b.proj(&t, 0);
+        let id = b.proj(&t, 1);
+        let p = b.arith(Prim::Add, &[p, real(0.0)]);
+        return b.tuple("dense", vec![p, id]);
+    }
+    let code = helper(
+        b,
+        "delta_dense",
+        ty,
+        vec![lty.clone()],
+        lty.clone(),
+        |b, ps| {
+            let x = ps[0];
+            match ty {
+                Type::Tuple(ts) => {
+                    let parts = ts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| {
+                            let xi = b.proj(&x, i);
+                            dense(b, t, xi)
+                        })
+                        .collect();
+                    b.tuple("dense", parts)
+                }
+                Type::Array(elem) => {
+                    let elem = (**elem).clone();
+                    let lelem = b.m.map_type(&elem, TypeMap::Delta);
+                    let f = b.lambda("dense_elem", &[], vec![lelem], |b, p| dense(b, &elem, p[0]));
+                    b.prim(Prim::Map, &[f, x], lty.clone())
+                }
+                Type::Enum(e) => {
+                    let Type::Enum(le) = lty else {
+                        unreachable!("the delta translation of an enum")
+                    };
+                    let fields: Vec<Vec<Type>> =
+                        b.m.enum_def(*e)
+                            .variants
+                            .iter()
+                            .map(|v| v.fields.clone())
+                            .collect();
+                    enum_match(b, le, x, lty.clone(), |b, xs, _, tag| {
+                        let parts = fields[tag as usize]
+                            .iter()
+                            .zip(xs)
+                            .map(|(t, x)| dense(b, t, *x))
+                            .collect();
+                        b.emit("dense", Rhs::Ctor(le, tag, parts), lty.clone())
+                    })
+                }
+                _ => unreachable!("a tangent type holding reals"),
+            }
+        },
+    );
+    b.emit("dense", Rhs::CallDirect(code, vec![t]), lty)
 }
 
 impl Delta {

@@ -450,12 +450,10 @@ impl<L: Layer> Translate<'_, L> {
                     p.name()
                 )));
             }
-            // A push forward's own steps (`push_forward.rs`) in derivative code translated
-            // again (reverse over forward: `ahead::translate_delta_resolved`): the
-            // direction's check is on primals, and the direction is dense there — no
-            // code that translation reaches makes a symbolic zero (`%tzero`, CHAD's
-            // linear blocks), and every operator's result is dense — so `%tdense` is
-            // the identity.
+            // A push forward's check of its direction (`push_forward.rs`) in derivative
+            // code translated again (reverse over forward:
+            // `ahead::translate_delta_resolved`): on primals. (Its `%tdense` is the
+            // delta layer's own rule.)
             CheckDirection => {
                 let (tx, tv) = (b.m.atom_ty(&args[0]), b.m.atom_ty(&args[1]));
                 let (x, v) = (self.atom(b, &args[0]), self.atom(b, &args[1]));
@@ -463,7 +461,6 @@ impl<L: Layer> Translate<'_, L> {
                 let v = primal_of(b, map, &tv, v);
                 b.prim(CheckDirection, &[x, v], Type::Unit)
             }
-            TanDense => self.atom(b, &args[1]),
             // Delta-translated code translated again by the delta layer (reverse over
             // reverse, `delta_twice.rs`): its tape entries go on a second tape.
             DeltaPush | DeltaSum => {

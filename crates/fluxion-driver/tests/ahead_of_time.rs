@@ -624,7 +624,9 @@ fn a_tape_of_tapes_at_a_singularity_follows_the_first_tapes_rules() {
 /// would take one pass per input. Cases: a direction that depends on the point (its
 /// deltas flow through the direction too), `diff` along a scale, a closure capturing
 /// the outer variable (its capture lifted into the dual layer, then onto the tape) and
-/// `taylor`. Checked as the tape of tapes above: no reverse operator and no per-input
+/// `taylor`, and a direction of -0.0 (`%tdense` makes it 0.0, so the tangent is 0.0 and
+/// `atan2(0.0, -1.0)` is π: the review found -π where the translation kept -0.0).
+/// Checked as the tape of tapes above: no reverse operator and no per-input
 /// push left, natively with no hand-over and the interpreter's bits, against `--ad
 /// fwd` (1e-12 relative: the same derivatives summed in another order) and central
 /// differences (step 1e-5, 1e-6 relative, as above).
@@ -641,12 +643,14 @@ fn reverse_over_forward_records_the_forward_pass_on_the_tape() {
                }
                fn series(s: Real) -> Real {
                    sum(taylor(|a: Real| exp(s * a) * sin(a), s, 1.0, 3).1)
-               }";
+               }
+               fn signed(x: Real) -> Real { x * atan2(jvp(|y: Real| y * 3.0, x, -0.0).1, -1.0) }";
     let cases = [
         ("direction", "[0.1, -0.4, 0.9, 1.3]"),
         ("along", "0.7"),
         ("captured", "1.3"),
         ("series", "0.4"),
+        ("signed", "2.0"),
     ];
     for ((name, x), mode) in cases
         .into_iter()
@@ -694,5 +698,32 @@ fn reverse_over_forward_records_the_forward_pass_on_the_tape() {
             "{expr} {mode:?}: one push forward per input"
         );
         assert!(core.contains("%delta_grad("), "{expr} {mode:?}: no tape");
+    }
+}
+
+/// The resolution's rounds take a code after the codes it calls (`callees_first`), so a
+/// `grad` of a function calling one that applies `jvp` meets it resolved and records it
+/// on the tape, whatever order the functions are written in: here `main` calls `dirder`
+/// and `outer`, and `outer` calls `dirder` too (the review found `outer` taken first,
+/// and one push forward per input).
+#[test]
+fn callees_are_resolved_before_their_callers() {
+    let src = "fn main() -> Real {
+                   let w0 = build(6, |i| to_real(i) / 6.0);
+                   dirder(w0, 1) + outer(w0, 1)
+               }
+               fn outer(w0: [Real], k: Int) -> Real {
+                   if k == 0 { 0.0 } else { sum(grad(|w: [Real]| dirder(w, 1), w0)) + outer(w0, k - 1) }
+               }
+               fn dirder(w: [Real], k: Int) -> Real {
+                   if k == 0 { 0.0 } else { jvp(f, w, map(|t| t * t, w)).1 + dirder(w, k - 1) }
+               }
+               fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }";
+    for mode in [AdMode::Delta, AdMode::Chad] {
+        let core = reachable_after_prepare(src, mode);
+        assert!(
+            !core.contains("vjp_by_push_forward") && core.contains("%delta_grad("),
+            "{mode:?}: outer's gradient is not on the tape"
+        );
     }
 }

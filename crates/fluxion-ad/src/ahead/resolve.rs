@@ -116,12 +116,11 @@ pub fn resolve_operators(
 /// record what its operators became ([`translate_delta_resolved`]).
 fn callees_first(m: &Module, round: &[CodeId]) -> Vec<CodeId> {
     let members: HashSet<CodeId> = round.iter().copied().collect();
-    let mut seen = HashSet::new();
+    // A code is entered when popped, not when pushed: one pushed by a caller and again
+    // by a callee of that caller is entered under the callee, so it comes first.
+    let mut entered = HashSet::new();
     let mut order = Vec::with_capacity(round.len());
     for &root in round {
-        if !seen.insert(root) {
-            continue;
-        }
         // (code, whether its callees were pushed)
         let mut stack = vec![(root, false)];
         while let Some((c, expanded)) = stack.pop() {
@@ -129,9 +128,12 @@ fn callees_first(m: &Module, round: &[CodeId]) -> Vec<CodeId> {
                 order.push(c);
                 continue;
             }
+            if !entered.insert(c) {
+                continue;
+            }
             stack.push((c, true));
             fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {
-                if members.contains(&r) && seen.insert(r) {
+                if members.contains(&r) && !entered.contains(&r) {
                     stack.push((r, false));
                 }
             });
