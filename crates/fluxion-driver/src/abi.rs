@@ -180,6 +180,17 @@ pub trait CallValues {
         stack_bytes: usize,
         memory_limit: u64,
     ) -> Result<Value, fluxion_native::RuntimeError>;
+
+    /// [`CallValues::call`] with the function run as `repeat` says on the arguments
+    /// encoded and decoded once: the last run's value and each run's time.
+    fn call_repeated(
+        &self,
+        m: &Module,
+        args: &[Value],
+        stack_bytes: usize,
+        memory_limit: u64,
+        repeat: fluxion_native::Repeat,
+    ) -> Result<(Value, Vec<std::time::Duration>), fluxion_native::RuntimeError>;
 }
 
 impl CallValues for fluxion_native::NativeProgram {
@@ -190,15 +201,37 @@ impl CallValues for fluxion_native::NativeProgram {
         stack_bytes: usize,
         memory_limit: u64,
     ) -> Result<Value, fluxion_native::RuntimeError> {
-        let (params, ret) = self.signature();
-        let mut words = Vec::new();
-        for (a, t) in args.iter().zip(params) {
-            encode(a, t, m, &mut words).ok_or_else(|| {
-                fluxion_native::RuntimeError::internal("an argument of another type")
-            })?;
-        }
+        let words = encode_args(self, m, args)?;
         self.call_words(&words, stack_bytes, memory_limit, |out| {
-            decode(out, &mut 0, ret, m)
+            decode(out, &mut 0, self.signature().1, m)
         })
     }
+
+    fn call_repeated(
+        &self,
+        m: &Module,
+        args: &[Value],
+        stack_bytes: usize,
+        memory_limit: u64,
+        repeat: fluxion_native::Repeat,
+    ) -> Result<(Value, Vec<std::time::Duration>), fluxion_native::RuntimeError> {
+        let words = encode_args(self, m, args)?;
+        self.call_words_repeated(&words, stack_bytes, memory_limit, repeat, |out| {
+            decode(out, &mut 0, self.signature().1, m)
+        })
+    }
+}
+
+/// The entry's arguments as one word stream.
+fn encode_args(
+    p: &fluxion_native::NativeProgram,
+    m: &Module,
+    args: &[Value],
+) -> Result<Vec<u64>, fluxion_native::RuntimeError> {
+    let mut words = Vec::new();
+    for (a, t) in args.iter().zip(p.signature().0) {
+        encode(a, t, m, &mut words)
+            .ok_or_else(|| fluxion_native::RuntimeError::internal("an argument of another type"))?;
+    }
+    Ok(words)
 }

@@ -1505,3 +1505,65 @@ fn the_higher_order_corpus_runs_natively() {
         "ran in the interpreter: {handed_over:#?}"
     );
 }
+
+/// A benchmark's runs natively (`call_repeated`, GradBench's `evaluate`): the function
+/// runs on the arguments decoded once, at least `min_runs` times and for `min_time`,
+/// never past `max_runs`, each run timed; the last run's value is a single call's, bit
+/// for bit, and every run's objects and tape are released (nothing left afterwards) —
+/// the tape's kept buffers counted once against the memory budget, not once per run
+/// (16 MiB holds one run's tape of 20,000 inputs, not sixty).
+#[test]
+fn repeated_runs_decode_once_and_free_everything() {
+    use fluxion_driver::native_backend::Repeat;
+    let tc = test_toolchain("repeat");
+    let src = "fn f(w: [Real]) -> Real { sum(map(|x| sin(x) * x, w)) }";
+    let expr = "grad(f, build(20000, |i| to_real(i) / 7.0))";
+    let repeat = |min_runs, min_ms, max_runs| Repeat {
+        min_runs,
+        min_time: std::time::Duration::from_millis(min_ms),
+        max_runs,
+    };
+    for setting in [
+        (AdMode::Delta, FwdMode::Dual),
+        (AdMode::Chad, FwdMode::Dual),
+    ] {
+        let (once, _) = native_value(src, expr, setting, &tc).expect("runs");
+        let (src, expr, tc) = (src.to_string(), expr.to_string(), tc.clone());
+        let runs = with_big_stack(move || {
+            let (prog, module) = compile_expr(&src, &expr, setting, &tc).expect("compiles");
+            let code = module.functions[fluxion_driver::core_entry_name()];
+            let ty = module.code(code).ret.clone();
+            let mut out = Vec::new();
+            let repeats = [
+                repeat(5, 0, 100),
+                repeat(10, 0, 3),
+                repeat(1, 20, 1 << 20),
+                repeat(60, 0, 100),
+            ];
+            for r in repeats {
+                let (value, times) = prog
+                    .call_repeated(&module, &[], 64 << 20, 16 << 20, r)
+                    .unwrap_or_else(|e| panic!("{r:?}: {}", e.message));
+                let mut s = String::new();
+                let _ = fluxion_driver::interp::write_value(&mut s, &value, &module, Some(&ty));
+                out.push((s, times, prog.live_objects()));
+            }
+            out
+        });
+        let counts: Vec<usize> = runs.iter().map(|(_, t, _)| t.len()).collect();
+        assert_eq!(
+            [counts[0], counts[1], counts[3]],
+            [5, 3, 60],
+            "{setting:?}: runs {counts:?}"
+        );
+        let total: std::time::Duration = runs[2].1.iter().sum();
+        assert!(
+            total >= std::time::Duration::from_millis(20),
+            "{setting:?}: {total:?}"
+        );
+        for (value, _, live) in &runs {
+            assert_eq!(value, &once, "{setting:?}: a repeated run's value");
+            assert_eq!(*live, 0, "{setting:?}: objects left after the runs");
+        }
+    }
+}

@@ -202,7 +202,14 @@ impl Emitter<'_> {
             call.push_str(", ");
             call.push_str(a);
         }
-        let _ = writeln!(s, "  {rt} res = fn_{}({call});", entry.0);
+        // The function runs as often as `cfg` asks, on the arguments decoded once; each
+        // run but the last releases its result and starts the next as a fresh call.
+        let _ = writeln!(
+            s,
+            "  {rt} res;\n  for (uint64_t run = 0;; run++) {{\n    uint64_t t0 = fx_now_ns();\n    res = fn_{}({call});\n    if (fx_run_done(cfg, run, fx_now_ns() - t0)) break;\n    {}\n    fx_run_again();\n  }}",
+            entry.0,
+            self.types.dec(ret, "res")
+        );
         let _ = writeln!(s, "  fx_writer w = {{0}};\n  {enc}(&w, res);");
         let _ = writeln!(s, "  {}", self.types.dec(ret, "res"));
         for (i, p) in params.iter().enumerate() {

@@ -13,7 +13,9 @@
 //! `fx_entry` returns 0 with the result, 1 with a runtime error (message and source
 //! span) in `err`, or 2 when the run needs the interpreter (a closure without an
 //! ahead-of-time translation met an operator: `RuntimeError::needs_interpreter`);
-//! `cfg` bounds the stack and the heap. A program the backend cannot
+//! `cfg` bounds the stack and the heap, and says how often to run the function on the
+//! arguments decoded once (a benchmark's timed runs, each timed in C:
+//! [`NativeProgram::call_words_repeated`]). A program the backend cannot
 //! compile — one that applies a differential operator the run time would have to
 //! translate (fluxion-ad's `ahead` makes the translations it can ahead of time) — is
 //! reported as [`Unsupported`], and the caller runs it in the interpreter.
@@ -87,6 +89,21 @@ struct FxError {
 struct FxConfig {
     stack_limit: usize,
     memory_limit: u64,
+    min_runs: u64,
+    min_ns: u64,
+    times: *mut u64,
+    times_cap: u64,
+    n_times: *mut u64,
+}
+
+/// How often [`NativeProgram::call_words_repeated`] runs the entry's function: at least
+/// `min_runs` times and for `min_time` in all (GradBench's `min_runs`, `min_seconds`),
+/// at most `max_runs` times.
+#[derive(Clone, Copy, Debug)]
+pub struct Repeat {
+    pub min_runs: u64,
+    pub min_time: Duration,
+    pub max_runs: u64,
 }
 
 type EntryFn = unsafe extern "C" fn(
@@ -183,11 +200,58 @@ impl NativeProgram {
         memory_limit: u64,
         read: impl FnOnce(&[u64]) -> Option<R>,
     ) -> Result<R, RuntimeError> {
+        self.call_configured(input, stack_bytes, memory_limit, None, read)
+    }
+
+    /// [`NativeProgram::call_words`], the function run as `repeat` says on the
+    /// arguments decoded once (as a hand-written tool converts its input once before
+    /// its timed runs): the last run's result, and each run's time — the function's
+    /// call alone, not decoding the arguments, encoding the result or releasing it.
+    pub fn call_words_repeated<R>(
+        &self,
+        input: &[u64],
+        stack_bytes: usize,
+        memory_limit: u64,
+        repeat: Repeat,
+        read: impl FnOnce(&[u64]) -> Option<R>,
+    ) -> Result<(R, Vec<Duration>), RuntimeError> {
+        let cap = repeat.max_runs.max(1);
+        let mut times = vec![0u64; usize::try_from(cap).unwrap_or(usize::MAX)];
+        let mut n_times = 0u64;
+        let runs = Some((repeat, times.as_mut_ptr(), cap, &mut n_times as *mut u64));
+        let value = self.call_configured(input, stack_bytes, memory_limit, runs, read)?;
+        times.truncate(n_times as usize);
+        Ok((value, times.into_iter().map(Duration::from_nanos).collect()))
+    }
+
+    fn call_configured<R>(
+        &self,
+        input: &[u64],
+        stack_bytes: usize,
+        memory_limit: u64,
+        runs: Option<(Repeat, *mut u64, u64, *mut u64)>,
+        read: impl FnOnce(&[u64]) -> Option<R>,
+    ) -> Result<R, RuntimeError> {
         let here = 0u8;
         let sp = std::ptr::addr_of!(here) as usize;
+        let (min_runs, min_ns, times, times_cap, n_times) = match runs {
+            Some((r, times, cap, n)) => (
+                r.min_runs,
+                u64::try_from(r.min_time.as_nanos()).unwrap_or(u64::MAX),
+                times,
+                cap,
+                n,
+            ),
+            None => (1, 0, std::ptr::null_mut(), 0, std::ptr::null_mut()),
+        };
         let config = FxConfig {
             stack_limit: sp.saturating_sub(stack_bytes),
             memory_limit,
+            min_runs,
+            min_ns,
+            times,
+            times_cap,
+            n_times,
         };
         let mut err = FxError {
             message: [0; 512],

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <math.h>
 #include <setjmp.h>
+#include <time.h>
 
 typedef double fx_real;
 typedef int64_t fx_int;
@@ -31,10 +32,18 @@ typedef struct {
 } fx_error;
 
 /* Limits the caller sets: the lowest stack address a call may reach, and the bytes
- * of heap the program may hold. */
+ * of heap the program may hold. And how often to run the entry's function on the
+ * arguments decoded once (a benchmark's runs, as hand-written tools time theirs):
+ * at least `min_runs` times and until the runs took `min_ns` in all, each run's
+ * nanoseconds written to `times` (at most `times_cap` runs; `*n_times` of them). With
+ * `times` NULL the function runs once, untimed. */
 typedef struct {
   uintptr_t stack_limit;
   uint64_t memory_limit;
+  uint64_t min_runs, min_ns;
+  uint64_t *times;
+  uint64_t times_cap;
+  uint64_t *n_times;
 } fx_config;
 
 /* One call at a time per process (fluxion-native holds a lock around fx_entry):
@@ -1041,7 +1050,35 @@ static void fx_write_real(fx_writer *w, double d) {
 void fx_free_words(uint64_t *words) { free(words); }
 
 /* Sets up the limits and the error target of one entry call. */
+/* The entry's repeated runs (fx_config): a monotonic clock, and whether run `run`
+ * (0-based), which took `ns`, is the last. */
+static uint64_t fx_runs_total;
+static uint64_t fx_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static int fx_run_done(const fx_config *cfg, uint64_t run, uint64_t ns) {
+  if (!cfg->times) return 1;
+  cfg->times[run] = ns;
+  *cfg->n_times = run + 1;
+  fx_runs_total += ns;
+  return run + 1 >= cfg->times_cap ||
+         (run + 1 >= cfg->min_runs && fx_runs_total >= cfg->min_ns);
+}
+/* Between two runs (after the last one's result is released): what was put off
+ * released, and the tapes emptied as on entry — their kept buffers uncharged first,
+ * so that they count once, not once per run. */
+static void fx_run_again(void) {
+  fx_later_drain();
+  fx_pool_clear();
+  fx_memory_used -= fx_tape_bytes() + fx_tape2_bytes();
+  fx_tape_reset();
+  fx_tape2_reset();
+}
+
 #define FX_ENTRY_BEGIN(cfg, err)             \
+  fx_runs_total = 0;                         \
   fx_err = (err);                            \
   fx_stack_limit = (cfg)->stack_limit;       \
   fx_entry_limit = fx_stack_limit > 65536 ? fx_stack_limit - 65536 : 0; \
