@@ -210,12 +210,12 @@ impl Emitter<'_> {
             entry.0,
             self.types.dec(ret, "res")
         );
-        let _ = writeln!(s, "  fx_writer w = {{0}};\n  {enc}(&w, res);");
+        let _ = writeln!(s, "  {enc}(&fx_out, res);");
         let _ = writeln!(s, "  {}", self.types.dec(ret, "res"));
         for (i, p) in params.iter().enumerate() {
             let _ = writeln!(s, "  {}", self.types.dec(p, &format!("a{i}")));
         }
-        s.push_str("  fx_later_drain();\n  fx_pool_clear();\n  *out = w.words;\n  *n_out = w.len;\n  return 0;\n}\n");
+        s.push_str("  fx_later_drain();\n  fx_pool_clear();\n  *out = fx_out.words;\n  *n_out = fx_out.len;\n  fx_out = (fx_writer){0};\n  return 0;\n}\n");
         s
     }
 

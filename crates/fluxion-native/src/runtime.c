@@ -1019,6 +1019,9 @@ typedef struct {
   uint64_t *words;
   size_t len, cap;
 } fx_writer;
+/* The entry's result stream while it is written: a failure or hand-over part-way (a
+ * result too deep for FX_DEEP_CHECK) frees it on the way out, as it frees objects. */
+static fx_writer fx_out;
 
 static uint64_t fx_read(fx_reader *r) {
   if (r->pos >= r->len) fx_fail(0, 0, 0, "internal error: the argument stream is too short");
@@ -1088,7 +1091,10 @@ static void fx_run_again(void) {
   fx_tape2_reset();                          \
   fx_site.name = NULL;                       \
   fx_fail_status = 1;                        \
+  fx_out = (fx_writer){0};                   \
   if (setjmp(fx_jmp)) {                       \
+    free(fx_out.words);                      \
+    fx_out = (fx_writer){0};                 \
     fx_free_all();                           \
     return fx_fail_status;                   \
   }
