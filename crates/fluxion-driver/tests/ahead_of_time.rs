@@ -727,3 +727,41 @@ fn callees_are_resolved_before_their_callers() {
         );
     }
 }
+
+/// Optimise before differentiating: the resolution optimises the translations each
+/// round makes before the next round translates them again, so forward over reverse
+/// records what the optimised forward code does. `e * e`'s tangent `e·de + de·e` is one
+/// `%lscale` after common subexpressions merge, and its delta translation one tape
+/// entry, not two identical ones (kmeans' `dir` recorded each twice).
+#[test]
+fn forward_over_reverse_records_no_entry_twice() {
+    let src = "fn sqdist(u: [Real], v: [Real]) -> Real {
+                   sumbuild(length(u), |a| { let e = u[a] - v[a]; e * e })
+               }
+               fn main() -> [Real] {
+                   let p = [0.5, -1.0, 2.0];
+                   let g = |c: [Real]| grad(|c2: [Real]| sqdist(c2, p), c);
+                   jvp(g, [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]).1
+               }";
+    for mode in [AdMode::Delta, AdMode::Chad] {
+        let Ok(mut program) = compile("prog.flx", src) else {
+            panic!("compiles")
+        };
+        program.prepare(options(mode)).expect("prepares");
+        for code in &program.module.codes {
+            let mut entries = Vec::new();
+            fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
+                if let Rhs::Prim(Prim::DeltaPush, args) = &b.rhs {
+                    entries.push(args.clone());
+                }
+            });
+            for (i, e) in entries.iter().enumerate() {
+                assert!(
+                    !entries[..i].contains(e),
+                    "{mode:?}: `{}` records %delta{e:?} twice",
+                    code.name
+                );
+            }
+        }
+    }
+}

@@ -97,6 +97,13 @@ pub fn resolve_operators(
                 rewritten.insert(id);
             }
         }
+        // Optimised before the next round translates them again (forward over reverse:
+        // the delta layer records what the forward translation's optimised code does,
+        // not its duplicate subterms: flat code differentiates into flat code).
+        if m.codes.len() > made_before && opt == fluxion_opt::OptLevel::On {
+            let mut report = fluxion_opt::Report::default();
+            let _ = fluxion_opt::optimize_codes_from(m, made_before, &mut report);
+        }
         round = (made_before..m.codes.len())
             .map(|i| CodeId(i as u32))
             .collect();
