@@ -92,6 +92,17 @@ pub(crate) fn reaches_operator(
     code: CodeId,
     done: impl Fn(CodeId) -> bool,
 ) -> Option<(CodeId, Prim)> {
+    reaches_prim(m, code, done, &is_operator)
+}
+
+/// The first code `code` reaches (itself included) that applies a primitive `wanted`
+/// accepts, with that primitive; codes `done` accepts are not entered.
+pub(crate) fn reaches_prim(
+    m: &Module,
+    code: CodeId,
+    done: impl Fn(CodeId) -> bool,
+    wanted: &dyn Fn(Prim) -> bool,
+) -> Option<(CodeId, Prim)> {
     let mut seen = std::collections::HashSet::new();
     let mut work = vec![code];
     while let Some(c) = work.pop() {
@@ -99,7 +110,7 @@ pub(crate) fn reaches_operator(
             continue;
         }
         let body = &m.code(c).body;
-        if let Some(p) = first_operator(body) {
+        if let Some(p) = first_prim(body, wanted) {
             return Some((c, p));
         }
         fluxion_core::visit::for_each_code_ref(body, &mut |r| work.push(r));
@@ -107,19 +118,21 @@ pub(crate) fn reaches_operator(
     None
 }
 
-fn first_operator(body: &Body) -> Option<Prim> {
+fn first_prim(body: &Body, wanted: &dyn Fn(Prim) -> bool) -> Option<Prim> {
     body.bindings.iter().find_map(|b| match &b.rhs {
-        Rhs::Prim(p, _) if is_operator(*p) => Some(*p),
-        Rhs::If(_, t, e) => first_operator(t).or_else(|| first_operator(e)),
+        Rhs::Prim(p, _) if wanted(*p) => Some(*p),
+        Rhs::If(_, t, e) => first_prim(t, wanted).or_else(|| first_prim(e, wanted)),
         Rhs::Match(_, arms, d) => arms
             .iter()
-            .find_map(|a| first_operator(&a.body))
-            .or_else(|| d.as_deref().and_then(first_operator)),
+            .find_map(|a| first_prim(&a.body, wanted))
+            .or_else(|| d.as_deref().and_then(|d| first_prim(d, wanted))),
         _ => None,
     })
 }
 
-fn is_operator(p: Prim) -> bool {
+/// A differential operator or a primitive of derivative code (the tapes, `%chad_of`,
+/// `%capture`, the operators' internal forms).
+pub(crate) fn is_operator(p: Prim) -> bool {
     use Prim::*;
     p.is_differential()
         || p.is_tape()

@@ -925,49 +925,26 @@ pub(crate) fn translate_delta_original(
 /// (reverse over forward) then records the forward pass on the tape, one pass each
 /// way, where pushing the outer operator forward takes one per input.
 pub(crate) fn translate_delta_resolved(m: &mut Module, code: CodeId) -> Option<CodeId> {
-    let chad_code = |p: Prim| {
+    let refused = |p: Prim| {
         use Prim::*;
-        matches!(
-            p,
-            TanZero
-                | TanPlus
-                | LinProj
-                | LinField
-                | LinOneHot
-                | LinEmbed
-                | LinSlice
-                | LinSum
-                | LinIndex
-        )
+        crate::chad_sweep::is_operator(p)
+            || matches!(
+                p,
+                TanZero
+                    | TanPlus
+                    | LinProj
+                    | LinField
+                    | LinOneHot
+                    | LinEmbed
+                    | LinSlice
+                    | LinSum
+                    | LinIndex
+            )
     };
-    if mentions_operator(&m.code(code).body)
-        || crate::chad_sweep::reaches_operator(m, code, |_| false).is_some()
-        || reaches_prim(m, code, chad_code)
-    {
+    if crate::chad_sweep::reaches_prim(m, code, |_| false, &refused).is_some() {
         return None;
     }
     translate(m, code, TypeMap::Delta)
-}
-
-/// Whether `code` or a code it calls or closes over applies a primitive `p` accepts.
-fn reaches_prim(m: &Module, code: CodeId, p: impl Fn(Prim) -> bool) -> bool {
-    let mut seen = HashSet::from([code]);
-    let mut work = vec![code];
-    while let Some(c) = work.pop() {
-        let mut found = false;
-        fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| {
-            found |= matches!(b.rhs, Rhs::Prim(q, _) if p(q));
-        });
-        if found {
-            return true;
-        }
-        fluxion_core::visit::for_each_code_ref(&m.code(c).body, &mut |r| {
-            if seen.insert(r) {
-                work.push(r);
-            }
-        });
-    }
-    false
 }
 
 /// Notes in `Module::twice` the functions `f` of the reverse operators in the codes
