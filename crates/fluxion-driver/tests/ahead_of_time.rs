@@ -472,12 +472,7 @@ fn native_reals(src: &str, expr: &str, mode: AdMode) -> (Vec<f64>, Vec<String>) 
 /// translate the outer function (it applies `grad` itself) — of a closure the outer
 /// function builds, and of one chosen at run time (`chosen`, `picked`: taken from an
 /// array, one capturing the outer variable, `%chad_of(f, 4)`): made ahead of time
-/// (`%delta2…` in the prepared module, no reverse operator left), run natively with no
-/// hand-over and the interpreter's
-/// bits, and right: against `--ad fwd` (forward mode throughout, no tape) and central
-/// differences of the outer function (step 1e-5: the truncation error h²·f'''/6 and
-/// the rounding ε·|f|/h are both below 1e-8 for these smooth, O(1) functions; 1e-6
-/// relative leaves room).
+/// (`%delta2…` in the prepared module), and checked by [`check_nested_gradients`].
 #[test]
 fn reverse_over_reverse_is_a_tape_of_tapes() {
     let src = "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
@@ -540,8 +535,25 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
         ("chosen", "[0.1, -0.4, 0.9, 1.3]"),
         ("picked", "1.25"),
     ];
+    check_nested_gradients(src, &cases, |expr, mode, core| {
+        assert!(
+            core.contains("%delta2_grad("),
+            "{expr} {mode:?}: no second tape"
+        );
+    });
+}
+
+/// `grad(name, x)` for each case under `--ad delta` and `--ad chad`: natively with no
+/// hand-over and the interpreter's bits; against `--ad fwd` (forward mode throughout,
+/// no tape: 1e-12 relative, the same derivatives summed in another order) and, for a
+/// scalar `x`, central differences of the outer function (step 1e-5: the truncation
+/// error h²·f'''/6 and the rounding ε·|f|/h are both below 1e-8 for these smooth, O(1)
+/// functions; 1e-6 relative leaves room); made ahead of time (no reverse operator left
+/// in the prepared module), whose printed Core `route` checks further.
+fn check_nested_gradients(src: &str, cases: &[(&str, &str)], route: impl Fn(&str, AdMode, &str)) {
     for ((name, x), mode) in cases
-        .into_iter()
+        .iter()
+        .copied()
         .flat_map(|c| [(c, AdMode::Delta), (c, AdMode::Chad)])
     {
         let expr = format!("grad({name}, {x})");
@@ -560,7 +572,7 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
         if !x.starts_with('[') {
             let h = 1e-5;
             let at = |d: f64| {
-                let e = format!("{name}({} + {d:e})", x);
+                let e = format!("{name}({x} + {d:e})");
                 eval_reals(src, &e, AdMode::Fwd).expect("runs")[0]
             };
             let fd = (at(h) - at(-h)) / (2.0 * h);
@@ -581,10 +593,7 @@ fn reverse_over_reverse_is_a_tape_of_tapes() {
             !core.contains("%delta_vjp(") && !core.contains("%chad_vjp("),
             "{expr} {mode:?}: a reverse operator left"
         );
-        assert!(
-            core.contains("%delta2_grad("),
-            "{expr} {mode:?}: no second tape"
-        );
+        route(&expr, mode, &core);
     }
 }
 
@@ -626,10 +635,7 @@ fn a_tape_of_tapes_at_a_singularity_follows_the_first_tapes_rules() {
 /// the outer variable (its capture lifted into the dual layer, then onto the tape) and
 /// `taylor`, and a direction of -0.0 (`%tdense` makes it 0.0, so the tangent is 0.0 and
 /// `atan2(0.0, -1.0)` is π: the review found -π where the translation kept -0.0).
-/// Checked as the tape of tapes above: no reverse operator and no per-input
-/// push left, natively with no hand-over and the interpreter's bits, against `--ad
-/// fwd` (1e-12 relative: the same derivatives summed in another order) and central
-/// differences (step 1e-5, 1e-6 relative, as above).
+/// No per-input push left, a tape there, and checked by [`check_nested_gradients`].
 #[test]
 fn reverse_over_forward_records_the_forward_pass_on_the_tape() {
     let src = "fn f(w: [Real]) -> Real { sum(map(|t| sin(t) * t, w)) }
@@ -652,53 +658,13 @@ fn reverse_over_forward_records_the_forward_pass_on_the_tape() {
         ("series", "0.4"),
         ("signed", "2.0"),
     ];
-    for ((name, x), mode) in cases
-        .into_iter()
-        .flat_map(|c| [(c, AdMode::Delta), (c, AdMode::Chad)])
-    {
-        let expr = format!("grad({name}, {x})");
-        let interp = eval_reals(src, &expr, options(mode)).expect("interpreter runs");
-        let (native, notes) = native_reals(src, &expr, mode);
-        assert!(notes.is_empty(), "{expr} {mode:?}: {notes:?}");
-        assert_eq!(interp, native, "{expr}: interpreter and native differ");
-        let reference = eval_reals(src, &expr, AdMode::Fwd).expect("fwd runs");
-        assert_eq!(interp.len(), reference.len(), "{expr}");
-        for (a, b) in interp.iter().zip(&reference) {
-            assert!(
-                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
-                "{expr}: {a} vs fwd {b}"
-            );
-        }
-        if !x.starts_with('[') {
-            let h = 1e-5;
-            let at = |d: f64| {
-                let e = format!("{name}({x} + {d:e})");
-                eval_reals(src, &e, AdMode::Fwd).expect("runs")[0]
-            };
-            let fd = (at(h) - at(-h)) / (2.0 * h);
-            assert!(
-                (interp[0] - fd).abs() <= 1e-6 * fd.abs().max(1.0),
-                "{expr}: {} vs central difference {fd}",
-                interp[0]
-            );
-        }
-        let total = if x.starts_with('[') {
-            format!("sum({expr})")
-        } else {
-            expr.clone()
-        };
-        let core =
-            reachable_after_prepare(&format!("{src}\nfn main() -> Real {{ {total} }}"), mode);
-        assert!(
-            !core.contains("%delta_vjp(") && !core.contains("%chad_vjp("),
-            "{expr} {mode:?}: a reverse operator left"
-        );
+    check_nested_gradients(src, &cases, |expr, mode, core| {
         assert!(
             !core.contains("vjp_by_push_forward"),
             "{expr} {mode:?}: one push forward per input"
         );
         assert!(core.contains("%delta_grad("), "{expr} {mode:?}: no tape");
-    }
+    });
 }
 
 /// The resolution's rounds take a code after the codes it calls (`callees_first`), so a
