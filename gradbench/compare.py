@@ -8,39 +8,20 @@ rejected either tool's output.
 Usage: gradbench/compare.py LOG_DIR EVAL ...
 """
 
-import json
 import math
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from summary import PAIRS  # noqa: E402
+from summary import PAIRS, runs_of  # noqa: E402
 
 
 def medians(path):
     """description -> function -> (median seconds, valid)."""
-    messages, responses, valid = {}, {}, {}
-    for line in open(path):
-        entry = json.loads(line)
-        if "message" in entry:
-            m = entry["message"]
-            messages[m["id"]] = m
-            if m["kind"] == "analysis":
-                valid[m["of"]] = m["valid"]
-        elif "response" in entry:
-            responses[entry["response"]["id"]] = entry["response"]
-    rows = {}
-    for i, m in messages.items():
-        if m["kind"] != "evaluate":
-            continue
-        r = responses.get(i, {})
-        runs = [t["nanoseconds"] for t in r.get("timings", []) if t["name"] == "evaluate"]
-        if runs:
-            ok = r.get("success", False) and valid.get(i, False)
-            rows.setdefault(m.get("description", ""), {})[m["function"]] = (
-                statistics.median(runs) / 1e9, ok)
-    return rows
+    _, rows, _ = runs_of(path)
+    return {d: {f: (statistics.median(runs), ok) for f, (runs, ok) in fs.items()}
+            for d, fs in rows.items()}
 
 
 def geomean(xs):

@@ -24,7 +24,9 @@ PAIRS = {
 }
 
 
-def summarise(path):
+def runs_of(path):
+    """A log's eval name; description -> function -> (every `evaluate` run in seconds,
+    whether the response succeeded and the validator accepted it); the failures."""
     messages, responses, valid = {}, {}, {}
     eval_name = None
     for line in open(path):
@@ -49,10 +51,17 @@ def summarise(path):
         if not ok:
             failures.append(f"{m['function']} {m.get('description', '')}: "
                             f"{r.get('error') or 'invalid output'}")
-        runs = [t["nanoseconds"] for t in r.get("timings", []) if t["name"] == "evaluate"]
+        runs = [t["nanoseconds"] / 1e9 for t in r.get("timings", []) if t["name"] == "evaluate"]
         if runs:
-            rows.setdefault(m.get("description", ""), {})[m["function"]] = (min(runs) / 1e9, ok)
+            rows.setdefault(m.get("description", ""), {})[m["function"]] = (runs, ok)
     return eval_name, rows, failures
+
+
+def summarise(path):
+    """`runs_of`, each function's fastest run."""
+    name, rows, failures = runs_of(path)
+    fastest = {d: {f: (min(runs), ok) for f, (runs, ok) in fs.items()} for d, fs in rows.items()}
+    return name, fastest, failures
 
 
 def main():
