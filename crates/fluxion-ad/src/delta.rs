@@ -10,6 +10,15 @@
 //!   the shared table (`calculus.rs`), which the backward sweep transposes (§7's
 //!   `eval`: each entry is visited once, so the sweep is linear in the tape);
 //!   a constant (a literal, `to_real`) has id 0, the zero delta;
+//! - a real used once, as an argument of another real primitive of its own block, gets
+//!   no entry: its terms stay pending ([`Parts::defer`]) and that primitive's entry
+//!   takes them, each coefficient multiplied by its partial (§7's delta terms need a
+//!   `Share`, an id, only where they are used more than once; statement-level
+//!   preaccumulation, as hand-written and tool-made adjoints do). `x + h·(k₁ + 2k₂)/6`
+//!   is one entry, not four. The products are `%lscale`, whose zero passes nothing on,
+//!   so the sweep's rules hold (a zero partial stops an infinite adjoint); only the
+//!   rounding of the adjoints changes. A pending combination keeps at most
+//!   [`MAX_PENDING`] terms (each primitive that takes it pays one product per term);
 //! - `sum(a)` of `a: [Real]` is one entry `Σⱼ 1·idⱼ` (`%delta_sum`), not n additions
 //!   of ids (DESIGN-AD §5: sums of deltas are never sums of ids); `sum` of arrays of
 //!   tuples or arrays is a fold of translated additions; `sumbuild` is `build` then sum.
@@ -49,6 +58,26 @@ pub fn delta_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
 /// The delta layer.
 pub(crate) struct Delta;
 
+/// The most terms a pending combination keeps before it is made an entry: each
+/// primitive that takes one multiplies every term by its partial, so a cap keeps a long
+/// chain linear.
+const MAX_PENDING: usize = 8;
+
+/// `d·c` as the sweep would have applied them one after the other: `%lscale`, whose
+/// zero passes nothing on (a zero partial or a zero adjoint stops an infinite or NaN
+/// one, `runtime.c`'s `fx_tape_sweep`); folded where `d` is the literal 1 or both are
+/// literals.
+fn scale(b: &mut Builder, d: Atom, c: Atom) -> Atom {
+    use fluxion_core::Lit;
+    match (d, c) {
+        (Atom::Lit(Lit::Real(1.0)), _) => c,
+        (Atom::Lit(Lit::Real(x)), Atom::Lit(Lit::Real(y))) => {
+            real(fluxion_core::prim::lscale(x, y))
+        }
+        _ => b.prim(Prim::LinScale, &[d, c], Type::Real),
+    }
+}
+
 fn pair_ty() -> Type {
     Type::Tuple(vec![Type::Real, Type::Int])
 }
@@ -56,6 +85,10 @@ fn pair_ty() -> Type {
 impl Layer for Delta {
     fn map(&self) -> TypeMap {
         TypeMap::Delta
+    }
+
+    fn defers_single_use(&self) -> bool {
+        true
     }
 
     fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
@@ -73,19 +106,35 @@ impl Layer for Delta {
         let (xs, ids) = parts.split_args(b, args);
         let y = b.prim(rule.prim, &xs, Type::Real);
         let mut terms = Vec::new();
-        for (partial, id) in (rule.partials)(b, &xs, y).into_iter().zip(ids) {
-            if let (Partial::At(d), Some(id)) = (partial, id) {
-                terms.push(d);
-                terms.push(id);
+        let partials = (rule.partials)(b, &xs, y);
+        for ((partial, id), arg) in partials.into_iter().zip(ids).zip(args) {
+            let (Partial::At(d), Some(id)) = (partial, id) else {
+                continue;
+            };
+            match parts.take_pending(*arg) {
+                // The argument's own combination, scaled by this partial: its entry
+                // is never made.
+                Some(pending) => {
+                    for (c, i) in pending {
+                        let c = scale(b, d, c);
+                        terms.push((c, i));
+                    }
+                }
+                None => terms.push((d, id)),
             }
         }
-        let id = if terms.is_empty() {
+        let defer = parts.may_defer && !terms.is_empty() && terms.len() <= MAX_PENDING;
+        let id = if terms.is_empty() || defer {
             int(0)
         } else {
-            b.prim(Prim::DeltaPush, &terms, Type::Int)
+            let flat: Vec<Atom> = terms.iter().flat_map(|(c, i)| [*c, *i]).collect();
+            b.prim(Prim::DeltaPush, &flat, Type::Int)
         };
         let pair = b.tuple(hint, vec![y, id]);
         parts.remember(pair, (y, id));
+        if defer {
+            parts.defer(pair, terms);
+        }
         pair
     }
 

@@ -16,7 +16,7 @@
 //! Memoised per code in `Module::derived_codes` under [`translation_key`], so recursive
 //! and shared functions are translated once (separate compilation, seed 004 §7.5).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use fluxion_core::{
     Arm, Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap, VarId,
@@ -47,6 +47,13 @@ pub(crate) trait Layer {
         parts: &mut Parts,
         hint: &str,
     ) -> Atom;
+
+    /// Whether the layer may leave the perturbation of a real used once, by another real
+    /// primitive of its block, pending for that primitive (the delta layer: one tape
+    /// entry for a chain of operations, see `delta.rs`).
+    fn defers_single_use(&self) -> bool {
+        false
+    }
 
     /// A layer-specific translation of a non-real primitive, or `None` for the
     /// structural default (the same primitive on translated arguments).
@@ -109,11 +116,34 @@ pub(crate) struct KnownVjp<'a> {
 
 /// The (primal, perturbation) atoms of translated reals, one map per open block (an
 /// entry is valid in its block and the blocks nested in it), so that each translated
-/// real is taken apart once.
+/// real is taken apart once; and, for a layer that defers perturbations
+/// ([`Layer::defers_single_use`]), the pending ones.
 #[derive(Default)]
-pub(crate) struct Parts(Vec<HashMap<VarId, (Atom, Atom)>>);
+pub(crate) struct Parts {
+    blocks: Vec<HashMap<VarId, (Atom, Atom)>>,
+    /// Set by the translator around a real primitive whose result's only use is as an
+    /// argument of another real primitive of the same block: the layer may leave its
+    /// perturbation pending for that primitive to take.
+    pub(crate) may_defer: bool,
+    /// Pending perturbations by the translated real they belong to (the delta layer's
+    /// linear combinations `Σ cᵢ·idᵢ` not yet on the tape).
+    pending: HashMap<VarId, Vec<(Atom, Atom)>>,
+}
 
 impl Parts {
+    /// Leaves `terms` pending for translated real `d` (see [`Parts::may_defer`]).
+    pub(crate) fn defer(&mut self, d: Atom, terms: Vec<(Atom, Atom)>) {
+        if let Atom::Var(v) = d {
+            self.pending.insert(v, terms);
+        }
+    }
+
+    /// The pending perturbation of translated real `d`, taken by its one use.
+    pub(crate) fn take_pending(&mut self, d: Atom) -> Option<Vec<(Atom, Atom)>> {
+        let Atom::Var(v) = d else { return None };
+        self.pending.remove(&v)
+    }
+
     /// The pieces of `d`, made by `split` the first time they are asked for in scope.
     pub(crate) fn get_or_split(
         &mut self,
@@ -124,7 +154,7 @@ impl Parts {
         let Atom::Var(v) = d else {
             return split(b, d);
         };
-        if let Some(parts) = self.0.iter().rev().find_map(|m| m.get(&v)) {
+        if let Some(parts) = self.blocks.iter().rev().find_map(|m| m.get(&v)) {
             return *parts;
         }
         let parts = split(b, d);
@@ -154,7 +184,7 @@ impl Parts {
 
     /// Records the pieces of a translated real made here.
     pub(crate) fn remember(&mut self, d: Atom, parts: (Atom, Atom)) {
-        if let (Atom::Var(v), Some(top)) = (d, self.0.last_mut()) {
+        if let (Atom::Var(v), Some(top)) = (d, self.blocks.last_mut()) {
             top.insert(v, parts);
         }
     }
@@ -208,6 +238,7 @@ pub(crate) fn translate_code<L: Layer>(
         closures: HashMap::new(),
         layer,
         parts: Parts::default(),
+        deferrable: HashSet::new(),
     };
     let mut new_captures = Vec::new();
     for (i, c) in original.captures.iter().enumerate() {
@@ -237,6 +268,9 @@ struct Translate<'l, L: Layer> {
     closures: HashMap<VarId, (CodeId, Vec<Atom>)>,
     layer: &'l L,
     parts: Parts,
+    /// Original real variables whose one use is as an argument of a real primitive of
+    /// their own block (see [`single_use_reals`]).
+    deferrable: HashSet<VarId>,
 }
 
 impl<L: Layer> Translate<'_, L> {
@@ -250,6 +284,9 @@ impl<L: Layer> Translate<'_, L> {
     /// Emits the translation of `body`'s bindings into the current block; returns the
     /// translated result.
     fn body_into(&mut self, b: &mut Builder, body: &Body) -> Result<Atom, AdError> {
+        if self.layer.defers_single_use() {
+            self.deferrable.extend(single_use_reals(b.m, body));
+        }
         for binding in &body.bindings {
             b.span = binding.span;
             let a = self.rhs(b, &binding.rhs, binding.var)?;
@@ -259,9 +296,9 @@ impl<L: Layer> Translate<'_, L> {
     }
 
     fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
-        self.parts.0.push(HashMap::new());
+        self.parts.blocks.push(HashMap::new());
         let out = b.try_block(|b| self.body_into(b, body));
-        self.parts.0.pop();
+        self.parts.blocks.pop();
         out
     }
 
@@ -297,7 +334,12 @@ impl<L: Layer> Translate<'_, L> {
         let hint = b.m.var(var).name.clone();
         let lty = b.m.map_type(&ty, self.layer.map());
         let new_rhs = match rhs {
-            Rhs::Prim(p, args) => return self.prim(b, *p, args, &ty, &hint),
+            Rhs::Prim(p, args) => {
+                self.parts.may_defer = self.deferrable.contains(&var);
+                let out = self.prim(b, *p, args, &ty, &hint);
+                self.parts.may_defer = false;
+                return out;
+            }
             Rhs::Atom(a) => {
                 // A copy of a closure is that closure (the optimiser leaves copies).
                 if let Atom::Var(x) = a
@@ -553,4 +595,43 @@ fn empty_check(b: &mut Builder, p: Prim, primals: Atom) {
         Rhs::If(empty, Box::new(fails), Box::new(unit)),
         Type::Unit,
     );
+}
+
+/// Whether `rhs` (of type `ty`) is a real primitive on reals: what the layer's calculus
+/// translates ([`Layer::real_function`]).
+fn is_real_function_on_reals(m: &Module, rhs: &Rhs, ty: &Type) -> bool {
+    match rhs {
+        Rhs::Prim(p, args) => {
+            *ty == Type::Real
+                && calculus::is_real_function(*p)
+                && args.last().map(|a| m.atom_ty(a)) == Some(Type::Real)
+        }
+        _ => false,
+    }
+}
+
+/// The reals bound in `body`'s own bindings by a real primitive whose one use (in
+/// `body`, branches and closures included) is as an argument of another real primitive
+/// bound in `body` itself: their perturbation can be handed to that primitive without
+/// being shared (seed 004 §7: only a delta used more than once needs a `Share`).
+fn single_use_reals(m: &Module, body: &Body) -> HashSet<VarId> {
+    let uses = fluxion_opt::count_uses(body);
+    let mut by_real_function: HashMap<VarId, usize> = HashMap::new();
+    let mut candidates = HashSet::new();
+    for binding in &body.bindings {
+        if is_real_function_on_reals(m, &binding.rhs, m.var_ty(binding.var)) {
+            candidates.insert(binding.var);
+            if let Rhs::Prim(_, args) = &binding.rhs {
+                for a in args {
+                    if let Atom::Var(v) = a {
+                        *by_real_function.entry(*v).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    candidates
+        .into_iter()
+        .filter(|v| uses.get(v) == Some(&1) && by_real_function.get(v) == Some(&1))
+        .collect()
 }

@@ -731,3 +731,54 @@ fn forward_over_reverse_records_no_entry_twice() {
         }
     }
 }
+
+/// A real used once, by another real primitive of its own block, makes no tape entry
+/// of its own: its combination is handed to that primitive, scaled by its partial
+/// (seed 004 §7: only a delta used more than once needs sharing). `chain`'s delta code
+/// records two entries — `y`, used twice, and the result — where it recorded one per
+/// operation (seven). Gradients, a value used twice and in a branch, and second order
+/// (a tape of tapes over the same rule) checked by [`check_nested_gradients`]; a
+/// singularity as forward mode has it.
+#[test]
+fn a_real_used_once_adds_its_terms_to_its_users_entry() {
+    let src = "fn chain(x: Real) -> Real { let y = x * x; x + y * (2.0 * sin(x) + 3.0 * y) / 6.0 }
+               fn shared(x: Real) -> Real {
+                   let s = x * 3.0;
+                   let t = s + 1.0;
+                   t * t + (if x > 0.0 { s } else { exp(t) })
+               }
+               fn second(x: Real) -> Real { grad(chain, x) }
+               fn at_zero(s: Real) -> Real { grad(|x: Real| s * sqrt(x) + 2.0 * x, 0.0) }";
+    let Ok(mut program) = compile("prog.flx", src) else {
+        panic!("compiles")
+    };
+    program.prepare(options(AdMode::Delta)).expect("prepares");
+    let code = program
+        .module
+        .codes
+        .iter()
+        .find(|c| c.name == "chain_delta")
+        .expect("chain's delta translation");
+    let mut entries = 0;
+    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
+        if let Rhs::Prim(Prim::DeltaPush, _) = &b.rhs {
+            entries += 1;
+        }
+    });
+    assert_eq!(entries, 2, "chain_delta's tape entries");
+    let cases = [
+        ("chain", "0.7"),
+        ("chain", "-1.3"),
+        ("shared", "0.4"),
+        ("shared", "-0.4"),
+        ("second", "0.7"),
+    ];
+    check_nested_gradients(src, &cases, |_, _, _| {});
+    // A zero partial still stops an infinite one: `s·∞` at s = 0 passes nothing on, as
+    // forward mode says (the partials are multiplied by `%lscale`).
+    for mode in [AdMode::Fwd, AdMode::Delta] {
+        let got = eval_reals(src, "at_zero(0.0)", options(mode)).expect("runs");
+        assert_eq!(got, vec![2.0], "{mode:?}");
+        assert_eq!(native_reals(src, "at_zero(0.0)", mode).0, got, "{mode:?}");
+    }
+}

@@ -43,6 +43,8 @@ use std::collections::HashSet;
 
 use fluxion_core::{Body, CodeId, Module, VarId};
 
+pub use uses::count_uses;
+
 /// Removes the dead bindings of `body` that cannot fail (what the AD passes use to
 /// drop what their rules left unused).
 pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {

@@ -7,7 +7,7 @@ use fluxion_core::{Atom, Body, CodeId, Rhs, VarId};
 
 /// How often each variable is used in `body`: operands, branch results, and the
 /// captures of closures made here (a lambda's uses count once, at its `Closure`).
-pub(crate) fn count_uses(body: &Body) -> HashMap<VarId, usize> {
+pub fn count_uses(body: &Body) -> HashMap<VarId, usize> {
     let mut uses = HashMap::new();
     count(body, &mut uses);
     uses
