@@ -20,8 +20,9 @@
 //!   rounding of the adjoints changes. A pending combination keeps at most
 //!   [`MAX_PENDING`] terms (each primitive that takes it pays one product per term);
 //! - `sum(a)` of `a: [Real]` is one entry `Σⱼ 1·idⱼ` (`%delta_sum`), not n additions
-//!   of ids (DESIGN-AD §5: sums of deltas are never sums of ids); `sum` of arrays of
-//!   tuples or arrays is a fold of translated additions; `sumbuild` is `build` then sum.
+//!   of ids (DESIGN-AD §5: sums of deltas are never sums of ids), and so is each real
+//!   of a sum of tuples of reals; `sum` of arrays holding arrays is a fold of
+//!   translated additions; `sumbuild` is `build` then sum.
 //! - Everything else is the structural skeleton (`structural.rs`): closures are
 //!   translated with their code, so a closure records on every call, not at creation
 //!   (§7.5: each function's translation reads only its own code).
@@ -261,6 +262,9 @@ impl Delta {
         if *elem == Type::Real {
             return b.prim(Prim::DeltaSum, &[a], pair_ty());
         }
+        if let Some(leaves) = real_leaves(elem) {
+            return self.sum_by_leaf(b, elem, a, &leaves);
+        }
         let arr = Type::array(elem.clone());
         let la = b.m.map_type(&arr, TypeMap::Delta);
         let le = b.m.map_type(elem, TypeMap::Delta);
@@ -296,6 +300,26 @@ impl Delta {
             },
         );
         crate::helpers::call(b, code, vec![a])
+    }
+
+    /// `sum(a)` of tuples of reals, one `%delta_sum` per real of the tuple (at path
+    /// `leaves[k]`): one entry of n terms each, where a fold of translated additions
+    /// makes n entries of two. The primal is the program's sum of tuples without
+    /// arrays, which starts from zero as a sum of reals does.
+    fn sum_by_leaf(&self, b: &mut Builder, elem: &Type, a: Atom, leaves: &[Vec<usize>]) -> Atom {
+        let le = b.m.map_type(elem, TypeMap::Delta);
+        let sums: Vec<Atom> = leaves
+            .iter()
+            .map(|path| {
+                let column = b.lambda("leaf", &[], vec![le.clone()], |b, ps| {
+                    path.iter().fold(ps[0], |x, i| b.proj(&x, *i))
+                });
+                let xs = b.prim(Prim::Map, &[column, a], Type::array(pair_ty()));
+                b.prim(Prim::DeltaSum, &[xs], pair_ty())
+            })
+            .collect();
+        let mut next = sums.into_iter();
+        rebuild(b, elem, &mut next)
     }
 
     /// `u + v` of two translated values of a summable type (reals get a delta each).
@@ -352,5 +376,38 @@ impl Delta {
             }
             _ => v,
         }
+    }
+}
+
+/// The paths of the reals of `ty` when it is a tuple whose leaves are all reals (nested
+/// tuples allowed), in order; `None` otherwise.
+fn real_leaves(ty: &Type) -> Option<Vec<Vec<usize>>> {
+    fn walk(ty: &Type, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) -> bool {
+        match ty {
+            Type::Real => {
+                out.push(path.clone());
+                true
+            }
+            Type::Tuple(ts) => ts.iter().enumerate().all(|(i, t)| {
+                path.push(i);
+                let ok = walk(t, path, out);
+                path.pop();
+                ok
+            }),
+            _ => false,
+        }
+    }
+    let mut out = Vec::new();
+    (matches!(ty, Type::Tuple(_)) && walk(ty, &mut Vec::new(), &mut out)).then_some(out)
+}
+
+/// A translated value of tuple-of-reals type `ty` from its reals in order.
+fn rebuild(b: &mut Builder, ty: &Type, reals: &mut impl Iterator<Item = Atom>) -> Atom {
+    match ty {
+        Type::Tuple(ts) => {
+            let parts = ts.iter().map(|t| rebuild(b, t, reals)).collect();
+            b.tuple("sum", parts)
+        }
+        _ => reals.next().expect("one sum per real"),
     }
 }

@@ -782,3 +782,47 @@ fn a_real_used_once_adds_its_terms_to_its_users_entry() {
         assert_eq!(native_reals(src, "at_zero(0.0)", mode).0, got, "{mode:?}");
     }
 }
+
+/// A sum of tuples of reals is one `%delta_sum` per real of the tuple — one entry of n
+/// terms each, where a fold of translated additions made n entries of two (kmeans'
+/// `dir` sums dual numbers) — and starts from zero as the program's sum does: the value
+/// of `value_and_grad` at `[-0.0]` is the function's (π; the fold from the first
+/// element gave -π).
+#[test]
+fn a_sum_of_tuples_of_reals_is_one_entry_per_real() {
+    let src = "fn f(xs: [Real]) -> Real {
+                   let s = sum(map(|x: Real| (x, (2.0 * x, x * x)), xs));
+                   atan2(s.0, -1.0) + s.1.0 * s.1.1
+               }
+               fn use_f() -> [Real] { grad(f, [0.5, -1.5]) }";
+    let Ok(mut program) = compile("prog.flx", src) else {
+        panic!("compiles")
+    };
+    program.prepare(options(AdMode::Delta)).expect("prepares");
+    let code = program
+        .module
+        .codes
+        .iter()
+        .find(|c| c.name.starts_with("f_delta"))
+        .unwrap_or_else(|| {
+            let names: Vec<_> = program.module.codes.iter().map(|c| &c.name).collect();
+            panic!("no delta translation of f in {names:?}")
+        });
+    let mut prims = Vec::new();
+    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
+        if let Rhs::Prim(p, _) = &b.rhs {
+            prims.push(*p);
+        }
+    });
+    let sums = prims.iter().filter(|p| **p == Prim::DeltaSum).count();
+    assert_eq!(sums, 3, "{prims:?}");
+    assert!(!prims.contains(&Prim::Fold), "{prims:?}");
+    for mode in [AdMode::Delta, AdMode::Chad] {
+        for expr in ["value_and_grad(f, [-0.0]).0", "f([-0.0])"] {
+            let got = eval_reals(src, expr, options(mode)).expect("runs");
+            assert_eq!(got, vec![std::f64::consts::PI], "{expr} {mode:?}");
+            assert_eq!(native_reals(src, expr, mode).0, got, "{expr} {mode:?}");
+        }
+    }
+    check_nested_gradients(src, &[("f", "[0.5, -1.5, 2.0]")], |_, _, _| {});
+}
