@@ -1566,7 +1566,8 @@ fn the_higher_order_corpus_runs_natively() {
 /// never past `max_runs`, each run timed; the last run's value is a single call's, bit
 /// for bit, and every run's objects and tape are released (nothing left afterwards) —
 /// the tape's kept buffers counted once against the memory budget, not once per run
-/// (16 MiB holds one run's tape of 20,000 inputs, not sixty).
+/// (16 MiB holds one run's tape of 20,000 inputs, not sixty; 4 MiB, of which the tape
+/// takes more than a quarter, keeps it between runs, adjoints included: forty runs).
 #[test]
 fn repeated_runs_decode_once_and_free_everything() {
     use fluxion_driver::native_backend::Repeat;
@@ -1595,9 +1596,12 @@ fn repeated_runs_decode_once_and_free_everything() {
                 repeat(1, 20, 1 << 20),
                 repeat(60, 0, 100),
             ];
-            for r in repeats {
+            // The last: a budget the tape passes a quarter of, so that its buffers
+            // (adjoints included) are kept between runs and must stay charged once.
+            let budgets = [16 << 20, 16 << 20, 16 << 20, 16 << 20, 4 << 20];
+            for (r, budget) in repeats.into_iter().chain([repeat(40, 0, 100)]).zip(budgets) {
                 let (value, times) = prog
-                    .call_repeated(&module, &[], 64 << 20, 16 << 20, r)
+                    .call_repeated(&module, &[], 64 << 20, budget, r)
                     .unwrap_or_else(|e| panic!("{r:?}: {}", e.message));
                 let mut s = String::new();
                 let _ = fluxion_driver::interp::write_value(&mut s, &value, &module, Some(&ty));
@@ -1607,8 +1611,8 @@ fn repeated_runs_decode_once_and_free_everything() {
         });
         let counts: Vec<usize> = runs.iter().map(|(_, t, _)| t.len()).collect();
         assert_eq!(
-            [counts[0], counts[1], counts[3]],
-            [5, 3, 60],
+            [counts[0], counts[1], counts[3], counts[4]],
+            [5, 3, 60, 40],
             "{setting:?}: runs {counts:?}"
         );
         let total: std::time::Duration = runs[2].1.iter().sum();

@@ -571,9 +571,10 @@ static struct {
   int64_t *starts;
   double *coefs;
   uint32_t *parents;
+  /* The adjoints of the sweep under way (from `mark` on), kept between sweeps and
+   * runs as the other buffers are: a fresh one per sweep faulted in its pages anew. */
   double *adj;
-  int64_t mark;
-  uint64_t adj_bytes;
+  int64_t mark, cap_adj;
   /* The dot nodes, by increasing id. */
   fx_tape_dot_t *dots;
   int64_t ndots, cap_dots;
@@ -587,32 +588,32 @@ static struct {
 static uint64_t fx_tape_bytes(void) {
   return (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
          (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t)) +
-         (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t);
+         (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t) + (uint64_t)fx_tape.cap_adj * sizeof(double);
 }
 
-/* On entry (after the budget is set): an empty tape, whose kept buffers are charged to
- * this call; buffers grown past a quarter of the budget by an earlier call are freed
- * instead, so that its tape never counts against this one. */
-static void fx_tape_reset(void) {
+/* An empty tape, whose kept buffers are charged to this call. On entry (`keep` 0, after
+ * the budget is set) buffers grown past a quarter of the budget by an earlier call are
+ * freed instead, so that its tape never counts against this one; between the runs of
+ * one call (`keep` 1, fx_run_again) they are this call's own and are all kept. */
+static void fx_tape_reset(int keep) {
   fx_tape.len = 1;
   fx_tape.depth = 0;
   fx_tape.nterms = 0;
-  free(fx_tape.adj);
-  fx_tape.adj = NULL;
-  fx_tape.adj_bytes = 0;
   /* A failed call's dot nodes held arrays that fx_free_all has freed. */
   fx_tape.ndots = 0;
   fx_tape.dot_held = fx_tape.dot_terms = 0;
-  if (fx_tape_bytes() > fx_memory_limit / 4) {
+  if (!keep && fx_tape_bytes() > fx_memory_limit / 4) {
     free(fx_tape.starts);
     free(fx_tape.coefs);
     free(fx_tape.parents);
     free(fx_tape.dots);
+    free(fx_tape.adj);
     fx_tape.starts = NULL;
     fx_tape.coefs = NULL;
     fx_tape.parents = NULL;
     fx_tape.dots = NULL;
-    fx_tape.cap_nodes = fx_tape.cap_terms = fx_tape.cap_dots = 0;
+    fx_tape.adj = NULL;
+    fx_tape.cap_nodes = fx_tape.cap_terms = fx_tape.cap_dots = fx_tape.cap_adj = 0;
   }
   fx_memory_used += fx_tape_bytes();
 }
@@ -713,12 +714,22 @@ static int64_t fx_tape_open(void) {
  * run no program code, so they never nest). */
 static void fx_tape_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint32_t end) {
   fx_tape.mark = mark;
-  uint64_t bytes = ((uint64_t)(fx_tape.len - mark) + 1) * sizeof(double);
-  fx_budget(bytes, src, start, end);
-  fx_tape.adj = (double *)calloc((size_t)(fx_tape.len - mark) + 1, sizeof(double));
-  if (!fx_tape.adj) fx_fail(src, start, end, "out of memory: the adjoints of %lld deltas", (long long)(fx_tape.len - mark));
-  fx_tape.adj_bytes = bytes;
-  fx_memory_used += bytes;
+  int64_t n = fx_tape.len - mark + 1;
+  if (n > fx_tape.cap_adj) {
+    /* Grown by doubling, its old contents not wanted: freed, then allocated anew. */
+    int64_t cap = fx_tape.cap_adj ? fx_tape.cap_adj : 1024;
+    while (cap < n) cap *= 2;
+    uint64_t more = (uint64_t)(cap - fx_tape.cap_adj) * sizeof(double);
+    fx_budget(more, src, start, end);
+    free(fx_tape.adj);
+    fx_memory_used -= (uint64_t)fx_tape.cap_adj * sizeof(double);
+    fx_tape.cap_adj = 0;
+    fx_tape.adj = (double *)malloc((size_t)cap * sizeof(double));
+    if (!fx_tape.adj) fx_fail(src, start, end, "out of memory: the adjoints of %lld deltas", (long long)(n - 1));
+    fx_tape.cap_adj = cap;
+    fx_memory_used += (uint64_t)cap * sizeof(double);
+  }
+  memset(fx_tape.adj, 0, (size_t)n * sizeof(double));
 }
 static inline void fx_tape_seed(int64_t id, double w) {
   if (id >= fx_tape.mark) fx_tape.adj[id - fx_tape.mark] += w;
@@ -830,10 +841,6 @@ static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint3
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
-  free(fx_tape.adj);
-  fx_tape.adj = NULL;
-  fx_memory_used -= fx_tape.adj_bytes;
-  fx_tape.adj_bytes = 0;
   while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
     fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
     fx_tape.dot_held -= d->held;
@@ -1076,7 +1083,7 @@ static void fx_run_again(void) {
   fx_later_drain();
   fx_pool_clear();
   fx_memory_used -= fx_tape_bytes() + fx_tape2_bytes();
-  fx_tape_reset();
+  fx_tape_reset(1);
   fx_tape2_reset();
 }
 
@@ -1087,7 +1094,7 @@ static void fx_run_again(void) {
   fx_entry_limit = fx_stack_limit > 65536 ? fx_stack_limit - 65536 : 0; \
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
-  fx_tape_reset();                           \
+  fx_tape_reset(0);                           \
   fx_tape2_reset();                          \
   fx_site.name = NULL;                       \
   fx_fail_status = 1;                        \
