@@ -67,7 +67,9 @@ const MAX_PENDING: usize = 8;
 /// `d·c` as the sweep would have applied them one after the other: `%lscale`, whose
 /// zero passes nothing on (a zero partial or a zero adjoint stops an infinite or NaN
 /// one, `runtime.c`'s `fx_tape_sweep`); folded where `d` is the literal 1 or both are
-/// literals.
+/// literals, and `d` or `-d` where `c` is the literal ±1 (which differs from `%lscale`
+/// only in the sign of a zero coefficient, and the sweep adds `±0·a` to an adjoint that
+/// is never -0.0, or skips a zero coefficient, alike).
 fn scale(b: &mut Builder, d: Atom, c: Atom) -> Atom {
     use fluxion_core::Lit;
     match (d, c) {
@@ -75,6 +77,8 @@ fn scale(b: &mut Builder, d: Atom, c: Atom) -> Atom {
         (Atom::Lit(Lit::Real(x)), Atom::Lit(Lit::Real(y))) => {
             real(fluxion_core::prim::lscale(x, y))
         }
+        (_, Atom::Lit(Lit::Real(1.0))) => d,
+        (_, Atom::Lit(Lit::Real(-1.0))) => b.neg(d),
         _ => b.prim(Prim::LinScale, &[d, c], Type::Real),
     }
 }
