@@ -732,6 +732,27 @@ fn forward_over_reverse_records_no_entry_twice() {
     }
 }
 
+/// The primitives applied by the delta translation of function `name` of `src`, as
+/// prepared under `--ad delta`.
+fn delta_prims_of(src: &str, name: &str) -> Vec<Prim> {
+    let Ok(mut program) = compile("prog.flx", src) else {
+        panic!("compiles")
+    };
+    program.prepare(options(AdMode::Delta)).expect("prepares");
+    let translated = format!("{name}_delta");
+    let Some(code) = program.module.codes.iter().find(|c| c.name == translated) else {
+        let names: Vec<_> = program.module.codes.iter().map(|c| &c.name).collect();
+        panic!("no {translated} in {names:?}")
+    };
+    let mut prims = Vec::new();
+    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
+        if let Rhs::Prim(p, _) = &b.rhs {
+            prims.push(*p);
+        }
+    });
+    prims
+}
+
 /// A real used once, by another real primitive of its own block, makes no tape entry
 /// of its own: its combination is handed to that primitive, scaled by its partial
 /// (seed 004 §7: only a delta used more than once needs sharing). `chain`'s delta code
@@ -749,23 +770,12 @@ fn a_real_used_once_adds_its_terms_to_its_users_entry() {
                }
                fn second(x: Real) -> Real { grad(chain, x) }
                fn at_zero(s: Real) -> Real { grad(|x: Real| s * sqrt(x) + 2.0 * x, 0.0) }";
-    let Ok(mut program) = compile("prog.flx", src) else {
-        panic!("compiles")
-    };
-    program.prepare(options(AdMode::Delta)).expect("prepares");
-    let code = program
-        .module
-        .codes
-        .iter()
-        .find(|c| c.name == "chain_delta")
-        .expect("chain's delta translation");
-    let mut entries = 0;
-    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
-        if let Rhs::Prim(Prim::DeltaPush, _) = &b.rhs {
-            entries += 1;
-        }
-    });
-    assert_eq!(entries, 2, "chain_delta's tape entries");
+    let prims = delta_prims_of(src, "chain");
+    let entries = prims.iter().filter(|p| **p == Prim::DeltaPush).count();
+    assert_eq!(
+        entries, 2,
+        "chain's delta translation's tape entries: {prims:?}"
+    );
     let cases = [
         ("chain", "0.7"),
         ("chain", "-1.3"),
@@ -795,25 +805,7 @@ fn a_sum_of_tuples_of_reals_is_one_entry_per_real() {
                    atan2(s.0, -1.0) + s.1.0 * s.1.1
                }
                fn use_f() -> [Real] { grad(f, [0.5, -1.5]) }";
-    let Ok(mut program) = compile("prog.flx", src) else {
-        panic!("compiles")
-    };
-    program.prepare(options(AdMode::Delta)).expect("prepares");
-    let code = program
-        .module
-        .codes
-        .iter()
-        .find(|c| c.name.starts_with("f_delta"))
-        .unwrap_or_else(|| {
-            let names: Vec<_> = program.module.codes.iter().map(|c| &c.name).collect();
-            panic!("no delta translation of f in {names:?}")
-        });
-    let mut prims = Vec::new();
-    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
-        if let Rhs::Prim(p, _) = &b.rhs {
-            prims.push(*p);
-        }
-    });
+    let prims = delta_prims_of(src, "f");
     let sums = prims.iter().filter(|p| **p == Prim::DeltaSum).count();
     assert_eq!(sums, 3, "{prims:?}");
     assert!(!prims.contains(&Prim::Fold), "{prims:?}");
