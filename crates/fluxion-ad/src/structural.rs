@@ -238,7 +238,11 @@ pub(crate) fn translate_code<L: Layer>(
         closures: HashMap::new(),
         layer,
         parts: Parts::default(),
-        deferrable: HashSet::new(),
+        deferrable: if layer.defers_single_use() {
+            single_use_reals(b.m, &original.body)
+        } else {
+            HashSet::new()
+        },
     };
     let mut new_captures = Vec::new();
     for (i, c) in original.captures.iter().enumerate() {
@@ -284,9 +288,6 @@ impl<L: Layer> Translate<'_, L> {
     /// Emits the translation of `body`'s bindings into the current block; returns the
     /// translated result.
     fn body_into(&mut self, b: &mut Builder, body: &Body) -> Result<Atom, AdError> {
-        if self.layer.defers_single_use() {
-            self.deferrable.extend(single_use_reals(b.m, body));
-        }
         for binding in &body.bindings {
             b.span = binding.span;
             let a = self.rhs(b, &binding.rhs, binding.var)?;
@@ -431,7 +432,7 @@ impl<L: Layer> Translate<'_, L> {
         let on_reals = arg_ty == Some(Type::Real);
         Ok(match p {
             // Real primitives: the layer's calculus.
-            _ if on_reals && ty == &Type::Real && calculus::is_real_function(p) => {
+            _ if is_real_function_on_reals(b.m, p, args, ty) => {
                 let rule = calculus::rule(p).expect("a real function has a rule");
                 // Real literals stay literals: a layer knows their perturbation is 0.
                 let args: Vec<Atom> = args
@@ -597,41 +598,59 @@ fn empty_check(b: &mut Builder, p: Prim, primals: Atom) {
     );
 }
 
-/// Whether `rhs` (of type `ty`) is a real primitive on reals: what the layer's calculus
-/// translates ([`Layer::real_function`]).
-fn is_real_function_on_reals(m: &Module, rhs: &Rhs, ty: &Type) -> bool {
-    match rhs {
-        Rhs::Prim(p, args) => {
-            *ty == Type::Real
-                && calculus::is_real_function(*p)
-                && args.last().map(|a| m.atom_ty(a)) == Some(Type::Real)
-        }
-        _ => false,
-    }
+/// Whether `p(args)` of type `ty` is a real primitive on reals: what the layer's
+/// calculus translates ([`Layer::real_function`]).
+fn is_real_function_on_reals(m: &Module, p: Prim, args: &[Atom], ty: &Type) -> bool {
+    *ty == Type::Real
+        && calculus::is_real_function(p)
+        && args.last().map(|a| m.atom_ty(a)) == Some(Type::Real)
 }
 
-/// The reals bound in `body`'s own bindings by a real primitive whose one use (in
-/// `body`, branches and closures included) is as an argument of another real primitive
-/// bound in `body` itself: their perturbation can be handed to that primitive without
-/// being shared (seed 004 §7: only a delta used more than once needs a `Share`).
+/// The reals bound by a real primitive, in `body` or a branch of it, whose one use (in
+/// the code, branches and closures included) is as an argument of another real
+/// primitive bound in the same block: their perturbation can be handed to that
+/// primitive without being shared (seed 004 §7: only a delta used more than once needs
+/// a `Share`). One count of uses for the whole code; each block's own bindings then
+/// say which of its reals its real primitives take.
 fn single_use_reals(m: &Module, body: &Body) -> HashSet<VarId> {
-    let uses = fluxion_opt::count_uses(body);
-    let mut by_real_function: HashMap<VarId, usize> = HashMap::new();
-    let mut candidates = HashSet::new();
-    for binding in &body.bindings {
-        if is_real_function_on_reals(m, &binding.rhs, m.var_ty(binding.var)) {
-            candidates.insert(binding.var);
-            if let Rhs::Prim(_, args) = &binding.rhs {
-                for a in args {
-                    if let Atom::Var(v) = a {
-                        *by_real_function.entry(*v).or_default() += 1;
+    fn block(m: &Module, body: &Body, uses: &HashMap<VarId, usize>, out: &mut HashSet<VarId>) {
+        let mut by_real_function: HashMap<VarId, usize> = HashMap::new();
+        let mut candidates = Vec::new();
+        for binding in &body.bindings {
+            match &binding.rhs {
+                Rhs::Prim(p, args)
+                    if is_real_function_on_reals(m, *p, args, m.var_ty(binding.var)) =>
+                {
+                    candidates.push(binding.var);
+                    for a in args {
+                        if let Atom::Var(v) = a {
+                            *by_real_function.entry(*v).or_default() += 1;
+                        }
                     }
                 }
+                Rhs::If(_, t, e) => {
+                    block(m, t, uses, out);
+                    block(m, e, uses, out);
+                }
+                Rhs::Match(_, arms, default) => {
+                    for arm in arms {
+                        block(m, &arm.body, uses, out);
+                    }
+                    if let Some(d) = default {
+                        block(m, d, uses, out);
+                    }
+                }
+                _ => {}
             }
         }
+        out.extend(
+            candidates
+                .into_iter()
+                .filter(|v| uses.get(v) == Some(&1) && by_real_function.get(v) == Some(&1)),
+        );
     }
-    candidates
-        .into_iter()
-        .filter(|v| uses.get(v) == Some(&1) && by_real_function.get(v) == Some(&1))
-        .collect()
+    let uses = fluxion_opt::count_uses(body);
+    let mut out = HashSet::new();
+    block(m, body, &uses, &mut out);
+    out
 }

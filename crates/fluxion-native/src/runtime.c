@@ -1094,7 +1094,7 @@ static void fx_run_again(void) {
   fx_entry_limit = fx_stack_limit > 65536 ? fx_stack_limit - 65536 : 0; \
   fx_memory_limit = (cfg)->memory_limit;     \
   fx_memory_used = 0;                        \
-  fx_tape_reset(0);                           \
+  fx_tape_reset(0);                          \
   fx_tape2_reset();                          \
   fx_site.name = NULL;                       \
   fx_fail_status = 1;                        \
