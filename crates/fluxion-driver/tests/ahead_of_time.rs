@@ -2,9 +2,9 @@
 //! run by `Program::prepare`): the operators it can bound are gone from the prepared
 //! module, the interpreter runs the resolved Core, and what it leaves is documented.
 
-use fluxion_driver::core::{Prim, Rhs};
+use fluxion_driver::core::{Body, Prim, Rhs};
 use fluxion_driver::gradcheck::{eval_reals, parse_reals};
-use fluxion_driver::{AdMode, Backend, RunOptions, compile};
+use fluxion_driver::{AdMode, Backend, Program, RunOptions, compile};
 
 fn options(mode: AdMode) -> RunOptions {
     RunOptions {
@@ -13,21 +13,35 @@ fn options(mode: AdMode) -> RunOptions {
     }
 }
 
-/// The primitives the codes of a prepared program apply.
-fn prims_after_prepare(src: &str, mode: AdMode) -> Vec<Prim> {
+/// `src` compiled and prepared under `mode`.
+fn prepared(src: &str, mode: AdMode) -> Program {
     let Ok(mut program) = compile("prog.flx", src) else {
         panic!("compiles")
     };
     program.prepare(options(mode)).expect("prepares");
+    program
+}
+
+/// The primitives `body` applies, its nested blocks included.
+fn prims_in(body: &Body) -> Vec<Prim> {
     let mut out = Vec::new();
-    for code in &program.module.codes {
-        fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
-            if let Rhs::Prim(p, _) = &b.rhs {
-                out.push(*p);
-            }
-        });
-    }
+    fluxion_driver::core::visit::for_each_binding(body, &mut |b| {
+        if let Rhs::Prim(p, _) = &b.rhs {
+            out.push(*p);
+        }
+    });
     out
+}
+
+/// The primitives the codes of a prepared program apply.
+fn prims_after_prepare(src: &str, mode: AdMode) -> Vec<Prim> {
+    let program = prepared(src, mode);
+    program
+        .module
+        .codes
+        .iter()
+        .flat_map(|c| prims_in(&c.body))
+        .collect()
 }
 
 /// Under each reverse mode, a gradient of a known function and of one taken from an
@@ -248,10 +262,7 @@ fn only_closures_that_reach_an_operator_are_translated() {
                    at(other, descend(bowl, [1.0, 2.0], 3), 2)
                }";
     for mode in [AdMode::Delta, AdMode::Chad] {
-        let Ok(mut program) = compile("prog.flx", src) else {
-            panic!("compiles")
-        };
-        program.prepare(options(mode)).expect("prepares");
+        let program = prepared(src, mode);
         let m = &program.module;
         let translated: Vec<&str> = m
             .chad_of
@@ -442,10 +453,7 @@ fn an_operator_tower_of_run_time_depth_has_one_answer() {
 
 /// The Core a prepared program's functions reach, printed.
 fn reachable_after_prepare(src: &str, mode: AdMode) -> String {
-    let Ok(mut program) = compile("prog.flx", src) else {
-        panic!("compiles")
-    };
-    program.prepare(options(mode)).expect("prepares");
+    let program = prepared(src, mode);
     fluxion_driver::core::print::print_reachable(&program.module, &program.user_functions())
 }
 
@@ -710,10 +718,7 @@ fn forward_over_reverse_records_no_entry_twice() {
                    jvp(g, [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]).1
                }";
     for mode in [AdMode::Delta, AdMode::Chad] {
-        let Ok(mut program) = compile("prog.flx", src) else {
-            panic!("compiles")
-        };
-        program.prepare(options(mode)).expect("prepares");
+        let program = prepared(src, mode);
         for code in &program.module.codes {
             let mut entries = Vec::new();
             fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
@@ -735,22 +740,13 @@ fn forward_over_reverse_records_no_entry_twice() {
 /// The primitives applied by the delta translation of function `name` of `src`, as
 /// prepared under `--ad delta`.
 fn delta_prims_of(src: &str, name: &str) -> Vec<Prim> {
-    let Ok(mut program) = compile("prog.flx", src) else {
-        panic!("compiles")
-    };
-    program.prepare(options(AdMode::Delta)).expect("prepares");
+    let program = prepared(src, AdMode::Delta);
     let translated = format!("{name}_delta");
     let Some(code) = program.module.codes.iter().find(|c| c.name == translated) else {
         let names: Vec<_> = program.module.codes.iter().map(|c| &c.name).collect();
         panic!("no {translated} in {names:?}")
     };
-    let mut prims = Vec::new();
-    fluxion_driver::core::visit::for_each_binding(&code.body, &mut |b| {
-        if let Rhs::Prim(p, _) = &b.rhs {
-            prims.push(*p);
-        }
-    });
-    prims
+    prims_in(&code.body)
 }
 
 /// A real used once, by another real primitive of its own block, makes no tape entry
