@@ -172,7 +172,7 @@ pub(crate) fn neg(b: &mut Builder, x: Atom) -> Atom {
 }
 
 /// Replaces coefficient 0 (the primal) of `x` by `c`.
-fn with_primal(b: &mut Builder, x: Atom, c: Atom) -> Atom {
+pub(crate) fn with_primal(b: &mut Builder, x: Atom, c: Atom) -> Atom {
     let f = jet_helper(
         b,
         "jet_with_primal",

@@ -11,7 +11,8 @@ use crate::helpers::{call, enum_match, helper, variant_fields};
 pub(crate) fn layer_name(layer: TypeMap) -> String {
     match layer {
         TypeMap::Fwd => "fwd".into(),
-        TypeMap::Taylor(k) => format!("taylor{k}"),
+        TypeMap::Taylor(j) if j.dirs == 1 => format!("taylor{}", j.order),
+        TypeMap::Taylor(j) => format!("jet{}x{}", j.dirs, j.order),
         TypeMap::Tangent => "tangent".into(),
         TypeMap::Delta => "delta".into(),
         TypeMap::Chad => "chad".into(),

@@ -43,9 +43,11 @@ mod fwd_mode;
 mod helpers;
 mod jets;
 mod layer;
+mod mixed_jets;
 mod mode;
 mod pullback_by_jvps;
 mod push_forward;
+mod push_jet;
 mod structural;
 mod tangent;
 mod taylor;
@@ -60,6 +62,7 @@ pub use forward::forward_code;
 pub use layer::is_translated;
 pub use mode::{AdMode, FwdMode};
 pub use pullback_by_jvps::vjp_by_forward;
+pub use push_jet::push_jet_code;
 pub use taylor::taylor_code;
 
 /// `code`'s translation by the layer `map` (memoised per code and layer): the one
@@ -73,7 +76,7 @@ pub fn translate_code(
     use fluxion_core::TypeMap;
     match map {
         TypeMap::Fwd => forward_code(m, code),
-        TypeMap::Taylor(k) => taylor_code(m, code, k),
+        TypeMap::Taylor(jet) => taylor_code(m, code, jet),
         TypeMap::Delta => delta_code(m, code),
         TypeMap::Chad => chad_code(m, code),
         TypeMap::ChadFwd => chad_fwd_code(m, code),

@@ -76,7 +76,11 @@ pub(crate) fn push_forward(b: &mut Builder, layer: TypeMap, fty: &Type) -> CodeI
                     let j = b.arith(Prim::Add, &[j[0], int(1)]);
                     coefficient(b, layer, &ret, Atom::Var(rv), j)
                 });
-                b.prim(Prim::Build, &[int(k as i64), coef], Type::array(tb))
+                b.prim(
+                    Prim::Build,
+                    &[int(k.len() as i64 - 1), coef],
+                    Type::array(tb),
+                )
             }
             _ => coefficient(b, layer, &ret, r, int(1)),
         };
@@ -200,7 +204,7 @@ fn leaf(b: &mut Builder, layer: TypeMap, x: Atom, dx: Atom) -> Atom {
             });
             b.prim(
                 Prim::Build,
-                &[int(k as i64 + 1), f],
+                &[int(k.len() as i64), f],
                 Type::array(Type::Real),
             )
         }

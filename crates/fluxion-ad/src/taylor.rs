@@ -1,23 +1,24 @@
-//! Taylor mode of order k (seed 001 §3.2, the (1,k) case, with coefficients divided by
-//! factorials as LANGUAGE.md §5 asks): `T_k(Real) = [Real]`, k+1 coefficients. A real
-//! primitive follows its series rule (`calculus.rs` points into `jets.rs`); everything
-//! else is the structural skeleton (`structural.rs`).
+//! Taylor mode (seed 001 §3.2): the macro `D_(k,R)`, `Real` to `[Real]`, the jet's
+//! C = binom(R+k, k) coefficients (divided by α!; LANGUAGE.md §5's `taylor` asks for
+//! that, `jet` multiplies back). One direction (`taylor`): a real primitive follows
+//! its series rule (`calculus.rs` points into `jets.rs`); k ≥ 2 directions (`jet`): the
+//! rules of `mixed_jets.rs` over the same table. Everything else is the structural
+//! skeleton (`structural.rs`).
 
-use fluxion_core::{Atom, CodeId, Module, Prim, Rhs, Type, TypeMap};
+use fluxion_core::{Atom, CodeId, Jet, Module, Prim, Rhs, Type, TypeMap};
 
 use crate::AdError;
 use crate::builder::{Builder, int};
 use crate::calculus::RealRule;
-use crate::jets;
 use crate::structural::{Layer, Parts, translate_code};
 
-/// The Taylor-mode translation of order `k` of `code`, creating it on first request.
-pub fn taylor_code(m: &mut Module, code: CodeId, k: u32) -> Result<CodeId, AdError> {
-    translate_code(m, code, &Taylor(k), None)
+/// The jet translation of shape `jet` of `code`, creating it on first request.
+pub fn taylor_code(m: &mut Module, code: CodeId, jet: Jet) -> Result<CodeId, AdError> {
+    translate_code(m, code, &Taylor(jet), None)
 }
 
-/// The layer of Taylor series of order k.
-pub(crate) struct Taylor(pub(crate) u32);
+/// The layer of jets of one shape.
+pub(crate) struct Taylor(pub(crate) Jet);
 
 impl Layer for Taylor {
     fn map(&self) -> TypeMap {
@@ -25,7 +26,7 @@ impl Layer for Taylor {
     }
 
     fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
-        jets::constant(b, r, self.0)
+        crate::mixed_jets::constant(b, r, self.0)
     }
 
     fn real_function(
@@ -36,6 +37,9 @@ impl Layer for Taylor {
         _: &mut Parts,
         _: &str,
     ) -> Atom {
+        if self.0.dirs > 1 {
+            return crate::mixed_jets::real_function(b, self.0, rule, args);
+        }
         let series: Vec<Atom> = args
             .iter()
             .map(|a| match a {

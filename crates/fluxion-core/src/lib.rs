@@ -18,7 +18,7 @@ pub use module::Module;
 pub use prim::{MAX_ARRAY_LEN, Prim};
 pub use term::*;
 pub use ty::{
-    EnumDef, EnumId, EnumOrigin, FN_COTANGENT, Type, TypeMap, VariantDef, chad_backprop_result,
+    EnumDef, EnumId, EnumOrigin, FN_COTANGENT, Jet, Type, TypeMap, VariantDef, chad_backprop_result,
 };
 
 #[cfg(test)]

@@ -128,7 +128,9 @@ impl Module {
 
     /// The Taylor-mode type `T_k(A)` of order `k`, creating derived enums as needed.
     pub fn taylor_type(&mut self, ty: &Type, k: u32) -> Type {
-        map_type(ty, TypeMap::Taylor(k), &mut |e, m| self.derived_enum(e, m))
+        map_type(ty, TypeMap::Taylor(crate::Jet::series(k)), &mut |e, m| {
+            self.derived_enum(e, m)
+        })
     }
 
     /// The image of `ty` under `map`, creating derived enums as needed.
@@ -399,7 +401,10 @@ impl Module {
                 fwd_run = 0;
             }
             match layer {
-                Some(TypeMap::Taylor(k)) => suffix.push_str(&format!("Taylor{k}")),
+                Some(TypeMap::Taylor(j)) if j.dirs == 1 => {
+                    suffix.push_str(&format!("Taylor{}", j.order))
+                }
+                Some(TypeMap::Taylor(j)) => suffix.push_str(&format!("Jet{}x{}", j.dirs, j.order)),
                 Some(TypeMap::Delta) => suffix.push_str("Delta"),
                 Some(TypeMap::Chad) => suffix.push_str("Chad"),
                 Some(TypeMap::ChadFwd) => suffix.push_str("ChadFwd"),

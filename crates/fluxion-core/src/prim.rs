@@ -54,6 +54,7 @@ prims! {
     // Differential operators (§5).
     Grad => "grad", ValueAndGrad => "value_and_grad", Jvp => "jvp", Vjp => "vjp",
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
+    Jet => "jet",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
     // Internal: checks that a (co)tangent has the shape of a value — the same
@@ -204,8 +205,12 @@ pub const CHAD_OF_TWICE: i64 = 4;
 
 /// `%chad_of`'s direction for Taylor mode of order k is `CHAD_OF_TAYLOR + k`: the
 /// closure's code translated by Taylor mode of that order, its reals lifted to
-/// `[x, 0, …, 0]`.
+/// `[x, 0, …, 0]`; for jets of k ≥ 2 directions and order R, `CHAD_OF_TAYLOR + R +
+/// CHAD_OF_JET_DIRS·(k − 1)` (orders are at most 64).
 pub const CHAD_OF_TAYLOR: i64 = 100;
+
+/// See [`CHAD_OF_TAYLOR`].
+pub const CHAD_OF_JET_DIRS: i64 = 100;
 
 /// `%chad_of`'s direction for a closure's translation by `layer`: 0 reverse CHAD, 1
 /// forward CHAD, 2 delta, 3 dual numbers, `CHAD_OF_TAYLOR` + k Taylor of order k. The
@@ -217,7 +222,9 @@ pub fn chad_of_direction(layer: TypeMap) -> i64 {
         TypeMap::ChadFwd => 1,
         TypeMap::Delta => 2,
         TypeMap::Fwd => 3,
-        TypeMap::Taylor(k) => CHAD_OF_TAYLOR + i64::from(k),
+        TypeMap::Taylor(j) => {
+            CHAD_OF_TAYLOR + i64::from(j.order) + CHAD_OF_JET_DIRS * (i64::from(j.dirs) - 1)
+        }
     }
 }
 
@@ -229,7 +236,13 @@ pub fn chad_of_layer(d: i64) -> Option<TypeMap> {
         1 => TypeMap::ChadFwd,
         2 => TypeMap::Delta,
         3 => TypeMap::Fwd,
-        d if d > CHAD_OF_TAYLOR => TypeMap::Taylor(u32::try_from(d - CHAD_OF_TAYLOR).ok()?),
+        d if d > CHAD_OF_TAYLOR => {
+            let e = d - CHAD_OF_TAYLOR;
+            TypeMap::Taylor(crate::Jet {
+                dirs: u32::try_from(e / CHAD_OF_JET_DIRS + 1).ok()?,
+                order: u32::try_from(e % CHAD_OF_JET_DIRS).ok()?,
+            })
+        }
         _ => return None,
     })
 }
@@ -297,7 +310,7 @@ impl Prim {
         use Prim::*;
         matches!(
             self,
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
         )
     }
 
@@ -457,7 +470,8 @@ impl Prim {
             | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs | Delta2Primal | Delta2Grad => {
                 return None;
             }
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | MatchFail => {
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
+            | MatchFail => {
                 return None;
             }
         })

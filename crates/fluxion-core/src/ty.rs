@@ -56,9 +56,10 @@ pub enum TypeMap {
     /// The forward-mode translation `Tf`: `Real` becomes `(Real, Real)` (primal,
     /// tangent); every other constructor maps to itself (seed 004 §4, seed 001 §3).
     Fwd,
-    /// The Taylor-mode translation of order k (seed 001, the (1, k) case): `Real`
-    /// becomes `[Real]`, its k+1 Taylor coefficients; everything else maps to itself.
-    Taylor(u32),
+    /// The jet translation `D_(k,R)` (seed 001 §3–§4): `Real` becomes `[Real]`, its
+    /// [`Jet::len`] Taylor coefficients (each partial divided by α!) in graded order;
+    /// everything else maps to itself. One direction is Taylor mode of order R.
+    Taylor(Jet),
     /// The reverse-mode translation by dual numbers with deltas (seed 004 §7): `Real`
     /// becomes `(Real, Int)` (primal, the id of its delta on the current tape);
     /// everything else maps to itself. Unlike the forward layers it does not commute
@@ -76,6 +77,52 @@ pub enum TypeMap {
     /// `Df(A -> B)1 = Df(A)1 -> (Df(B)1, fn(T(A), FnCt) -> T(B))`. The dual of
     /// [`TypeMap::Chad`]; first-order types are fixed.
     ChadFwd,
+}
+
+/// The shape of a (k,R)-jet (seed 001 §3.1): `dirs` = k directions, derivatives up to
+/// `order` = R. Its coefficients are indexed by the multi-indices α ∈ ℕ^k with
+/// |α| ≤ R, in graded order: by |α|, then the first direction's exponent largest first
+/// ((0,0), (1,0), (0,1), (2,0), (1,1), (0,2) for k = R = 2; LANGUAGE.md §5's order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Jet {
+    pub dirs: u32,
+    pub order: u32,
+}
+
+impl Jet {
+    /// Taylor mode of order `order`: one direction.
+    pub fn series(order: u32) -> Jet {
+        Jet { dirs: 1, order }
+    }
+
+    /// The number of coefficients, C = binom(R + k, k).
+    pub fn len(self) -> usize {
+        let (k, r) = (self.dirs as usize, self.order as usize);
+        (1..=k).fold(1usize, |c, i| c * (r + i) / i)
+    }
+
+    /// The multi-indices in graded order (the coefficients' order).
+    pub fn multi_indices(self) -> Vec<Vec<u32>> {
+        /// Every α ∈ ℕ^k with |α| = d, the first exponent largest first.
+        fn of_degree(k: u32, d: u32, out: &mut Vec<Vec<u32>>, prefix: &mut Vec<u32>) {
+            if k == 1 {
+                prefix.push(d);
+                out.push(prefix.clone());
+                prefix.pop();
+                return;
+            }
+            for first in (0..=d).rev() {
+                prefix.push(first);
+                of_degree(k - 1, d - first, out, prefix);
+                prefix.pop();
+            }
+        }
+        let mut out = Vec::with_capacity(self.len());
+        for d in 0..=self.order {
+            of_degree(self.dirs, d, &mut out, &mut Vec::new());
+        }
+        out
+    }
 }
 
 impl TypeMap {

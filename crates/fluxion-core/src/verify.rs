@@ -675,6 +675,10 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             expect(vec![f, a.clone(), ta, Type::Int])?;
             Ok(Type::Tuple(vec![b.clone(), Type::array(tb)]))
         }
+        Prim::Jet => {
+            expect(vec![f, a.clone(), Type::array(ta), Type::Int])?;
+            Ok(Type::Tuple(vec![b.clone(), Type::array(tb)]))
+        }
         _ => Err(format!("{} is not a differential operator", p.name())),
     }
 }

@@ -483,22 +483,15 @@ impl Program {
                     || stage == "delta"
                     || stage == "chad"
                     || stage == "chad-fwd"
-                    || stage.starts_with("taylor") =>
+                    || stage.starts_with("taylor")
+                    || stage.starts_with("jet") =>
             {
-                let layer = match stage.strip_prefix("taylor") {
-                    None if stage == "delta" => fluxion_core::TypeMap::Delta,
-                    None if stage == "chad" => fluxion_core::TypeMap::Chad,
-                    None if stage == "chad-fwd" => fluxion_core::TypeMap::ChadFwd,
-                    None => fluxion_core::TypeMap::Fwd,
-                    Some("") => fluxion_core::TypeMap::Taylor(2),
-                    Some(k) => match k.parse::<u32>() {
-                        Ok(k) if (1..=64).contains(&k) => fluxion_core::TypeMap::Taylor(k),
-                        _ => {
-                            return Err(format!(
-                                "unknown stage `{stage}`: the Taylor order must be 1..=64"
-                            ));
-                        }
-                    },
+                let layer = match stage {
+                    "delta" => fluxion_core::TypeMap::Delta,
+                    "chad" => fluxion_core::TypeMap::Chad,
+                    "chad-fwd" => fluxion_core::TypeMap::ChadFwd,
+                    "fwd" => fluxion_core::TypeMap::Fwd,
+                    _ => fluxion_core::TypeMap::Taylor(jet_stage(stage)?),
                 };
                 let mut module = self.module.clone();
                 fluxion_ad::expand_module(&mut module, mode).map_err(|e| e.0)?;
@@ -671,15 +664,14 @@ pub fn interpreter(module: Module, options: RunOptions) -> Interp {
 
 /// The stages `show` can print.
 pub const STAGES: &[&str] = &[
-    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "c",
+    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "jet", "c",
 ];
 
-/// Whether `stage` names a stage `show` can print (`taylorK` picks the order K).
+/// Whether `stage` names a stage `show` can print (`taylorK` picks the order K,
+/// `jetKxR` the directions and order).
 pub fn is_stage(stage: &str) -> bool {
     STAGES.contains(&stage)
-        || stage
-            .strip_prefix("taylor")
-            .is_some_and(|k| k.parse::<u32>().is_ok_and(|k| (1..=64).contains(&k)))
+        || ((stage.starts_with("taylor") || stage.starts_with("jet")) && jet_stage(stage).is_ok())
 }
 
 fn decode_args(
@@ -714,4 +706,36 @@ fn decode_args(
 /// The entry name of an expression compiled by [`compile_with_expr`].
 pub fn core_entry_name() -> &'static str {
     fluxion_typeck::EXPR_ENTRY
+}
+
+/// The jet shape a `show` stage names: `taylor` (order 2), `taylorK` (order K), `jet`
+/// (2 directions, order 2), `jetKxR` (K directions, order R).
+fn jet_stage(stage: &str) -> Result<fluxion_core::Jet, String> {
+    let order = |r: &str| match r.parse::<u32>() {
+        Ok(r) if (1..=64).contains(&r) => Ok(r),
+        _ => Err(format!("unknown stage `{stage}`: the order must be 1..=64")),
+    };
+    if let Some(k) = stage.strip_prefix("taylor") {
+        return Ok(fluxion_core::Jet::series(if k.is_empty() {
+            2
+        } else {
+            order(k)?
+        }));
+    }
+    let shape = stage.strip_prefix("jet").unwrap_or_default();
+    if shape.is_empty() {
+        return Ok(fluxion_core::Jet { dirs: 2, order: 2 });
+    }
+    let bad =
+        || format!("unknown stage `{stage}`: write jetKxR, K directions (1..=16) and order R");
+    let (k, r) = shape.split_once('x').ok_or_else(bad)?;
+    let dirs = k
+        .parse::<u32>()
+        .ok()
+        .filter(|k| (1..=16).contains(k))
+        .ok_or_else(bad)?;
+    Ok(fluxion_core::Jet {
+        dirs,
+        order: order(r)?,
+    })
 }

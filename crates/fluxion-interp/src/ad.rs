@@ -12,7 +12,7 @@
 use std::rc::Rc;
 
 use fluxion_core::verify::differentiated_argument;
-use fluxion_core::{Module, Prim, Span, Type, TypeMap};
+use fluxion_core::{Jet, Module, Prim, Span, Type, TypeMap};
 
 use crate::array::ArrayBuilder;
 use crate::eval::{EvalResult, Interp, RuntimeError, fail};
@@ -31,10 +31,16 @@ impl Interp {
                     }
                     _ => return fail(span, "internal error: taylor order is not an Int"),
                 };
-                let (y, coefs) =
-                    self.push_forward(&args[0], &args[1], &args[2], TypeMap::Taylor(k), span)?;
+                let (y, coefs) = self.push_forward(
+                    &args[0],
+                    &args[1],
+                    &args[2],
+                    TypeMap::Taylor(Jet::series(k)),
+                    span,
+                )?;
                 Ok(Value::tuple(vec![y, Value::array(coefs)]))
             }
+            Prim::Jet => self.jet(args, span),
             Prim::DeltaVjp => self.delta_vjp(args, span),
             Prim::ChadVjp => self.chad_vjp(args, span),
             Prim::DeltaJvp => self.delta_push_forward(args, TypeMap::Fwd, span),
@@ -46,7 +52,7 @@ impl Interp {
                     }
                     _ => return fail(span, "internal error: taylor order is not an Int"),
                 };
-                self.delta_push_forward(args, TypeMap::Taylor(k), span)
+                self.delta_push_forward(args, TypeMap::Taylor(Jet::series(k)), span)
             }
             // The other operators are expanded before evaluation.
             _ => fail(
@@ -58,6 +64,50 @@ impl Interp {
                 ),
             ),
         }
+    }
+
+    /// `jet(f, x, vs, r)` where its number of directions was not known ahead of time:
+    /// the closure translated by the jet layer of that shape and the push made as Core
+    /// (fluxion-ad's `push_jet.rs`), here.
+    fn jet(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let order = match args[3] {
+            Value::Int(r) if (1..=64).contains(&r) => r as u32,
+            Value::Int(r) => return fail(span, format!("jet: order {r} is outside 1..=64")),
+            _ => return fail(span, "internal error: jet order is not an Int"),
+        };
+        let dirs = args[2].array_len().unwrap_or(0);
+        if dirs == 0 {
+            return fail(span, "jet: needs at least one direction (vs is empty)");
+        }
+        let jet = Jet {
+            dirs: u32::try_from(dirs).unwrap_or(u32::MAX),
+            order,
+        };
+        if dirs > MAX_JET_DIRS || jet.len() > MAX_JET_LEN {
+            return fail(
+                span,
+                format!(
+                    "jet: {dirs} directions of order {order} make jets of more than \
+                     {MAX_JET_LEN} coefficients"
+                ),
+            );
+        }
+        let clo = Self::closure_of(&args[0], span)?;
+        let fty = self.module().code_ty(clo.code);
+        let translated = self.translate(clo, TypeMap::Taylor(jet), span)?;
+        let code = {
+            let mut m = self.module_mut();
+            let first_new = m.codes.len();
+            let code = fluxion_ad::push_jet_code(&mut m, jet, &fty);
+            self.finish_derived(&mut m, first_new, span)?;
+            code
+        };
+        let helper = Value::Closure(Rc::new(Closure {
+            code,
+            env: Vec::new(),
+        }));
+        let call = [translated, args[1].clone(), args[2].clone()];
+        self.apply(&helper, call, span)
     }
 
     /// `jvp(f, x, dx)` by dual numbers.
@@ -91,7 +141,7 @@ impl Interp {
         let result = self.apply(&translated, split_args(point, params.len(), span)?, span)?;
         let m = self.module();
         let orders = match layer {
-            TypeMap::Taylor(k) => k as usize,
+            TypeMap::Taylor(j) => j.len() - 1,
             _ => 1,
         };
         let y = coefficient(&m, &result, &ret, 0);
@@ -227,6 +277,11 @@ impl Interp {
     }
 }
 
+/// The most directions and coefficients of a jet (LANGUAGE.md is silent; the jets of
+/// a program's reals must fit in memory: C = binom(R + k, k) reals each).
+const MAX_JET_DIRS: usize = 1 << 16;
+const MAX_JET_LEN: usize = 1 << 16;
+
 /// Bytes a translation of `code` by `layer` may allocate, reserved against the memory
 /// budget before it runs (a translation cannot stop half-way, and nested forward mode
 /// makes each level about 3x the code of the one before it): the codes it reaches and
@@ -299,7 +354,7 @@ pub(crate) fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalRe
 fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
     match layer {
         TypeMap::Taylor(k) => {
-            let mut c = vec![0.0; k as usize + 1];
+            let mut c = vec![0.0; k.len()];
             c[0] = x;
             c[1] = dx;
             Value::RealArray(c.into())

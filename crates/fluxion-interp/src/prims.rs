@@ -443,8 +443,8 @@ impl Interp {
                     a(0).array_get(best).unwrap_or(Value::Unit)
                 }
             }
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | DeltaVjp
-            | DeltaJvp | DeltaTaylor | ChadVjp => {
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
+            | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
             }
             // Derivative code made ahead of time calls these (`resolved.rs`).

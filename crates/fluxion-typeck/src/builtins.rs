@@ -49,7 +49,7 @@ impl Elab {
     fn differential_call(&mut self, prim: Prim, args: &[ast::Expr], sp: Span) -> (Atom, Ty) {
         let arity = match prim {
             Prim::Jvp => 3,
-            Prim::Taylor => 4,
+            Prim::Taylor | Prim::Jet => 4,
             _ => 2,
         };
         if args.len() != arity {
@@ -63,20 +63,21 @@ impl Elab {
             );
             return self.poison();
         }
-        if prim == Prim::Taylor {
+        if matches!(prim, Prim::Taylor | Prim::Jet) {
+            let name = prim.name();
             match &args[3].kind {
                 ExprKind::Int(k) if (1..=64).contains(k) => {}
                 ExprKind::Int(k) if *k > 64 => {
                     self.error(
                         span(args[3].span),
-                        format!("taylor orders above 64 are not supported (found {k})"),
+                        format!("{name} orders above 64 are not supported (found {k})"),
                     );
                     return self.poison();
                 }
                 _ => {
                     self.error(
                         span(args[3].span),
-                        "the order of `taylor` must be an Int literal >= 1",
+                        format!("the order of `{name}` must be an Int literal >= 1"),
                     );
                     return self.poison();
                 }
@@ -90,7 +91,12 @@ impl Elab {
             // (so that `Tagged((), 1.0)` builds a `ShapeTan`).
             let expected = match (i, self.u.concrete(&tys[1])) {
                 (2, Some(point)) if point.is_dtype(&self.module.enums) => {
-                    Some(Ty::from_type(&self.module.tangent_type(&point)))
+                    let tangent = self.module.tangent_type(&point);
+                    // `jet`'s directions are an array of tangents.
+                    Some(Ty::from_type(&match prim {
+                        Prim::Jet => fluxion_core::Type::array(tangent),
+                        _ => tangent,
+                    }))
                 }
                 _ => None,
             };

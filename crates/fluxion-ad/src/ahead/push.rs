@@ -19,7 +19,7 @@
 //! reverse operators by pushing forward cost one pass per input coordinate, as the
 //! interpreter's `%chad_vjp` of such a function does.
 
-use fluxion_core::{Atom, Binding, Lit, Prim, Rhs, Type, TypeMap, VarId};
+use fluxion_core::{Atom, Binding, Jet, Lit, Module, Prim, Rhs, Type, TypeMap, VarId};
 
 use super::lift::Site;
 use super::resolve::Emit;
@@ -31,7 +31,20 @@ use super::resolve::Emit;
 pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
     let layer = match p {
         Prim::Taylor => match args.get(3)? {
-            Atom::Lit(Lit::Int(k)) if (1..=64).contains(k) => TypeMap::Taylor(*k as u32),
+            Atom::Lit(Lit::Int(k)) if (1..=64).contains(k) => {
+                TypeMap::Taylor(Jet::series(*k as u32))
+            }
+            _ => return None,
+        },
+        // The number of directions, known where they are an array literal.
+        Prim::Jet => match (args.get(3)?, literal_length(site.m, &args[2])) {
+            (Atom::Lit(Lit::Int(r)), Some(k)) if (1..=64).contains(r) && k >= 1 => {
+                let jet = Jet {
+                    dirs: u32::try_from(k).ok()?,
+                    order: *r as u32,
+                };
+                (jet.len() <= MAX_JET_LEN).then_some(TypeMap::Taylor(jet))?
+            }
             _ => return None,
         },
         Prim::Jvp | Prim::ChadVjp | Prim::DeltaVjp => TypeMap::Fwd,
@@ -59,6 +72,13 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
             let code = crate::push_forward::push_forward_code(e.m, layer, &fty);
             Rhs::CallDirect(code, vec![g, args[1], args[2]])
         }
+        Prim::Jet => {
+            let TypeMap::Taylor(jet) = layer else {
+                unreachable!("a jet's layer")
+            };
+            let code = crate::push_jet::push_jet_code(e.m, jet, &fty);
+            Rhs::CallDirect(code, vec![g, args[1], args[2]])
+        }
         _ => {
             let code = crate::push_forward::vjp_by_push_forward(e.m, &fty);
             Rhs::CallDirect(code, vec![args[0], g, args[1], args[2]])
@@ -66,4 +86,32 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
     };
     e.out.push(Binding { var: v, rhs, span });
     Some(e.out)
+}
+
+/// The most coefficients a jet translated ahead of time may have (a larger one stays
+/// for the interpreter, which checks it).
+const MAX_JET_LEN: usize = 1 << 16;
+
+/// The length of the array `a` where it is an array literal (through copies).
+fn literal_length(m: &Module, a: &Atom) -> Option<usize> {
+    let &Atom::Var(mut v) = a else { return None };
+    for _ in 0..16 {
+        let mut found = None;
+        for c in &m.codes {
+            fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
+                if b.var == v {
+                    found = Some(b.rhs.clone());
+                }
+            });
+            if found.is_some() {
+                break;
+            }
+        }
+        match found? {
+            Rhs::Array(elems) => return Some(elems.len()),
+            Rhs::Atom(Atom::Var(w)) => v = w,
+            _ => return None,
+        }
+    }
+    None
 }

@@ -257,6 +257,7 @@ fn is_operator(p: Prim) -> bool {
             | Prim::DeltaVjp
             | Prim::Jvp
             | Prim::Taylor
+            | Prim::Jet
             | Prim::DeltaJvp
             | Prim::DeltaTaylor
     )
@@ -362,7 +363,10 @@ fn rewrite_body(
                     scope.undo(mark);
                 }
             }
-            Rhs::Prim(p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp | Prim::Taylor), args) => {
+            Rhs::Prim(
+                p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp | Prim::Taylor | Prim::Jet),
+                args,
+            ) => {
                 let (p, args) = (*p, args.clone());
                 let expand_here = |m: &mut Module, table: &mut Translations| {
                     expand_operator(
@@ -426,7 +430,7 @@ fn expand_operator(
     };
     match p {
         Prim::DeltaVjp => super::delta::expand(&mut site, args, v),
-        Prim::Taylor => None,
+        Prim::Taylor | Prim::Jet => None,
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         // CHAD does not translate a function that applies operators itself; where its
         // reverse operators are of closures it builds, the delta layer's tape of tapes

@@ -49,7 +49,9 @@ pub(crate) fn rebuild(
         (Helper2::FwdLift, Type::Real, _) => {
             format!("(({}){{{x}, 0.0}})", t.c(to))
         }
-        (Helper2::TaylorLift(k), Type::Real, _) => format!("fx_jet_lift({x}, {k}, {sp})"),
+        (Helper2::TaylorLift(j), Type::Real, _) => {
+            format!("fx_jet_lift({x}, {}, {sp})", j.len() - 1)
+        }
         // A closure inside a captured tuple, array or enum: its code's translation
         // (`%chad_of`'s direction 2, delta, 3, the forward layer, or Taylor's).
         (_, Type::Fn(..), _) if let Some(layer) = h.lifted_layer() => {

@@ -73,9 +73,10 @@ pub enum Helper2 {
     /// `A` → `Tf(A)` with the zero tangent on every real (a closure's capture lifted
     /// into the forward layer at run time, `%chad_of(f, 3)`; the same walk).
     FwdLift,
-    /// `A` → `T_k(A)` with every real as `[x, 0, …, 0]` (k zeros: a capture lifted into
-    /// Taylor mode of order k at run time, `%chad_of(f, CHAD_OF_TAYLOR + k)`).
-    TaylorLift(u32),
+    /// `A` → `D(A)` with every real as `[x, 0, …, 0]` (a jet's C − 1 zeros: a capture
+    /// lifted into Taylor mode or a jet layer at run time, `%chad_of(f, CHAD_OF_TAYLOR +
+    /// …)`).
+    TaylorLift(fluxion_core::Jet),
 }
 
 impl Helper2 {
@@ -301,8 +302,12 @@ impl<'m> Types<'m> {
                 Helper2::CheckDirection => "checkdir",
                 Helper2::DeltaLift => "dlift",
                 Helper2::FwdLift => "flift",
-                Helper2::TaylorLift(k) => {
-                    taylor = format!("tlift{k}");
+                Helper2::TaylorLift(j) if j.dirs == 1 => {
+                    taylor = format!("tlift{}", j.order);
+                    &taylor
+                }
+                Helper2::TaylorLift(j) => {
+                    taylor = format!("tlift{}x{}", j.dirs, j.order);
                     &taylor
                 }
                 Helper2::DeltaInputs => "dinputs",

@@ -1,0 +1,275 @@
+//! (k,R)-jets of k ≥ 2 directions (seed 001 §3.2, the (k,R)-Taylor representation of
+//! each primitive; digest §4: "any algebraically equivalent formula", for example
+//! truncated multivariate polynomial arithmetic — which this is).
+//!
+//! A jet is `[Real]`: the C = binom(R+k, k) Taylor coefficients of a real function of
+//! t ∈ ℝ^k (the partial ∂^α divided by α!), in the graded order of [`Jet`]. Constants
+//! have every coefficient but the first zero. The shape is fixed when translating (as
+//! the seed fixes (k,R) globally), so the product's pairs of multi-indices are literal
+//! tables and every helper is generated once per shape.
+//!
+//! The rules, over the univariate table (`calculus.rs`, `jets.rs`; no second table):
+//! - linear and locally constant primitives, `min`/`max`, `abs`, `%` act on
+//!   coefficients independently of their layout: the univariate rule as it is;
+//! - `*` (and `%lscale`) is the truncated product, c_γ = Σ_{α+β=γ} a_α·b_β over the
+//!   pairs with |γ| ≤ R — at most C² terms, the pairs listed once per shape;
+//! - a function f of one jet x is the composition Σ_{n ≤ R} f⁽ⁿ⁾(x₀)/n!·hⁿ with
+//!   h = x − x₀ (Horner: R products): the coefficients f⁽ⁿ⁾(x₀)/n! are the univariate
+//!   rule's series of f at [x₀, 1, 0, …, 0]; `polygamma`'s order passes through;
+//! - `/` is x · (1/y), 1/y composed at y₀; `pow(x, y)` is x^{y₀} composed at x₀, times
+//!   exp((y − y₀)·log x) where x₀ > 0 (elsewhere the exponent is held at y₀, as in
+//!   every mode: `jets::pow`); `atan2(y, x)` is atan(y/x) (or −atan(x/y) where
+//!   |y₀| > |x₀|) with the primal `atan2(y₀, x₀)`.
+//!
+//! Products are `%lscale`s past the primal, so a zero coefficient times a non-finite
+//! one stays zero, as in the univariate rules (`jets.rs`).
+
+use fluxion_core::{Atom, Jet, Lit, Prim, Rhs, Type};
+
+use crate::builder::{Builder, int, real};
+use crate::calculus::RealRule;
+use crate::helpers::{call, helper};
+use crate::jets;
+
+fn reals() -> Type {
+    Type::array(Type::Real)
+}
+
+fn ints(b: &mut Builder, xs: &[i64]) -> Atom {
+    let atoms = xs.iter().map(|x| int(*x)).collect();
+    b.emit("table", Rhs::Array(atoms), Type::array(Type::Int))
+}
+
+fn index(b: &mut Builder, a: Atom, i: Atom, ty: Type) -> Atom {
+    b.prim(Prim::Index, &[a, i], ty)
+}
+
+/// The constant jet of `r`: `[r, 0, …, 0]`, C coefficients.
+pub(crate) fn constant(b: &mut Builder, r: Atom, jet: Jet) -> Atom {
+    jets::constant(b, r, jet.len() as u32 - 1)
+}
+
+/// The univariate series `[x₀, 1, 0, …, 0]` of order R: the identity at x₀.
+fn identity(b: &mut Builder, x0: Atom, order: u32) -> Atom {
+    let mut coefs = vec![x0, real(1.0)];
+    coefs.extend((1..order).map(|_| real(0.0)));
+    b.emit("identity", Rhs::Array(coefs), reals())
+}
+
+/// For each coefficient γ, the pairs (α, β) with α + β = γ: `starts` (C + 1 offsets)
+/// into `left` and `right`, the positions of α and β.
+fn product_table(jet: Jet) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+    let mis = jet.multi_indices();
+    let position: std::collections::HashMap<&Vec<u32>, i64> =
+        mis.iter().enumerate().map(|(i, a)| (a, i as i64)).collect();
+    let (mut starts, mut left, mut right) = (vec![0], vec![], vec![]);
+    for gamma in &mis {
+        for (i, alpha) in mis.iter().enumerate() {
+            if alpha.iter().zip(gamma).all(|(a, g)| a <= g) {
+                let beta: Vec<u32> = gamma.iter().zip(alpha).map(|(g, a)| g - a).collect();
+                left.push(i as i64);
+                right.push(position[&beta]);
+            }
+        }
+        starts.push(left.len() as i64);
+    }
+    (starts, left, right)
+}
+
+/// The truncated product of two jets, every term a `%lscale`; with `primal_times`,
+/// coefficient 0 is the primals' plain product (`*`), as the univariate `mul` has it.
+fn product(b: &mut Builder, jet: Jet, x: Atom, y: Atom, primal_times: bool) -> Atom {
+    let name = format!(
+        "jet{}x{}_{}",
+        jet.dirs,
+        jet.order,
+        if primal_times { "mul" } else { "lscale" }
+    );
+    let f = helper(
+        b,
+        &name,
+        &reals(),
+        vec![reals(), reals()],
+        reals(),
+        |b, args| {
+            let (x, y) = (args[0], args[1]);
+            let (starts, left, right) = product_table(jet);
+            let starts = ints(b, &starts);
+            let left = ints(b, &left);
+            let right = ints(b, &right);
+            let coef = b.closure("coefficient", vec![Type::Int], |b, g| {
+                let s = index(b, starts, g[0], Type::Int);
+                let g1 = b.add(g[0], int(1));
+                let e = index(b, starts, g1, Type::Int);
+                let count = b.sub(e, s);
+                let term = b.closure("term", vec![Type::Int], |b, p| {
+                    let q = b.add(s, p[0]);
+                    let i = index(b, left, q, Type::Int);
+                    let j = index(b, right, q, Type::Int);
+                    let xi = index(b, x, i, Type::Real);
+                    let yj = index(b, y, j, Type::Real);
+                    b.prim(Prim::LinScale, &[xi, yj], Type::Real)
+                });
+                b.prim(Prim::Sumbuild, &[count, term], Type::Real)
+            });
+            let c = int(jet.len() as i64);
+            let p = b.prim(Prim::Build, &[c, coef], reals());
+            if primal_times {
+                let x0 = index(b, x, int(0), Type::Real);
+                let y0 = index(b, y, int(0), Type::Real);
+                let c0 = b.mul(x0, y0);
+                jets::with_primal(b, p, c0)
+            } else {
+                p
+            }
+        },
+    );
+    call(b, f, vec![x, y])
+}
+
+/// Σ_{n ≤ R} u_n·hⁿ with h = x − x₀, for the univariate coefficients `u` (R + 1 of
+/// them, u_n = f⁽ⁿ⁾(x₀)/n!): the jet of f(x). Horner's rule; since h₀ = 0, adding the
+/// constant u_n is setting coefficient 0.
+fn compose(b: &mut Builder, jet: Jet, u: Atom, x: Atom) -> Atom {
+    let name = format!("jet{}x{}_compose", jet.dirs, jet.order);
+    let f = helper(
+        b,
+        &name,
+        &reals(),
+        vec![reals(), reals()],
+        reals(),
+        |b, args| {
+            let (u, x) = (args[0], args[1]);
+            let h = jets::with_primal(b, x, real(0.0));
+            let top = index(b, u, int(i64::from(jet.order)), Type::Real);
+            let mut y = constant(b, top, jet);
+            for n in (0..jet.order).rev() {
+                let p = product(b, jet, h, y, false);
+                let un = index(b, u, int(i64::from(n)), Type::Real);
+                y = jets::with_primal(b, p, un);
+            }
+            y
+        },
+    );
+    call(b, f, vec![u, x])
+}
+
+/// The jet of `p(args)`, a real primitive on jets (`args`: jets, real literals, `Int`s).
+pub(crate) fn real_function(b: &mut Builder, jet: Jet, rule: &RealRule, args: &[Atom]) -> Atom {
+    let lit = |a: &Atom| matches!(a, Atom::Lit(Lit::Real(_)));
+    let literal_exponent = rule.prim == Prim::Pow && lit(&args[1]);
+    let jets_of: Vec<Atom> = args
+        .iter()
+        .map(|a| if lit(a) { constant(b, *a, jet) } else { *a })
+        .collect();
+    let a = &jets_of;
+    let primal = |b: &mut Builder, x: Atom| index(b, x, int(0), Type::Real);
+    match rule.prim {
+        Prim::Mul => product(b, jet, a[0], a[1], true),
+        Prim::LinScale => product(b, jet, a[0], a[1], false),
+        // Layout-free rules.
+        Prim::Add
+        | Prim::Sub
+        | Prim::Neg
+        | Prim::Rem
+        | Prim::Floor
+        | Prim::Ceil
+        | Prim::Min
+        | Prim::Max
+        | Prim::Abs => (rule.series)(b, a),
+        Prim::Div => {
+            let y0 = primal(b, a[1]);
+            let one = jets::constant(b, real(1.0), jet.order);
+            let t = identity(b, y0, jet.order);
+            let u = jets::div(b, one, t);
+            let inv = compose(b, jet, u, a[1]);
+            product(b, jet, a[0], inv, true)
+        }
+        Prim::Pow => {
+            let (x0, y0) = (primal(b, a[0]), primal(b, a[1]));
+            let t = identity(b, x0, jet.order);
+            let e = jets::constant(b, y0, jet.order);
+            let u = jets::pow(b, t, e);
+            let held = compose(b, jet, u, a[0]);
+            if literal_exponent {
+                return held;
+            }
+            let positive = b.cmp(Prim::Gt, x0, real(0.0));
+            let (x, y) = (a[0], a[1]);
+            b.if_(
+                positive,
+                reals(),
+                |b| {
+                    // x^y = x^{y₀}·exp((y − y₀)·log x)
+                    let t = identity(b, x0, jet.order);
+                    let lu = jets::log_of(b, t);
+                    let l = compose(b, jet, lu, x);
+                    let dy = jets::with_primal(b, y, real(0.0));
+                    let s = product(b, jet, dy, l, false);
+                    let z = identity(b, real(0.0), jet.order);
+                    let eu = jets::exp(b, z);
+                    let factor = compose(b, jet, eu, s);
+                    product(b, jet, held, factor, true)
+                },
+                |_| held,
+            )
+        }
+        Prim::Atan2 => {
+            let (y, x) = (a[0], a[1]);
+            let (y0, x0) = (primal(b, y), primal(b, x));
+            let g0 = b.prim(Prim::Atan2, &[y0, x0], Type::Real);
+            let ay = b.unary(Prim::Abs, y0);
+            let ax = b.unary(Prim::Abs, x0);
+            let steep = b.cmp(Prim::Gt, ay, ax);
+            let atan_rule = crate::calculus::rule(Prim::Atan).expect("atan has a rule");
+            let of_quotient = |b: &mut Builder, num: Atom, den: Atom, negate: bool| {
+                let q = real_function(b, jet, rule_of(Prim::Div), &[num, den]);
+                let r = real_function(b, jet, atan_rule, &[q]);
+                let r = if negate { jets::neg(b, r) } else { r };
+                jets::with_primal(b, r, g0)
+            };
+            b.if_(
+                steep,
+                reals(),
+                |b| of_quotient(b, x, y, true),
+                |b| of_quotient(b, y, x, false),
+            )
+        }
+        // A function of one jet (and `polygamma`'s order): composed with its series.
+        _ => {
+            let series: Vec<Atom> = a
+                .iter()
+                .map(|x| match b.ty(x) {
+                    Type::Int => *x,
+                    _ => {
+                        let x0 = primal(b, *x);
+                        identity(b, x0, jet.order)
+                    }
+                })
+                .collect();
+            let u = (rule.series)(b, &series);
+            let x = *a.last().expect("a real function has an argument");
+            compose(b, jet, u, x)
+        }
+    }
+}
+
+fn rule_of(p: Prim) -> &'static RealRule {
+    crate::calculus::rule(p).expect("a real primitive")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_product_table_pairs_every_split_of_a_multi_index() {
+        let jet = Jet { dirs: 2, order: 2 };
+        let (starts, left, right) = product_table(jet);
+        // (0,0) | (1,0) (0,1) | (2,0) (1,1) (0,2): 1, 2, 2, 3, 4, 3 splits.
+        assert_eq!(starts, vec![0, 1, 3, 5, 8, 12, 15]);
+        // (1,1) = (0,0)+(1,1) = (1,0)+(0,1) = (0,1)+(1,0) = (1,1)+(0,0).
+        assert_eq!(&left[8..12], &[0, 1, 2, 4]);
+        assert_eq!(&right[8..12], &[4, 2, 1, 0]);
+    }
+}
