@@ -98,33 +98,47 @@ fn product(b: &mut Builder, jet: Jet, x: Atom, y: Atom, primal_times: bool) -> A
             let left = ints(b, &left);
             let right = ints(b, &right);
             let coef = b.closure("coefficient", vec![Type::Int], |b, g| {
-                let s = index(b, starts, g[0], Type::Int);
-                let g1 = b.add(g[0], int(1));
-                let e = index(b, starts, g1, Type::Int);
-                let count = b.sub(e, s);
-                let term = b.closure("term", vec![Type::Int], |b, p| {
-                    let q = b.add(s, p[0]);
-                    let i = index(b, left, q, Type::Int);
-                    let j = index(b, right, q, Type::Int);
-                    let xi = index(b, x, i, Type::Real);
-                    let yj = index(b, y, j, Type::Real);
-                    b.prim(Prim::LinScale, &[xi, yj], Type::Real)
-                });
-                b.prim(Prim::Sumbuild, &[count, term], Type::Real)
+                let g = g[0];
+                if !primal_times {
+                    return pairs_sum(b, [starts, left, right], x, y, g);
+                }
+                // Coefficient 0: the primals' product.
+                let first = b.cmp(Prim::Eq, g, int(0));
+                b.if_(
+                    first,
+                    Type::Real,
+                    |b| {
+                        let x0 = index(b, x, int(0), Type::Real);
+                        let y0 = index(b, y, int(0), Type::Real);
+                        b.mul(x0, y0)
+                    },
+                    |b| pairs_sum(b, [starts, left, right], x, y, g),
+                )
             });
             let c = int(jet.len() as i64);
-            let p = b.prim(Prim::Build, &[c, coef], reals());
-            if primal_times {
-                let x0 = index(b, x, int(0), Type::Real);
-                let y0 = index(b, y, int(0), Type::Real);
-                let c0 = b.mul(x0, y0);
-                jets::with_primal(b, p, c0)
-            } else {
-                p
-            }
+            b.prim(Prim::Build, &[c, coef], reals())
         },
     );
     call(b, f, vec![x, y])
+}
+
+/// Σ over the pairs (α, β) of coefficient `g` (`table`: starts, left, right) of
+/// `%lscale(x_α, y_β)`.
+fn pairs_sum(b: &mut Builder, table: [Atom; 3], x: Atom, y: Atom, g: Atom) -> Atom {
+    let [starts, left, right] = table;
+    let s = index(b, starts, g, Type::Int);
+    let g1 = b.add(g, int(1));
+    let e = index(b, starts, g1, Type::Int);
+    let count = b.sub(e, s);
+    let term = b.closure("term", vec![Type::Int], |b, p| {
+        let q = b.add(s, p[0]);
+        let i = index(b, left, q, Type::Int);
+        let j = index(b, right, q, Type::Int);
+        let xi = index(b, x, i, Type::Real);
+        let yj = index(b, y, j, Type::Real);
+        b.prim(Prim::LinScale, &[xi, yj], Type::Real)
+    });
+    b.prim(Prim::Sumbuild, &[count, term], Type::Real)
 }
 
 /// Σ_{n ≤ R} u_n·hⁿ with h = x − x₀, for the univariate coefficients `u` (R + 1 of
