@@ -46,7 +46,7 @@ fn index(b: &mut Builder, a: Atom, i: Atom, ty: Type) -> Atom {
 
 /// The constant jet of `r`: `[r, 0, …, 0]`, C coefficients.
 pub(crate) fn constant(b: &mut Builder, r: Atom, jet: Jet) -> Atom {
-    jets::constant(b, r, jet.len() as u32 - 1)
+    jets::constant(b, r, jet.coefficients() as u32 - 1)
 }
 
 /// The univariate series `[x₀, 1, 0, …, 0]` of order R: the identity at x₀.
@@ -115,7 +115,7 @@ fn product(b: &mut Builder, jet: Jet, x: Atom, y: Atom, primal_times: bool) -> A
                     |b| pairs_sum(b, [starts, left, right], x, y, g),
                 )
             });
-            let c = int(jet.len() as i64);
+            let c = int(jet.coefficients() as i64);
             b.prim(Prim::Build, &[c, coef], reals())
         },
     );
@@ -191,13 +191,34 @@ pub(crate) fn real_function(b: &mut Builder, jet: Jet, rule: &RealRule, args: &[
         | Prim::Min
         | Prim::Max
         | Prim::Abs => (rule.series)(b, a),
+        // By a literal c: the primal x₀/c, the other coefficients scaled by 1/c (zero
+        // stays zero at c = 0, as `jets::div` and forward mode have it).
+        Prim::Div if lit(&args[1]) => {
+            let (x, c) = (a[0], args[1]);
+            let inv = b.div(real(1.0), c);
+            let each = b.closure("divide", vec![Type::Int], |b, i| {
+                let xi = index(b, x, i[0], Type::Real);
+                let first = b.cmp(Prim::Eq, i[0], int(0));
+                b.if_(
+                    first,
+                    Type::Real,
+                    |b| b.div(xi, c),
+                    |b| b.prim(Prim::LinScale, &[inv, xi], Type::Real),
+                )
+            });
+            let n = int(jet.coefficients() as i64);
+            b.prim(Prim::Build, &[n, each], reals())
+        }
         Prim::Div => {
-            let y0 = primal(b, a[1]);
+            let (x0, y0) = (primal(b, a[0]), primal(b, a[1]));
             let one = jets::constant(b, real(1.0), jet.order);
             let t = identity(b, y0, jet.order);
             let u = jets::div(b, one, t);
             let inv = compose(b, jet, u, a[1]);
-            product(b, jet, a[0], inv, true)
+            let q = product(b, jet, a[0], inv, true);
+            // The primal as the program computes it (x₀·(1/y₀) may differ in the last bit).
+            let q0 = b.div(x0, y0);
+            jets::with_primal(b, q, q0)
         }
         Prim::Pow => {
             let (x0, y0) = (primal(b, a[0]), primal(b, a[1]));

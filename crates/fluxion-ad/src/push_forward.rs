@@ -78,7 +78,7 @@ pub(crate) fn push_forward(b: &mut Builder, layer: TypeMap, fty: &Type) -> CodeI
                 });
                 b.prim(
                     Prim::Build,
-                    &[int(k.len() as i64 - 1), coef],
+                    &[int(k.coefficients() as i64 - 1), coef],
                     Type::array(tb),
                 )
             }
@@ -204,7 +204,7 @@ fn leaf(b: &mut Builder, layer: TypeMap, x: Atom, dx: Atom) -> Atom {
             });
             b.prim(
                 Prim::Build,
-                &[int(k.len() as i64), f],
+                &[int(k.coefficients() as i64), f],
                 Type::array(Type::Real),
             )
         }

@@ -56,7 +56,7 @@ pub fn push_jet_code(m: &mut Module, jet: Jet, fty: &Type) -> CodeId {
                 let j = b.arith(Prim::Add, &[j[0], int(1)]);
                 partial(b, jet, &ret, Atom::Var(rv), j)
             });
-            let count = int(jet.len() as i64 - 1);
+            let count = int(jet.coefficients() as i64 - 1);
             let rest = b.prim(Prim::Build, &[count, coef], Type::array(tb));
             b.tuple("jet", vec![y, rest])
         },
@@ -211,7 +211,7 @@ fn leaf(b: &mut Builder, jet: Jet, x: Atom, vs: Atom) -> Atom {
             },
         )
     });
-    let c = int(jet.len() as i64);
+    let c = int(jet.coefficients() as i64);
     b.prim(Prim::Build, &[c, f], Type::array(Type::Real))
 }
 

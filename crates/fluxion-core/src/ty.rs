@@ -57,7 +57,7 @@ pub enum TypeMap {
     /// tangent); every other constructor maps to itself (seed 004 §4, seed 001 §3).
     Fwd,
     /// The jet translation `D_(k,R)` (seed 001 §3–§4): `Real` becomes `[Real]`, its
-    /// [`Jet::len`] Taylor coefficients (each partial divided by α!) in graded order;
+    /// [`Jet::coefficients`] Taylor coefficients (each partial divided by α!) in graded order;
     /// everything else maps to itself. One direction is Taylor mode of order R.
     Taylor(Jet),
     /// The reverse-mode translation by dual numbers with deltas (seed 004 §7): `Real`
@@ -96,7 +96,7 @@ impl Jet {
     }
 
     /// The number of coefficients, C = binom(R + k, k).
-    pub fn len(self) -> usize {
+    pub fn coefficients(self) -> usize {
         let (k, r) = (self.dirs as usize, self.order as usize);
         (1..=k).fold(1usize, |c, i| c * (r + i) / i)
     }
@@ -117,7 +117,7 @@ impl Jet {
                 prefix.pop();
             }
         }
-        let mut out = Vec::with_capacity(self.len());
+        let mut out = Vec::with_capacity(self.coefficients());
         for d in 0..=self.order {
             of_degree(self.dirs, d, &mut out, &mut Vec::new());
         }

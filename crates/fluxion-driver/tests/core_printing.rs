@@ -241,9 +241,16 @@ fn taylor_mode_snapshot() {
 }
 
 #[test]
+fn jet_snapshot() {
+    // Two directions of order 2 (seed 001's (2,2) case): products by the table of pairs,
+    // `sin` composed with its univariate series.
+    insta::assert_snapshot!("jet2x2_scalar", stage_of(AD_PROGRAMS[0].1, "jet"));
+}
+
+#[test]
 fn taylor_mode_output_reparses_and_type_checks() {
     for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
-        for stage in ["taylor1", "taylor3"] {
+        for stage in ["taylor1", "taylor3", "jet2x2", "jet3x1"] {
             // `%lscale` (a series' zero coefficients stay zero) printed as a source
             // function, as for forward mode.
             let Some(printed) = fluxion_driver::gradcheck::runnable_stage(&stage_of(src, stage))

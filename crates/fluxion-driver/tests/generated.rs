@@ -68,6 +68,11 @@ const AGREEMENTS: &[(&str, &str, &str)] = &[
         "taylor(f, {x}, {v}, 2).1[1]",
         "0.5 * diff(|s| diff(|t| f(vadd({x}, scale(t, {v}))), s), 0.0)",
     ),
+    (
+        "jet of two directions: the mixed partial (1,1) = nested diff along both",
+        "jet(f, {x}, [{v}, [0.7, -1.1, 0.4]], 2).1[3]",
+        "diff(|s| diff(|t| f(vadd({x}, vadd(scale(s, {v}), scale(t, [0.7, -1.1, 0.4])))), 0.0), 0.0)",
+    ),
 ];
 
 /// Agreements waiting for a feature; asserted to fail with "not implemented" until
@@ -166,6 +171,7 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
             "hessian(",
             "jacobian(",
             "taylor(",
+            "jet(",
         ]
         .iter()
         .any(|op| src.contains(op));

@@ -43,10 +43,12 @@ fn graded(k: usize, r: usize) -> Vec<Vec<usize>> {
         (0..=d)
             .rev()
             .flat_map(|first| {
-                of_degree(k - 1, d - first).into_iter().map(move |mut rest| {
-                    rest.insert(0, first);
-                    rest
-                })
+                of_degree(k - 1, d - first)
+                    .into_iter()
+                    .map(move |mut rest| {
+                        rest.insert(0, first);
+                        rest
+                    })
             })
             .collect()
     }
@@ -113,10 +115,7 @@ fn mixed_partials_equal_nested_forward_mode() {
     for (name, src) in PROGRAMS {
         for (k, r) in [(2, 2), (2, 3), (3, 2)] {
             let vs = &DIRECTIONS[..k];
-            let got = run(
-                src,
-                &format!("jet(f, {POINT}, [{}], {r})", vs.join(", ")),
-            );
+            let got = run(src, &format!("jet(f, {POINT}, [{}], {r})", vs.join(", ")));
             let mut want = run(src, &format!("f({POINT})"));
             for alpha in graded(k, r) {
                 want.extend(run(src, &nested_jvp("f", "[Real]", POINT, vs, &alpha)));
@@ -131,7 +130,10 @@ fn second_order_coefficients_are_the_hessian_between_the_directions() {
     // r = 2: the coefficient at eᵢ + eⱼ is vᵢᵀ·H·vⱼ; `hessian` is reverse over forward.
     let vs: [[f64; 2]; 3] = [[1.0, 0.0], [0.0, 1.0], [0.5, -1.5]];
     for (name, src) in PROGRAMS {
-        let got = run(src, &format!("jet(f, {POINT}, [{}], 2)", DIRECTIONS.join(", ")));
+        let got = run(
+            src,
+            &format!("jet(f, {POINT}, [{}], 2)", DIRECTIONS.join(", ")),
+        );
         let h = run(src, &format!("hessian(f, {POINT})"));
         let vhv = |a: &[f64; 2], b: &[f64; 2]| -> f64 {
             (0..2)
@@ -157,7 +159,10 @@ fn first_order_partials_match_finite_differences() {
     // ∂f along vⱼ = ⟨∇f, vⱼ⟩; the gradient by central differences (gradcheck's step).
     let h = fluxion_driver::gradcheck::FD_STEP;
     for (name, src) in PROGRAMS {
-        let got = run(src, &format!("jet(f, {POINT}, [{}], 1)", DIRECTIONS.join(", ")));
+        let got = run(
+            src,
+            &format!("jet(f, {POINT}, [{}], 1)", DIRECTIONS.join(", ")),
+        );
         let x = [0.3, 0.7];
         let vs: [[f64; 2]; 3] = [[1.0, 0.0], [0.0, 1.0], [0.5, -1.5]];
         for (j, v) in vs.iter().enumerate() {
@@ -224,13 +229,19 @@ fn jet_nests_with_the_other_operators() {
     }
     // A jet of a gradient: 6x has derivatives 6, 0 along 1.
     assert_eq!(
-        run("", "jet(|x: Real| grad(|z: [Real]| z[0] * z[0] * z[1], [x, 3.0])[0], 1.0, [1.0], 2)"),
+        run(
+            "",
+            "jet(|x: Real| grad(|z: [Real]| z[0] * z[0] * z[1], [x, 3.0])[0], 1.0, [1.0], 2)"
+        ),
         [6.0, 6.0, 0.0]
     );
     // A jet of a jet: the outer direction differentiates the inner value's partials.
     let inner = "|s: Real| jet(|v: [Real]| v[0] * v[0] * v[1] * s, [1.0, 2.0], [[1.0, 0.0], [0.0, 1.0]], 2).1[3]";
     // f_xy = 2x·s = 2s: its derivatives in s at 3: 6, then 2, then 0.
-    assert_eq!(run("", &format!("jet({inner}, 3.0, [1.0], 2)")), [6.0, 2.0, 0.0]);
+    assert_eq!(
+        run("", &format!("jet({inner}, 3.0, [1.0], 2)")),
+        [6.0, 2.0, 0.0]
+    );
 }
 
 #[test]

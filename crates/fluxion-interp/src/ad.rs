@@ -83,7 +83,7 @@ impl Interp {
             dirs: u32::try_from(dirs).unwrap_or(u32::MAX),
             order,
         };
-        if dirs > MAX_JET_DIRS || jet.len() > MAX_JET_LEN {
+        if dirs > MAX_JET_DIRS || jet.coefficients() > MAX_JET_LEN {
             return fail(
                 span,
                 format!(
@@ -141,7 +141,7 @@ impl Interp {
         let result = self.apply(&translated, split_args(point, params.len(), span)?, span)?;
         let m = self.module();
         let orders = match layer {
-            TypeMap::Taylor(j) => j.len() - 1,
+            TypeMap::Taylor(j) => j.coefficients() - 1,
             _ => 1,
         };
         let y = coefficient(&m, &result, &ret, 0);
@@ -354,7 +354,7 @@ pub(crate) fn verify_derived(m: &Module, first_new: usize, span: Span) -> EvalRe
 fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
     match layer {
         TypeMap::Taylor(k) => {
-            let mut c = vec![0.0; k.len()];
+            let mut c = vec![0.0; k.coefficients()];
             c[0] = x;
             c[1] = dx;
             Value::RealArray(c.into())

@@ -169,7 +169,7 @@ impl Interp {
             TypeMap::Taylor(k) => Value::tuple(vec![
                 y,
                 Value::array(
-                    (1..k.len())
+                    (1..k.coefficients())
                         .map(|j| coefficient(&m, &result, &ret, j))
                         .collect(),
                 ),
@@ -352,7 +352,7 @@ fn leaf(x: Value, dx: Value, layer: TypeMap) -> Value {
     match layer {
         TypeMap::Taylor(k) => {
             let mut c = vec![x, dx];
-            c.resize(k.len(), pair(0.0, DeltaId::ZERO));
+            c.resize(k.coefficients(), pair(0.0, DeltaId::ZERO));
             Value::array(c)
         }
         _ => Value::tuple(vec![x, dx]),

@@ -43,7 +43,7 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
                     dirs: u32::try_from(k).ok()?,
                     order: *r as u32,
                 };
-                (jet.len() <= MAX_JET_LEN).then_some(TypeMap::Taylor(jet))?
+                (jet.coefficients() <= MAX_JET_LEN).then_some(TypeMap::Taylor(jet))?
             }
             _ => return None,
         },

@@ -50,7 +50,7 @@ pub(crate) fn rebuild(
             format!("(({}){{{x}, 0.0}})", t.c(to))
         }
         (Helper2::TaylorLift(j), Type::Real, _) => {
-            format!("fx_jet_lift({x}, {}, {sp})", j.len() - 1)
+            format!("fx_jet_lift({x}, {}, {sp})", j.coefficients() - 1)
         }
         // A closure inside a captured tuple, array or enum: its code's translation
         // (`%chad_of`'s direction 2, delta, 3, the forward layer, or Taylor's).
