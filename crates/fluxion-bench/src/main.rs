@@ -144,13 +144,14 @@ const REPS: usize = 5;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tables: [(&str, fn()); 7] = [
+    let tables: [(&str, fn()); 8] = [
         ("native", native_table),
         ("backend", backend_table),
         ("jvp", jvp_table),
         ("opt", opt_table),
         ("taylor", taylor_table),
         ("hessian", hessian_table),
+        ("jet", jet_table),
         ("compile", compile_table),
     ];
     match args[..] {
@@ -173,7 +174,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: fluxion-bench [native|backend|jvp|taylor|hessian|compile | delta [--ad MODE] [--max-n N] \
+        "usage: fluxion-bench [native|backend|jvp|taylor|hessian|jet|compile | delta [--ad MODE] [--max-n N] \
          | gmm [--ad MODE] | source functions|lets|straight|fold|indexing|closures N]"
     );
     std::process::exit(2);
@@ -571,6 +572,80 @@ fn hessian_table() {
         "| Taylor order 2, polarisation | {:.2} |",
         tay.as_secs_f64() / fof.as_secs_f64()
     );
+}
+
+/// A function of 4 inputs for the `jet` table: 100 elements, each a few primitives.
+const JET_PROG: &str = "fn g(v: [Real]) -> Real { sum(map(|y| sin(y) * exp(0.1 * y) / (1.0 + y * y), build(100, |i| v[i % 4] * to_real(i) * 0.01 + v[(i + 1) % 4]))) }
+fn unit(i: Int) -> [Real] { build(4, |j| if i == j { 1.0 } else { 0.0 }) }
+fn point() -> [Real] { [0.3, -0.2, 0.5, 0.1] }";
+
+/// One mixed partial of order `r` by `r` nested `jvp`s, the directions cycling
+/// through the first `k` units.
+fn nested_jvp(r: u32, k: u32) -> String {
+    let mut expr = format!("g(y{r})");
+    for i in (1..=r).rev() {
+        let point = if i == 1 {
+            "point()".to_string()
+        } else {
+            format!("y{}", i - 1)
+        };
+        expr = format!(
+            "jvp(|y{i}: [Real]| {expr}, {point}, unit({})).1",
+            (i - 1) % k
+        );
+    }
+    expr
+}
+
+/// `jet` (every partial of order ≤ r along k directions, in one pass) against nested
+/// forward mode (one partial of order r) and, at r = 2, Taylor polarisation (the k
+/// directions' second-order block from k(k+1)/2 passes of order 2).
+fn jet_table() {
+    let reps = REPS;
+    println!(
+        "\n## `jet`: every mixed partial of order ≤ r along k directions, against nested forward mode\n"
+    );
+    println!(
+        "| r | k | partials (C − 1) | jet / primal | one order-r partial by nested `jvp` / primal | r = 2: polarisation by `taylor` / primal |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let primal = time_fluxion(
+        &format!("{JET_PROG}\nfn main() -> Real {{ g(point()) }}"),
+        "main",
+        reps,
+    );
+    let per_primal = |t: Duration| t.as_secs_f64() / primal.as_secs_f64();
+    for r in 2u32..=6 {
+        for k in 1u32..=4 {
+            let shape = fluxion_core::Jet { dirs: k, order: r };
+            let c = shape.coefficients();
+            let units: Vec<String> = (0..k).map(|i| format!("unit({i})")).collect();
+            let jet_src = format!(
+                "{JET_PROG}\nfn main() -> Real {{ jet(g, point(), [{}], {r}).1[{}] }}",
+                units.join(", "),
+                c - 2
+            );
+            let jet = time_fluxion(&jet_src, "main", reps);
+            let nested_src = format!("{JET_PROG}\nfn main() -> Real {{ {} }}", nested_jvp(r, k));
+            let nested = time_fluxion(&nested_src, "main", 3);
+            let polarisation = if r == 2 {
+                let pairs: Vec<String> = (0..k)
+                    .flat_map(|i| (i..k).map(move |j| (i, j)))
+                    .map(|(i, j)| format!("taylor(g, point(), vadd(unit({i}), unit({j})), 2).1[1]"))
+                    .collect();
+                let src = format!("{JET_PROG}\nfn main() -> Real {{ {} }}", pairs.join(" + "));
+                format!("{:.1}", per_primal(time_fluxion(&src, "main", reps)))
+            } else {
+                "—".to_string()
+            };
+            println!(
+                "| {r} | {k} | {} | {:.1} | {:.1} | {polarisation} |",
+                c - 1,
+                per_primal(jet),
+                per_primal(nested)
+            );
+        }
+    }
 }
 
 /// Options of the reverse-mode tables.

@@ -217,17 +217,17 @@ impl Function {
         let t = Transform::parse(kind, order).ok_or_else(|| {
             FxError::new(Kind::Argument, format!("unknown transformation `{kind}`")).into_pyerr(py)
         })?;
-        if let Transform::Taylor(k) = t
+        if let Transform::Taylor(k) | Transform::Jet(k) = t
             && !(1..=64).contains(&k)
         {
             return Err(FxError::new(
                 Kind::Argument,
-                format!("taylor: the order must be 1 to 64, found {k}"),
+                format!("{kind}: the order must be 1 to 64, found {k}"),
             )
             .into_pyerr(py));
         }
         // Only the reverse-mode operators depend on the mode (LANGUAGE.md §5).
-        let reverse = !matches!(t, Transform::Jvp | Transform::Taylor(_));
+        let reverse = !matches!(t, Transform::Jvp | Transform::Taylor(_) | Transform::Jet(_));
         if reverse && !self.mode.is_implemented() {
             return Err(FxError::new(
                 Kind::Unsupported,

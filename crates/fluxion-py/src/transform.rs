@@ -29,6 +29,8 @@ pub enum Transform {
     VjpPullback,
     /// `(params..., direction) -> (f(params), [c1..ck])`.
     Taylor(u32),
+    /// `(params..., directions) -> (f(params), [partials])`: `jet` of order r.
+    Jet(u32),
 }
 
 impl Transform {
@@ -41,6 +43,7 @@ impl Transform {
             ("jvp", _) => Transform::Jvp,
             ("vjp", _) => Transform::VjpPullback,
             ("taylor", Some(k)) => Transform::Taylor(k),
+            ("jet", Some(r)) => Transform::Jet(r),
             _ => return None,
         })
     }
@@ -54,6 +57,7 @@ impl Transform {
             Transform::Jvp => "jvp",
             Transform::VjpPullback => "vjp",
             Transform::Taylor(_) => "taylor",
+            Transform::Jet(_) => "jet",
         }
     }
 }
@@ -185,6 +189,11 @@ pub fn wrapper(
             format!(", __direction: {ta_s}"),
             format!("({r_s}, [{tr_s}])"),
             format!("taylor({lambda}, {x}, __direction, {k})"),
+        ),
+        Transform::Jet(r) => (
+            format!(", __directions: [{ta_s}]"),
+            format!("({r_s}, [{tr_s}])"),
+            format!("jet({lambda}, {x}, __directions, {r})"),
         ),
     };
     let source = format!(

@@ -2,6 +2,7 @@
 tolerance)."""
 
 import numpy as np
+import pytest
 
 import fluxion
 from conftest import central_grad, central_jacobian, close
@@ -69,6 +70,24 @@ def test_taylor_coefficients(m):
     d3 = 6 - np.cos(x)
     close(cs, [d1, d2 / 2, d3 / 6])
     close(cs[0], central_grad(lambda a: m.scalar(float(a[0])), np.array([x]))[0])
+
+
+def test_jet_mixed_partials(m):
+    # The Hessian of loss in w between two directions, and the first-order partials,
+    # against fluxion.hessian and central differences; one direction is taylor · j!.
+    u = np.array([1.0, 0.0, -1.0, 0.5])
+    v = np.array([0.0, 2.0, 0.5, 0.0])
+    value, ps = fluxion.jet(m.loss, (W, S), [u, v], 2, argnums=0)
+    assert value == m.loss(W, S)
+    g = central_grad(lambda w: m.loss(w, S), W)
+    h = fluxion.hessian(m.loss)(W, S)
+    close(ps[:2], [g @ u, g @ v])
+    close(ps[2:], [u @ h @ u, u @ h @ v, v @ h @ v])
+    _, cs = fluxion.taylor(m.scalar, (0.8,), (1.0,), 3)
+    _, ds = fluxion.jet(m.scalar, (0.8,), [1.0], 3)
+    close(ds, np.array(cs) * [1.0, 2.0, 6.0])
+    with pytest.raises(fluxion.FluxionArgumentError, match="direction"):
+        fluxion.jet(m.scalar, (0.8,), [], 2)
 
 
 def test_transformations_nest(m):

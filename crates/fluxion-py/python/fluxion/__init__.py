@@ -27,7 +27,7 @@ from ._fluxion import (
     compile,
     load,
 )
-from ._transforms import grad, hessian, jacobian, jvp, taylor, value_and_grad, vjp
+from ._transforms import grad, hessian, jacobian, jet, jvp, taylor, value_and_grad, vjp
 from ._variant import Variant
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "jvp",
     "load",
     "taylor",
+    "jet",
     "value_and_grad",
     "vjp",
 ]

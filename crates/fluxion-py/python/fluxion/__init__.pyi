@@ -17,6 +17,7 @@ from ._transforms import (
     jacobian as jacobian,
     jvp as jvp,
     taylor as taylor,
+    jet as jet,
     value_and_grad as value_and_grad,
     vjp as vjp,
 )

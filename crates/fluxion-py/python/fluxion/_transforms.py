@@ -179,6 +179,32 @@ def taylor(
     return tuple(g(*primals, directions[0] if len(nums) == 1 else directions))
 
 
+def jet(
+    f: Function,
+    primals: Sequence[Any],
+    directions: Sequence[Any],
+    order: int,
+    *,
+    argnums: ArgNums | None = None,
+    ad: str | None = None,
+    backend: str = "interp",
+) -> tuple[Any, Any]:
+    """``(f(x), partials)``: every mixed partial ``∂^α f(x + Σⱼ tⱼ·vⱼ)`` at ``t = 0``
+    with ``1 ≤ |α| ≤ order`` along the k ``directions`` (Fluxion's ``jet``, seed 001's
+    ``D_(k,R)``), in graded order — by ``|α|``, then the first direction's exponent
+    largest first — and not divided by factorials. Each direction is as the tangents of
+    :func:`jvp` (one per differentiated argument; a tuple for several)."""
+    f = _prepare(f, ad, backend)
+    nums, _ = _argnums(f, argnums)
+    primals, directions = tuple(primals), list(directions)
+    if not directions:
+        raise FluxionArgumentError("jet: at least one direction is needed")
+    if not isinstance(order, int) or isinstance(order, bool):
+        raise FluxionArgumentError(f"jet: the order must be an int, found {order!r}")
+    g = f.derive("jet", nums, order)
+    return tuple(g(*primals, directions))
+
+
 def _wrap(g: Function, post: Callable[[Any], Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         return post(g(*args, **kwargs))
