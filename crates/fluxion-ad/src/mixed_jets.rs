@@ -76,50 +76,126 @@ fn product_table(jet: Jet) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
     (starts, left, right)
 }
 
-/// The truncated product of two jets, every term a `%lscale`; with `primal_times`,
-/// coefficient 0 is the primals' plain product (`*`), as the univariate `mul` has it.
-fn product(b: &mut Builder, jet: Jet, x: Atom, y: Atom, primal_times: bool) -> Atom {
-    let name = format!(
-        "jet{}x{}_{}",
-        jet.dirs,
-        jet.order,
-        if primal_times { "mul" } else { "lscale" }
-    );
-    let f = helper(
-        b,
-        &name,
-        &reals(),
-        vec![reals(), reals()],
-        reals(),
-        |b, args| {
-            let (x, y) = (args[0], args[1]);
-            let (starts, left, right) = product_table(jet);
-            let starts = ints(b, &starts);
-            let left = ints(b, &left);
-            let right = ints(b, &right);
-            let coef = b.closure("coefficient", vec![Type::Int], |b, g| {
-                let g = g[0];
-                if !primal_times {
-                    return pairs_sum(b, [starts, left, right], x, y, g);
+/// How a product's terms combine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Times {
+    /// `*` of two jets: the primals' plain product, every other term a `%lscale`.
+    Mul,
+    /// `%lscale` of two jets: every term a `%lscale`.
+    Linear,
+    /// One step of Horner's rule, `c + (x − x₀)·y` for a constant `c`: the terms with
+    /// α = 0 left out, coefficient 0 is `c`.
+    Horner,
+}
+
+/// Products with at most this many pairs (α, β) are written out term by term (no
+/// table, loop or closure: at (k, R) = (4, 4), 495 pairs); larger ones loop over the
+/// table of pairs.
+const UNROLL_PAIRS: usize = 4096;
+
+/// The truncated product of two jets (`Times::Horner`: plus the constant `c`).
+fn product(b: &mut Builder, jet: Jet, x: Atom, y: Atom, times: Times, c: Option<Atom>) -> Atom {
+    let suffix = match times {
+        Times::Mul => "mul",
+        Times::Linear => "lscale",
+        Times::Horner => "horner",
+    };
+    let name = format!("jet{}x{}_{suffix}", jet.dirs, jet.order);
+    let mut params = vec![reals(), reals()];
+    if times == Times::Horner {
+        params.push(Type::Real);
+    }
+    let f = helper(b, &name, &reals(), params, reals(), |b, args| {
+        let (x, y) = (args[0], args[1]);
+        let (starts, left, right) = product_table(jet);
+        if left.len() <= UNROLL_PAIRS {
+            return unrolled(
+                b,
+                jet,
+                [x, y],
+                times,
+                args.get(2).copied(),
+                (&starts, &left, &right),
+            );
+        }
+        let x = match times {
+            Times::Horner => jets::with_primal(b, x, real(0.0)),
+            _ => x,
+        };
+        let starts = ints(b, &starts);
+        let left = ints(b, &left);
+        let right = ints(b, &right);
+        let coef = b.closure("coefficient", vec![Type::Int], |b, g| {
+            let g = g[0];
+            if times != Times::Mul {
+                return pairs_sum(b, [starts, left, right], x, y, g);
+            }
+            // Coefficient 0: the primals' product.
+            let first = b.cmp(Prim::Eq, g, int(0));
+            b.if_(
+                first,
+                Type::Real,
+                |b| {
+                    let x0 = index(b, x, int(0), Type::Real);
+                    let y0 = index(b, y, int(0), Type::Real);
+                    b.mul(x0, y0)
+                },
+                |b| pairs_sum(b, [starts, left, right], x, y, g),
+            )
+        });
+        let n = int(jet.coefficients() as i64);
+        let p = b.prim(Prim::Build, &[n, coef], reals());
+        match (times, args.get(2)) {
+            (Times::Horner, Some(c)) => jets::with_primal(b, p, *c),
+            _ => p,
+        }
+    });
+    let mut call_args = vec![x, y];
+    call_args.extend(c);
+    call(b, f, call_args)
+}
+
+/// The product written out: every coefficient a sum of its pairs' terms.
+fn unrolled(
+    b: &mut Builder,
+    jet: Jet,
+    [x, y]: [Atom; 2],
+    times: Times,
+    c: Option<Atom>,
+    (starts, left, right): (&[i64], &[i64], &[i64]),
+) -> Atom {
+    let n = jet.coefficients();
+    let xs: Vec<Atom> = (0..n)
+        .map(|i| index(b, x, int(i as i64), Type::Real))
+        .collect();
+    let ys: Vec<Atom> = (0..n)
+        .map(|i| index(b, y, int(i as i64), Type::Real))
+        .collect();
+    let mut coefs = Vec::with_capacity(n);
+    for g in 0..n {
+        let (s, e) = (starts[g] as usize, starts[g + 1] as usize);
+        let coef = match (g, times) {
+            (0, Times::Mul) => b.mul(xs[0], ys[0]),
+            (0, Times::Horner) => c.expect("Horner's constant"),
+            _ => {
+                let mut sum: Option<Atom> = None;
+                for q in s..e {
+                    let (i, j) = (left[q] as usize, right[q] as usize);
+                    if times == Times::Horner && i == 0 {
+                        continue;
+                    }
+                    let t = b.prim(Prim::LinScale, &[xs[i], ys[j]], Type::Real);
+                    sum = Some(match sum {
+                        None => t,
+                        Some(acc) => b.add(acc, t),
+                    });
                 }
-                // Coefficient 0: the primals' product.
-                let first = b.cmp(Prim::Eq, g, int(0));
-                b.if_(
-                    first,
-                    Type::Real,
-                    |b| {
-                        let x0 = index(b, x, int(0), Type::Real);
-                        let y0 = index(b, y, int(0), Type::Real);
-                        b.mul(x0, y0)
-                    },
-                    |b| pairs_sum(b, [starts, left, right], x, y, g),
-                )
-            });
-            let c = int(jet.coefficients() as i64);
-            b.prim(Prim::Build, &[c, coef], reals())
-        },
-    );
-    call(b, f, vec![x, y])
+                sum.unwrap_or(real(0.0))
+            }
+        };
+        coefs.push(coef);
+    }
+    b.emit("product", Rhs::Array(coefs), reals())
 }
 
 /// Σ over the pairs (α, β) of coefficient `g` (`table`: starts, left, right) of
@@ -142,8 +218,8 @@ fn pairs_sum(b: &mut Builder, table: [Atom; 3], x: Atom, y: Atom, g: Atom) -> At
 }
 
 /// Σ_{n ≤ R} u_n·hⁿ with h = x − x₀, for the univariate coefficients `u` (R + 1 of
-/// them, u_n = f⁽ⁿ⁾(x₀)/n!): the jet of f(x). Horner's rule; since h₀ = 0, adding the
-/// constant u_n is setting coefficient 0.
+/// them, u_n = f⁽ⁿ⁾(x₀)/n!): the jet of f(x). Horner's rule: y = u_R, then
+/// y = u_n + h·y (h₀ = 0, so adding u_n sets coefficient 0).
 fn compose(b: &mut Builder, jet: Jet, u: Atom, x: Atom) -> Atom {
     let name = format!("jet{}x{}_compose", jet.dirs, jet.order);
     let f = helper(
@@ -154,13 +230,11 @@ fn compose(b: &mut Builder, jet: Jet, u: Atom, x: Atom) -> Atom {
         reals(),
         |b, args| {
             let (u, x) = (args[0], args[1]);
-            let h = jets::with_primal(b, x, real(0.0));
             let top = index(b, u, int(i64::from(jet.order)), Type::Real);
             let mut y = constant(b, top, jet);
             for n in (0..jet.order).rev() {
-                let p = product(b, jet, h, y, false);
                 let un = index(b, u, int(i64::from(n)), Type::Real);
-                y = jets::with_primal(b, p, un);
+                y = product(b, jet, x, y, Times::Horner, Some(un));
             }
             y
         },
@@ -179,8 +253,8 @@ pub(crate) fn real_function(b: &mut Builder, jet: Jet, rule: &RealRule, args: &[
     let a = &jets_of;
     let primal = |b: &mut Builder, x: Atom| index(b, x, int(0), Type::Real);
     match rule.prim {
-        Prim::Mul => product(b, jet, a[0], a[1], true),
-        Prim::LinScale => product(b, jet, a[0], a[1], false),
+        Prim::Mul => product(b, jet, a[0], a[1], Times::Mul, None),
+        Prim::LinScale => product(b, jet, a[0], a[1], Times::Linear, None),
         // Layout-free rules.
         Prim::Add
         | Prim::Sub
@@ -215,7 +289,7 @@ pub(crate) fn real_function(b: &mut Builder, jet: Jet, rule: &RealRule, args: &[
             let t = identity(b, y0, jet.order);
             let u = jets::div(b, one, t);
             let inv = compose(b, jet, u, a[1]);
-            let q = product(b, jet, a[0], inv, true);
+            let q = product(b, jet, a[0], inv, Times::Mul, None);
             // The primal as the program computes it (x₀·(1/y₀) may differ in the last bit).
             let q0 = b.div(x0, y0);
             jets::with_primal(b, q, q0)
@@ -240,11 +314,11 @@ pub(crate) fn real_function(b: &mut Builder, jet: Jet, rule: &RealRule, args: &[
                     let lu = jets::log_of(b, t);
                     let l = compose(b, jet, lu, x);
                     let dy = jets::with_primal(b, y, real(0.0));
-                    let s = product(b, jet, dy, l, false);
+                    let s = product(b, jet, dy, l, Times::Linear, None);
                     let z = identity(b, real(0.0), jet.order);
                     let eu = jets::exp(b, z);
                     let factor = compose(b, jet, eu, s);
-                    product(b, jet, held, factor, true)
+                    product(b, jet, held, factor, Times::Mul, None)
                 },
                 |_| held,
             )

@@ -577,15 +577,15 @@ fn hessian_table() {
 /// A function of 4 inputs for the `jet` table: 100 elements, each a few primitives.
 const JET_PROG: &str = "fn g(v: [Real]) -> Real { sum(map(|y| sin(y) * exp(0.1 * y) / (1.0 + y * y), build(100, |i| v[i % 4] * to_real(i) * 0.01 + v[(i + 1) % 4]))) }
 fn unit(i: Int) -> [Real] { build(4, |j| if i == j { 1.0 } else { 0.0 }) }
-fn point() -> [Real] { [0.3, -0.2, 0.5, 0.1] }";
+fn point(s: Real) -> [Real] { [0.3 + 0.001 * s, -0.2, 0.5, 0.1] }";
 
-/// One mixed partial of order `r` by `r` nested `jvp`s, the directions cycling
-/// through the first `k` units.
-fn nested_jvp(r: u32, k: u32) -> String {
+/// One mixed partial of order `r` by `r` nested `jvp`s at `at`, the directions
+/// cycling through the first `k` units.
+fn nested_jvp(r: u32, k: u32, at: &str) -> String {
     let mut expr = format!("g(y{r})");
     for i in (1..=r).rev() {
         let point = if i == 1 {
-            "point()".to_string()
+            at.to_string()
         } else {
             format!("y{}", i - 1)
         };
@@ -597,52 +597,75 @@ fn nested_jvp(r: u32, k: u32) -> String {
     expr
 }
 
+/// Seconds per evaluation of `expr` (a real, of the point `point(s)`), without
+/// compiling and preparing the program: the median time of a run evaluating it at
+/// 11 points less that of a run evaluating it at 1, over 10.
+fn seconds_per_eval(expr: impl Fn(&str) -> String) -> f64 {
+    let run = |m: usize| {
+        let body = expr("point(to_real(s))");
+        let src = format!("{JET_PROG}\nfn main() -> Real {{ sumbuild({m}, |s| {body}) }}");
+        time_fluxion(&src, "main", REPS).as_secs_f64()
+    };
+    ((run(11) - run(1)) / 10.0).max(f64::MIN_POSITIVE)
+}
+
 /// `jet` (every partial of order ≤ r along k directions, in one pass) against nested
-/// forward mode (one partial of order r) and, at r = 2, Taylor polarisation (the k
-/// directions' second-order block from k(k+1)/2 passes of order 2).
+/// forward mode (one `jvp` per order of each partial) and, at r = 2, Taylor
+/// polarisation (the k directions' second-order block from k(k+1)/2 passes of order
+/// 2). Run times only (the interpreter), per evaluation of the primal.
 fn jet_table() {
-    let reps = REPS;
     println!(
         "\n## `jet`: every mixed partial of order ≤ r along k directions, against nested forward mode\n"
     );
     println!(
-        "| r | k | partials (C − 1) | jet / primal | one order-r partial by nested `jvp` / primal | r = 2: polarisation by `taylor` / primal |"
+        "| r | k | partials (C − 1) | jet / primal | every partial by nested `jvp` / primal | one order-r partial by nested `jvp` / primal | r = 2: polarisation by `taylor` / primal |"
     );
-    println!("|---|---|---|---|---|---|");
-    let primal = time_fluxion(
-        &format!("{JET_PROG}\nfn main() -> Real {{ g(point()) }}"),
-        "main",
-        reps,
-    );
-    let per_primal = |t: Duration| t.as_secs_f64() / primal.as_secs_f64();
+    println!("|---|---|---|---|---|---|---|");
+    let primal = seconds_per_eval(|p| format!("g({p})"));
+    // One partial of each order d by d nested `jvp`s (its cost does not depend on k).
+    let nested: Vec<f64> = (1..=6)
+        .map(|d| seconds_per_eval(|p| nested_jvp(d, 2, p)) / primal)
+        .collect();
     for r in 2u32..=6 {
         for k in 1u32..=4 {
             let shape = fluxion_core::Jet { dirs: k, order: r };
             let c = shape.coefficients();
             let units: Vec<String> = (0..k).map(|i| format!("unit({i})")).collect();
-            let jet_src = format!(
-                "{JET_PROG}\nfn main() -> Real {{ jet(g, point(), [{}], {r}).1[{}] }}",
-                units.join(", "),
-                c - 2
-            );
-            let jet = time_fluxion(&jet_src, "main", reps);
-            let nested_src = format!("{JET_PROG}\nfn main() -> Real {{ {} }}", nested_jvp(r, k));
-            let nested = time_fluxion(&nested_src, "main", 3);
+            let jet = seconds_per_eval(|p| {
+                format!("jet(g, {p}, [{}], {r}).1[{}]", units.join(", "), c - 2)
+            }) / primal;
+            // binom(d + k − 1, k − 1) partials of order d.
+            let of_order = |d: u32| {
+                fluxion_core::Jet {
+                    dirs: k - 1,
+                    order: d,
+                }
+                .coefficients()
+            };
+            let every: f64 = (1..=r)
+                .map(|d| {
+                    let count = if k == 1 { 1 } else { of_order(d) };
+                    count as f64 * nested[d as usize - 1]
+                })
+                .sum();
             let polarisation = if r == 2 {
-                let pairs: Vec<String> = (0..k)
-                    .flat_map(|i| (i..k).map(move |j| (i, j)))
-                    .map(|(i, j)| format!("taylor(g, point(), vadd(unit({i}), unit({j})), 2).1[1]"))
-                    .collect();
-                let src = format!("{JET_PROG}\nfn main() -> Real {{ {} }}", pairs.join(" + "));
-                format!("{:.1}", per_primal(time_fluxion(&src, "main", reps)))
+                let pairs: Vec<(u32, u32)> =
+                    (0..k).flat_map(|i| (i..k).map(move |j| (i, j))).collect();
+                let t = seconds_per_eval(|p| {
+                    let terms: Vec<String> = pairs
+                        .iter()
+                        .map(|(i, j)| format!("taylor(g, {p}, vadd(unit({i}), unit({j})), 2).1[1]"))
+                        .collect();
+                    terms.join(" + ")
+                });
+                format!("{:.1}", t / primal)
             } else {
                 "—".to_string()
             };
             println!(
-                "| {r} | {k} | {} | {:.1} | {:.1} | {polarisation} |",
+                "| {r} | {k} | {} | {jet:.1} | {every:.1} | {:.1} | {polarisation} |",
                 c - 1,
-                per_primal(jet),
-                per_primal(nested)
+                nested[r as usize - 1],
             );
         }
     }
