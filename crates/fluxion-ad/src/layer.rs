@@ -13,6 +13,7 @@ pub(crate) fn layer_name(layer: TypeMap) -> String {
         TypeMap::Fwd => "fwd".into(),
         TypeMap::Taylor(j) if j.dirs == 1 => format!("taylor{}", j.order),
         TypeMap::Taylor(j) => format!("jet{}x{}", j.dirs, j.order),
+        TypeMap::Deps => "deps".to_string(),
         TypeMap::Tangent => "tangent".into(),
         TypeMap::Delta => "delta".into(),
         TypeMap::Chad => "chad".into(),

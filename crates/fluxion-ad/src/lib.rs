@@ -37,6 +37,7 @@ mod coordinates;
 mod delta;
 mod delta_mode;
 mod delta_twice;
+mod deps;
 pub mod expand;
 mod forward;
 mod fwd_mode;
@@ -57,6 +58,7 @@ pub use chad::chad_code;
 pub use chad_fwd::chad_fwd_code;
 pub use chad_sweep::unsupported as chad_unsupported;
 pub use delta::delta_code;
+pub use deps::{deps_code, sparsity_code};
 pub use expand::expand_module;
 pub use forward::forward_code;
 pub use layer::is_translated;
@@ -77,6 +79,7 @@ pub fn translate_code(
     match map {
         TypeMap::Fwd => forward_code(m, code),
         TypeMap::Taylor(jet) => taylor_code(m, code, jet),
+        TypeMap::Deps => deps_code(m, code),
         TypeMap::Delta => delta_code(m, code),
         TypeMap::Chad => chad_code(m, code),
         TypeMap::ChadFwd => chad_fwd_code(m, code),

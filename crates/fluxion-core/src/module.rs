@@ -406,6 +406,7 @@ impl Module {
                 }
                 Some(TypeMap::Taylor(j)) => suffix.push_str(&format!("Jet{}x{}", j.dirs, j.order)),
                 Some(TypeMap::Delta) => suffix.push_str("Delta"),
+                Some(TypeMap::Deps) => suffix.push_str("Deps"),
                 Some(TypeMap::Chad) => suffix.push_str("Chad"),
                 Some(TypeMap::ChadFwd) => suffix.push_str("ChadFwd"),
                 Some(TypeMap::Tangent) => suffix.push_str("Tan"),

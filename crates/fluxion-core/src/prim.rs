@@ -54,7 +54,10 @@ prims! {
     // Differential operators (§5).
     Grad => "grad", ValueAndGrad => "value_and_grad", Jvp => "jvp", Vjp => "vjp",
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
-    Jet => "jet",
+    Jet => "jet", Sparsity => "sparsity",
+    // Internal: the union of two ascending arrays of distinct Ints, ascending (a real's
+    // set of inputs in the dependency layer, fluxion-ad's `deps.rs`).
+    IntUnion => "%union",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
     // Internal: checks that a (co)tangent has the shape of a value — the same
@@ -209,6 +212,9 @@ pub const CHAD_OF_TWICE: i64 = 4;
 /// CHAD_OF_JET_DIRS·(k − 1)` (orders are at most 64).
 pub const CHAD_OF_TAYLOR: i64 = 100;
 
+/// `%chad_of`'s direction for the dependency layer (`sparsity`).
+pub const CHAD_OF_DEPS: i64 = 5;
+
 /// See [`CHAD_OF_TAYLOR`].
 pub const CHAD_OF_JET_DIRS: i64 = 100;
 
@@ -222,6 +228,7 @@ pub fn chad_of_direction(layer: TypeMap) -> i64 {
         TypeMap::ChadFwd => 1,
         TypeMap::Delta => 2,
         TypeMap::Fwd => 3,
+        TypeMap::Deps => CHAD_OF_DEPS,
         TypeMap::Taylor(j) => {
             CHAD_OF_TAYLOR + i64::from(j.order) + CHAD_OF_JET_DIRS * (i64::from(j.dirs) - 1)
         }
@@ -236,6 +243,7 @@ pub fn chad_of_layer(d: i64) -> Option<TypeMap> {
         1 => TypeMap::ChadFwd,
         2 => TypeMap::Delta,
         3 => TypeMap::Fwd,
+        CHAD_OF_DEPS => TypeMap::Deps,
         d if d > CHAD_OF_TAYLOR => {
             let e = d - CHAD_OF_TAYLOR;
             TypeMap::Taylor(crate::Jet {
@@ -310,7 +318,7 @@ impl Prim {
         use Prim::*;
         matches!(
             self,
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
+            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet | Sparsity
         )
     }
 
@@ -440,6 +448,7 @@ impl Prim {
             ),
             Replicate => poly(vec![C::Any], vec![S::Int, v(0)], arr(v(0))),
             Range => mono(vec![S::Int], arr(S::Int)),
+            IntUnion => mono(vec![arr(S::Int), arr(S::Int)], arr(S::Int)),
             Reverse => poly(vec![C::Any], vec![arr(v(0))], arr(v(0))),
             Concat => poly(vec![C::Any], vec![arr(v(0)), arr(v(0))], arr(v(0))),
             Slice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
@@ -471,7 +480,7 @@ impl Prim {
                 return None;
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
-            | MatchFail => {
+            | Sparsity | MatchFail => {
                 return None;
             }
         })

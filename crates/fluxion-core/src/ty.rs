@@ -60,6 +60,10 @@ pub enum TypeMap {
     /// [`Jet::coefficients`] Taylor coefficients (each partial divided by α!) in graded order;
     /// everything else maps to itself. One direction is Taylor mode of order R.
     Taylor(Jet),
+    /// The dependency translation of `sparsity` (seed 000 §11.3's Boolean semiring,
+    /// forward): `Real` becomes `(Real, [Int])`, its value and the ascending set of the
+    /// inputs a chain of real operations carried to it; everything else maps to itself.
+    Deps,
     /// The reverse-mode translation by dual numbers with deltas (seed 004 §7): `Real`
     /// becomes `(Real, Int)` (primal, the id of its delta on the current tape);
     /// everything else maps to itself. Unlike the forward layers it does not commute
@@ -163,6 +167,7 @@ pub fn map_type(
             TypeMap::Tangent => Type::Real,
             TypeMap::Fwd => Type::Tuple(vec![Type::Real, Type::Real]),
             TypeMap::Taylor(_) => Type::array(Type::Real),
+            TypeMap::Deps => Type::Tuple(vec![Type::Real, Type::array(Type::Int)]),
             TypeMap::Delta => Type::Tuple(vec![Type::Real, Type::Int]),
             TypeMap::Chad | TypeMap::ChadFwd => Type::Real,
         },

@@ -41,6 +41,7 @@ impl Interp {
                 Ok(Value::tuple(vec![y, Value::array(coefs)]))
             }
             Prim::Jet => self.jet(args, span),
+            Prim::Sparsity => self.sparsity(args, span),
             Prim::DeltaVjp => self.delta_vjp(args, span),
             Prim::ChadVjp => self.chad_vjp(args, span),
             Prim::DeltaJvp => self.delta_push_forward(args, TypeMap::Fwd, span),
@@ -108,6 +109,26 @@ impl Interp {
         }));
         let call = [translated, args[1].clone(), args[2].clone()];
         self.apply(&helper, call, span)
+    }
+
+    /// `sparsity(f, x)` where it was not resolved ahead of time: the closure translated
+    /// by the dependency layer and the pattern taken apart by Core (fluxion-ad's
+    /// `deps.rs`), here.
+    fn sparsity(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let clo = Self::closure_of(&args[0], span)?;
+        let translated = self.translate(clo, TypeMap::Deps, span)?;
+        let code = {
+            let mut m = self.module_mut();
+            let first_new = m.codes.len();
+            let code = fluxion_ad::sparsity_code(&mut m);
+            self.finish_derived(&mut m, first_new, span)?;
+            code
+        };
+        let helper = Value::Closure(Rc::new(Closure {
+            code,
+            env: Vec::new(),
+        }));
+        self.apply(&helper, [translated, args[1].clone()], span)
     }
 
     /// `jvp(f, x, dx)` by dual numbers.
@@ -235,7 +256,7 @@ impl Interp {
             Ok(match (v, ty) {
                 (Value::Real(x), _) => leaf(*x, 0.0, layer),
                 (Value::RealArray(xs), _) => match layer {
-                    TypeMap::Taylor(_) | TypeMap::Delta => {
+                    TypeMap::Taylor(_) | TypeMap::Delta | TypeMap::Deps => {
                         Value::Array(xs.iter().map(|x| leaf(*x, 0.0, layer)).collect())
                     }
                     _ => Value::DualArray(Rc::new(DualArray::constant(xs.clone()))),
@@ -360,6 +381,7 @@ fn leaf(x: f64, dx: f64, layer: TypeMap) -> Value {
             Value::RealArray(c.into())
         }
         TypeMap::Delta => Value::RealInt(x, 0),
+        TypeMap::Deps => Value::tuple(vec![Value::Real(x), Value::IntArray(Rc::from(vec![]))]),
         TypeMap::Chad | TypeMap::ChadFwd => Value::Real(x),
         _ => Value::Dual(x, dx),
     }

@@ -389,6 +389,19 @@ impl Interp {
                     v => Value::Array(vec![v.clone(); n].into()),
                 }
             }
+            IntUnion => {
+                let ints = |v: &Value| -> Vec<i64> {
+                    (0..v.array_len().unwrap_or(0))
+                        .filter_map(|i| match v.array_get(i) {
+                            Some(Value::Int(x)) => Some(x),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let (x, y) = (ints(a(0)), ints(a(1)));
+                self.reserve((x.len() + y.len()) * 8, span)?;
+                Value::IntArray(union_sorted(&x, &y).into())
+            }
             Range => {
                 let n = length_arg(a(0), "range", span)?;
                 self.reserve(n * 8, span)?;
@@ -444,7 +457,7 @@ impl Interp {
                 }
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
-            | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
+            | Sparsity | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
             }
             // Derivative code made ahead of time calls these (`resolved.rs`).
@@ -800,4 +813,30 @@ fn trigamma(mut x: f64) -> f64 {
                                             * (691.0 / 2730.0
                                                 - inv2 * (7.0 / 6.0 - inv2 * (3617.0 / 510.0)))))));
     acc + inv + 0.5 * inv2 + inv * inv2 * series
+}
+
+/// The union of two ascending lists of distinct Ints, ascending (`%union`).
+fn union_sorted(x: &[i64], y: &[i64]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(x.len() + y.len());
+    let (mut i, mut j) = (0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(x[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(y[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(x[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&x[i..]);
+    out.extend_from_slice(&y[j..]);
+    out
 }

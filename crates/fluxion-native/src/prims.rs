@@ -320,6 +320,9 @@ pub(crate) fn emit(
                 format!("for (int64_t i = 0; i < {}; i++) {{ {put} {inc} }}", a[0]),
             );
         }
+        IntUnion => {
+            decl(s, format!("fx_int_union({}, {}, {sp})", a[0], a[1]));
+        }
         Range => {
             decl(
                 s,

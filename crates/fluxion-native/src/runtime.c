@@ -344,6 +344,30 @@ static fx_arr *fx_jet_lift(double x, int64_t k, uint32_t src, uint32_t start, ui
   return a;
 }
 
+/* `%union`: the union of two ascending arrays of distinct Ints, ascending (a real's
+   set of inputs under `sparsity`, fluxion-ad's deps.rs). */
+static fx_arr *fx_int_union(fx_arr *a, fx_arr *b, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t n = FX_LEN(a), m = FX_LEN(b), i = 0, j = 0, k = 0;
+  const fx_int *x = n ? FX_DATA(a, fx_int) : NULL, *y = m ? FX_DATA(b, fx_int) : NULL;
+  int64_t both = 0;
+  while (i < n && j < m) {
+    if (x[i] < y[j]) i++;
+    else if (x[i] > y[j]) j++;
+    else { both++; i++; j++; }
+  }
+  fx_arr *r = fx_arr_new(n + m - both, sizeof(fx_int), "a set of inputs", src, start, end);
+  fx_int *o = FX_DATA(r, fx_int);
+  i = j = 0;
+  while (i < n && j < m) {
+    if (x[i] < y[j]) o[k++] = x[i++];
+    else if (x[i] > y[j]) o[k++] = y[j++];
+    else { o[k++] = x[i++]; j++; }
+  }
+  while (i < n) o[k++] = x[i++];
+  while (j < m) o[k++] = y[j++];
+  return r;
+}
+
 /* Enums: header, tag, then the constructor's fields (a per-constructor struct). */
 typedef struct {
   fx_hdr h;

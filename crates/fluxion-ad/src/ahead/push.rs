@@ -47,6 +47,7 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
             }
             _ => return None,
         },
+        Prim::Sparsity => TypeMap::Deps,
         Prim::Jvp | Prim::ChadVjp | Prim::DeltaVjp => TypeMap::Fwd,
         _ => return None,
     };
@@ -71,6 +72,10 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
         Prim::Jvp | Prim::Taylor => {
             let code = crate::push_forward::push_forward_code(e.m, layer, &fty);
             Rhs::CallDirect(code, vec![g, args[1], args[2]])
+        }
+        Prim::Sparsity => {
+            let code = crate::deps::sparsity_code(e.m);
+            Rhs::CallDirect(code, vec![g, args[1]])
         }
         Prim::Jet => {
             let TypeMap::Taylor(jet) = layer else {

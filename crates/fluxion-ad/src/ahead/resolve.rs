@@ -258,6 +258,7 @@ fn is_operator(p: Prim) -> bool {
             | Prim::Jvp
             | Prim::Taylor
             | Prim::Jet
+            | Prim::Sparsity
             | Prim::DeltaJvp
             | Prim::DeltaTaylor
     )
@@ -364,7 +365,12 @@ fn rewrite_body(
                 }
             }
             Rhs::Prim(
-                p @ (Prim::ChadVjp | Prim::DeltaVjp | Prim::Jvp | Prim::Taylor | Prim::Jet),
+                p @ (Prim::ChadVjp
+                | Prim::DeltaVjp
+                | Prim::Jvp
+                | Prim::Taylor
+                | Prim::Jet
+                | Prim::Sparsity),
                 args,
             ) => {
                 let (p, args) = (*p, args.clone());
@@ -430,7 +436,7 @@ fn expand_operator(
     };
     match p {
         Prim::DeltaVjp => super::delta::expand(&mut site, args, v),
-        Prim::Taylor | Prim::Jet => None,
+        Prim::Taylor | Prim::Jet | Prim::Sparsity => None,
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         // CHAD does not translate a function that applies operators itself; where its
         // reverse operators are of closures it builds, the delta layer's tape of tapes
@@ -821,9 +827,10 @@ struct Seen {
 }
 
 /// The layers that translate a code as written, its operators by their own rules
-/// (forward over reverse, Taylor over anything): dual numbers and Taylor series.
+/// (forward over reverse, Taylor over anything): dual numbers, Taylor series and jets,
+/// dependency sets.
 pub(crate) fn is_forward_layer(layer: TypeMap) -> bool {
-    matches!(layer, TypeMap::Fwd | TypeMap::Taylor(_))
+    matches!(layer, TypeMap::Fwd | TypeMap::Taylor(_) | TypeMap::Deps)
 }
 
 /// The parameter types of `code` if `layer` can translate it ahead of time for

@@ -1,0 +1,275 @@
+//! The dependency layer behind `sparsity(f, x)` (LANGUAGE.md §5; seed 000 §11.3: the
+//! derivative's structure over any commutative monoid — here the Boolean semiring).
+//! A real becomes `(Real, [Int])`: its value and the set of inputs (ascending) that a
+//! chain of real operations carried to it. A real primitive's result depends on the
+//! union of the sets of its arguments whose partial is not identically zero in the
+//! table (`calculus.rs`: `floor`, `ceil`, `polygamma`'s order carry nothing), whatever
+//! the partial's value at the point: the pattern is structural, so `0.0 * x` still
+//! depends on x. `min`/`max` depend on the argument they choose, as a branch on reals
+//! does; comparisons, `to_int` and branches read values only. This is forward mode
+//! over the Boolean semiring (a real's tangent is a set, a partial is "structurally
+//! nonzero", the sum is union): one pass gives every row of the pattern. Everything else
+//! is the structural skeleton (`structural.rs`).
+
+use fluxion_core::{Atom, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap};
+
+use crate::AdError;
+use crate::builder::{Builder, int};
+use crate::calculus::{Partial, RealRule};
+use crate::helpers::{call, helper};
+use crate::structural::{Layer, Parts, translate_code};
+
+/// The dependency translation of `code`, creating it on first request.
+pub fn deps_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
+    translate_code(m, code, &Deps, None)
+}
+
+fn ints() -> Type {
+    Type::array(Type::Int)
+}
+
+/// The dependency layer.
+pub(crate) struct Deps;
+
+impl Layer for Deps {
+    fn map(&self) -> TypeMap {
+        TypeMap::Deps
+    }
+
+    fn constant(&self, b: &mut Builder, r: Atom) -> Atom {
+        let none = b.emit("none", Rhs::Array(vec![]), ints());
+        b.tuple("c", vec![r, none])
+    }
+
+    fn real_function(
+        &self,
+        b: &mut Builder,
+        rule: &RealRule,
+        args: &[Atom],
+        _: &mut Parts,
+        hint: &str,
+    ) -> Atom {
+        // Values (literals and Ints as they are) and the sets of translated reals.
+        let mut values = Vec::new();
+        let mut sets = Vec::new();
+        for a in args {
+            match (a, b.ty(a)) {
+                (Atom::Lit(Lit::Real(_)), _) | (_, Type::Int) => {
+                    values.push(*a);
+                    sets.push(None);
+                }
+                _ => {
+                    values.push(b.proj(a, 0));
+                    sets.push(Some(b.proj(a, 1)));
+                }
+            }
+        }
+        let y = b.prim(rule.prim, &values, Type::Real);
+        let set = match rule.prim {
+            Prim::Min | Prim::Max => {
+                // The argument the primitive follows (`a` on ties, LANGUAGE.md §5).
+                let cmp = if rule.prim == Prim::Min {
+                    Prim::Le
+                } else {
+                    Prim::Ge
+                };
+                let first = b.cmp(cmp, values[0], values[1]);
+                let (s0, s1) = (sets[0], sets[1]);
+                let empty = |b: &mut Builder| b.emit("none", Rhs::Array(vec![]), ints());
+                b.if_(
+                    first,
+                    ints(),
+                    |b| s0.unwrap_or_else(|| empty(b)),
+                    |b| s1.unwrap_or_else(|| empty(b)),
+                )
+            }
+            _ => {
+                // The partials' structure, not their values (their code is dead).
+                let partials = (rule.partials)(b, &values, y);
+                let carried: Vec<Atom> = sets
+                    .iter()
+                    .zip(&partials)
+                    .filter_map(|(s, p)| match p {
+                        Partial::Zero => None,
+                        Partial::At(_) => *s,
+                    })
+                    .collect();
+                let mut acc: Option<Atom> = None;
+                for s in carried {
+                    acc = Some(match acc {
+                        None => s,
+                        Some(a) => b.prim(Prim::IntUnion, &[a, s], ints()),
+                    });
+                }
+                acc.unwrap_or_else(|| b.emit("none", Rhs::Array(vec![]), ints()))
+            }
+        };
+        b.tuple(hint, vec![y, set])
+    }
+
+    /// A sum of reals adds the values and unites the sets (the structural default
+    /// would add the sets as arrays).
+    fn special_prim(
+        &self,
+        b: &mut Builder,
+        p: Prim,
+        args: &[Atom],
+        ty: &Type,
+        hint: &str,
+    ) -> Option<Atom> {
+        if !matches!(p, Prim::Sum | Prim::Sumbuild) || !has_real(ty) {
+            return None;
+        }
+        let lty = b.m.map_type(ty, TypeMap::Deps);
+        let elems = match p {
+            Prim::Sum => args[0],
+            _ => {
+                let arr = b.m.map_type(&Type::array(ty.clone()), TypeMap::Deps);
+                b.emit(hint, Rhs::Prim(Prim::Build, args.to_vec()), arr)
+            }
+        };
+        let plus = plus_code(b, ty);
+        let step = b.closure("plus", vec![lty.clone(), lty.clone()], |b, ps| {
+            call(b, plus, vec![ps[0], ps[1]])
+        });
+        // The first element, then the others added to it; the empty sum is the
+        // language's zero (an empty array or 0.0 with no inputs).
+        let n = b.prim(Prim::Length, &[elems], Type::Int);
+        let empty = b.cmp(Prim::Eq, n, int(0));
+        Some(b.if_(
+            empty,
+            lty.clone(),
+            |b| zero(b, ty),
+            |b| {
+                let first = b.prim(Prim::Index, &[elems, int(0)], lty.clone());
+                let n1 = b.sub(n, int(1));
+                let elem_ty = b.ty(&first);
+                let rest = b.prim(Prim::Slice, &[elems, int(1), n1], Type::array(elem_ty));
+                b.prim(Prim::Fold, &[step, first, rest], lty.clone())
+            },
+        ))
+    }
+}
+
+/// Whether a summable type has a real in it.
+fn has_real(ty: &Type) -> bool {
+    match ty {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().any(has_real),
+        Type::Array(t) => has_real(t),
+        _ => false,
+    }
+}
+
+/// The translated zero of a summable type (arrays: the empty array).
+fn zero(b: &mut Builder, ty: &Type) -> Atom {
+    match ty {
+        Type::Real => Deps.constant(b, crate::builder::real(0.0)),
+        Type::Tuple(ts) => {
+            let parts = ts.iter().map(|t| zero(b, t)).collect();
+            b.tuple("zero", parts)
+        }
+        Type::Array(_) => {
+            let lty = b.m.map_type(ty, TypeMap::Deps);
+            b.emit("zero", Rhs::Array(vec![]), lty)
+        }
+        _ => int(0),
+    }
+}
+
+/// A code `(D(t), D(t)) -> D(t)`: the sum of two translated values of a summable type
+/// (arrays elementwise, of one length as the language's sum requires).
+fn plus_code(b: &mut Builder, ty: &Type) -> CodeId {
+    let lty = b.m.map_type(ty, TypeMap::Deps);
+    helper(
+        b,
+        "plus_deps",
+        ty,
+        vec![lty.clone(), lty.clone()],
+        lty.clone(),
+        |b, ps| {
+            let (u, v) = (ps[0], ps[1]);
+            match ty {
+                Type::Real => {
+                    let (x, y) = (b.proj(&u, 0), b.proj(&v, 0));
+                    let s = b.add(x, y);
+                    let (a, c) = (b.proj(&u, 1), b.proj(&v, 1));
+                    let set = b.prim(Prim::IntUnion, &[a, c], ints());
+                    b.tuple("sum", vec![s, set])
+                }
+                Type::Tuple(ts) => {
+                    let parts = ts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, t)| {
+                            let (x, y) = (b.proj(&u, i), b.proj(&v, i));
+                            if has_real(t) {
+                                let f = plus_code(b, t);
+                                call(b, f, vec![x, y])
+                            } else {
+                                b.arith(Prim::Add, &[x, y])
+                            }
+                        })
+                        .collect();
+                    b.tuple("sum", parts)
+                }
+                Type::Array(elem) => {
+                    let f = plus_code(b, elem);
+                    let le = b.m.map_type(elem, TypeMap::Deps);
+                    let g = b.closure("plus", vec![le.clone(), le], |b, ps| {
+                        call(b, f, vec![ps[0], ps[1]])
+                    });
+                    b.prim(Prim::Map2, &[g, u, v], lty.clone())
+                }
+                _ => b.arith(Prim::Add, &[u, v]),
+            }
+        },
+    )
+}
+
+/// A code `(D([Real] -> [Real]), [Real]) -> ([Int], [Int])`: the translated closure
+/// run at `x` with input j depending on itself, its result's sets laid out as
+/// compressed rows (offsets of length m + 1, then the column indices row by row).
+pub fn sparsity_code(m: &mut Module) -> CodeId {
+    let mut b = Builder::new(m, Span::default());
+    let b = &mut b;
+    let reals = Type::array(Type::Real);
+    let dreal = b.m.map_type(&Type::Real, TypeMap::Deps);
+    let dreals = Type::array(dreal.clone());
+    let fty = Type::func(vec![dreals.clone()], dreals.clone());
+    let result = Type::Tuple(vec![ints(), ints()]);
+    helper(
+        b,
+        "sparsity",
+        &reals,
+        vec![fty, reals.clone()],
+        result,
+        |b, ps| {
+            let (g, x) = (ps[0], ps[1]);
+            let n = b.prim(Prim::Length, &[x], Type::Int);
+            let input = b.closure("input", vec![Type::Int], |b, j| {
+                let xj = b.prim(Prim::Index, &[x, j[0]], Type::Real);
+                let set = b.emit("input", Rhs::Array(vec![j[0]]), ints());
+                b.tuple("input", vec![xj, set])
+            });
+            let point = b.prim(Prim::Build, &[n, input], dreals.clone());
+            let ys = b.emit("ys", Rhs::Call(g, vec![point]), dreals.clone());
+            let set_of = b.closure("set", vec![dreal.clone()], |b, y| b.proj(&y[0], 1));
+            let sets = b.prim(Prim::Map, &[set_of, ys], Type::array(ints()));
+            let len = b.closure("count", vec![ints()], |b, s| {
+                b.prim(Prim::Length, &[s[0]], Type::Int)
+            });
+            let counts = b.prim(Prim::Map, &[len, sets], ints());
+            let add = b.closure("add", vec![Type::Int, Type::Int], |b, p| b.add(p[0], p[1]));
+            let ends = b.prim(Prim::Scan, &[add, int(0), counts], ints());
+            let first = b.emit("first", Rhs::Array(vec![int(0)]), ints());
+            let offsets = b.prim(Prim::Concat, &[first, ends], ints());
+            let append = b.closure("append", vec![ints(), ints()], |b, p| {
+                b.prim(Prim::Concat, &[p[0], p[1]], ints())
+            });
+            let none = b.emit("none", Rhs::Array(vec![]), ints());
+            let columns = b.prim(Prim::Fold, &[append, none, sets], ints());
+            b.tuple("pattern", vec![offsets, columns])
+        },
+    )
+}
