@@ -6,6 +6,8 @@
 //! - `value_and_grad(f, x)  = (f(x), grad(f, x))` unless the mode gets both at once
 //! - `hessian(f, x)         = jacobian(|y| grad(f, y), x)`, the jacobian by the
 //!   mode's algorithm unless it nests otherwise (delta: by columns of JVPs)
+//! - `sparse_jacobian(f, x)`: `sparsity`, a colouring, and a `jvp` or the mode's
+//!   `vjp` per colour (`sparse_jacobian.rs`)
 //!
 //! The result is ordinary Core, so the forward pass (and any later one) transforms it
 //! like user code: nested operators need no special case.
@@ -21,7 +23,10 @@ use crate::mode::{AdMode, ReverseAlgorithm, Site, jvp_tangent};
 /// Whether a primitive is expanded here.
 fn is_expanded(p: Prim) -> bool {
     use Prim::*;
-    matches!(p, Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian)
+    matches!(
+        p,
+        Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian | SparseJacobian
+    )
 }
 
 /// Whether a primitive's algorithm is the one `--ad` chooses.
@@ -148,6 +153,7 @@ fn expand_op(b: &mut Builder, p: Prim, args: &[Atom], alg: &dyn ReverseAlgorithm
         Prim::Jacobian => alg.jacobian(b, &s),
         Prim::ValueAndGrad => alg.value_and_grad(b, &s),
         Prim::Hessian => alg.hessian(b, &s),
+        Prim::SparseJacobian => crate::sparse_jacobian::sparse_jacobian(b, &s, alg),
         _ => unreachable!("not an expanded operator"),
     }
 }

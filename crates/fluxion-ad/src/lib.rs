@@ -49,6 +49,7 @@ mod mode;
 mod pullback_by_jvps;
 mod push_forward;
 mod push_jet;
+mod sparse_jacobian;
 mod structural;
 mod tangent;
 mod taylor;

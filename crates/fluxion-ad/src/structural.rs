@@ -487,7 +487,7 @@ impl<L: Layer> Translate<'_, L> {
                     b.emit(hint, Rhs::Prim(Index, vec![a, i]), lty)
                 }
             }
-            Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian => {
+            Grad | ValueAndGrad | Vjp | Diff | Jacobian | Hessian | SparseJacobian => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation unexpanded",
                     p.name()
@@ -534,6 +534,13 @@ impl<L: Layer> Translate<'_, L> {
             ChadOf if fluxion_core::prim::is_chad_of_twice(p, args) => {
                 return Err(AdError::new(
                     "internal error: a tape of tapes reached a translation".to_string(),
+                ));
+            }
+            // The pattern of a function inside derivative code: not translated (yet).
+            Sparsity => {
+                return Err(AdError::new(
+                    "`sparsity` inside a function being differentiated is not supported yet"
+                        .to_string(),
                 ));
             }
             DeltaVjp | ChadVjp => {

@@ -54,10 +54,16 @@ prims! {
     // Differential operators (§5).
     Grad => "grad", ValueAndGrad => "value_and_grad", Jvp => "jvp", Vjp => "vjp",
     Diff => "diff", Jacobian => "jacobian", Hessian => "hessian", Taylor => "taylor",
-    Jet => "jet", Sparsity => "sparsity",
+    Jet => "jet", Sparsity => "sparsity", SparseJacobian => "sparse_jacobian",
     // Internal: the union of two ascending arrays of distinct Ints, ascending (a real's
     // set of inputs in the dependency layer, fluxion-ad's `deps.rs`).
     IntUnion => "%union",
+    // Internal, of `sparse_jacobian`'s expansion: `%colour(offsets, cols, n, by_rows)`
+    // colours a compressed-row pattern with n columns greedily (first fit, in order):
+    // the columns (by_rows = 0; two sharing a row differ) or the rows (1; two sharing
+    // a column differ), colours 0, 1, …; `%rows_of(offsets)` is the row of each
+    // nonzero.
+    Colour => "%colour", RowsOf => "%rows_of",
     // Internal: a `match` with no arm for the value (a runtime error).
     MatchFail => "%match_fail",
     // Internal: checks that a (co)tangent has the shape of a value — the same
@@ -318,7 +324,16 @@ impl Prim {
         use Prim::*;
         matches!(
             self,
-            Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet | Sparsity
+            Grad | ValueAndGrad
+                | Jvp
+                | Vjp
+                | Diff
+                | Jacobian
+                | Hessian
+                | Taylor
+                | Jet
+                | Sparsity
+                | SparseJacobian
         )
     }
 
@@ -449,6 +464,8 @@ impl Prim {
             Replicate => poly(vec![C::Any], vec![S::Int, v(0)], arr(v(0))),
             Range => mono(vec![S::Int], arr(S::Int)),
             IntUnion => mono(vec![arr(S::Int), arr(S::Int)], arr(S::Int)),
+            Colour => mono(vec![arr(S::Int), arr(S::Int), S::Int, S::Int], arr(S::Int)),
+            RowsOf => mono(vec![arr(S::Int)], arr(S::Int)),
             Reverse => poly(vec![C::Any], vec![arr(v(0))], arr(v(0))),
             Concat => poly(vec![C::Any], vec![arr(v(0)), arr(v(0))], arr(v(0))),
             Slice => poly(vec![C::Any], vec![arr(v(0)), S::Int, S::Int], arr(v(0))),
@@ -480,7 +497,7 @@ impl Prim {
                 return None;
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
-            | Sparsity | MatchFail => {
+            | Sparsity | SparseJacobian | MatchFail => {
                 return None;
             }
         })

@@ -686,6 +686,17 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             let ints = Type::array(Type::Int);
             Ok(Type::Tuple(vec![ints.clone(), ints]))
         }
+        Prim::SparseJacobian => {
+            if a != real_vec || b != real_vec {
+                return Err(format!(
+                    "sparse_jacobian needs a function [Real] -> [Real], not {}",
+                    show(&args[0])
+                ));
+            }
+            expect(vec![f, a])?;
+            let ints = Type::array(Type::Int);
+            Ok(Type::Tuple(vec![ints.clone(), ints, real_vec]))
+        }
         Prim::Jet => {
             expect(vec![f, a.clone(), Type::array(ta), Type::Int])?;
             Ok(Type::Tuple(vec![b.clone(), Type::array(tb)]))

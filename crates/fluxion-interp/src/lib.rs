@@ -11,6 +11,7 @@ mod ad;
 mod array;
 mod chad;
 mod cmath;
+mod colouring;
 mod compile;
 mod deep;
 mod delta;

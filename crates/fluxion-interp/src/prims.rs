@@ -389,6 +389,30 @@ impl Interp {
                     v => Value::Array(vec![v.clone(); n].into()),
                 }
             }
+            Colour | RowsOf => {
+                let ints = |v: &Value| -> Vec<i64> {
+                    (0..v.array_len().unwrap_or(0))
+                        .filter_map(|i| match v.array_get(i) {
+                            Some(Value::Int(x)) => Some(x),
+                            _ => None,
+                        })
+                        .collect()
+                };
+                let offsets = ints(a(0));
+                let out = if p == RowsOf {
+                    crate::colouring::rows_of(&offsets)
+                } else {
+                    let n = match a(2) {
+                        Value::Int(n) => *n,
+                        _ => 0,
+                    };
+                    let by_rows = matches!(a(3), Value::Int(1));
+                    crate::colouring::colour(&offsets, &ints(a(1)), n, by_rows)
+                        .map_err(|message| RuntimeError { span, message })?
+                };
+                self.reserve(out.len() * 8, span)?;
+                Value::IntArray(out.into())
+            }
             IntUnion => {
                 let ints = |v: &Value| -> Vec<i64> {
                     (0..v.array_len().unwrap_or(0))
@@ -457,7 +481,7 @@ impl Interp {
                 }
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
-            | Sparsity | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
+            | Sparsity | SparseJacobian | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
                 return self.differential(p, args, span);
             }
             // Derivative code made ahead of time calls these (`resolved.rs`).

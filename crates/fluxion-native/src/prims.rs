@@ -323,6 +323,15 @@ pub(crate) fn emit(
         IntUnion => {
             decl(s, format!("fx_int_union({}, {}, {sp})", a[0], a[1]));
         }
+        Colour => {
+            decl(
+                s,
+                format!("fx_colour({}, {}, {}, {}, {sp})", a[0], a[1], a[2], a[3]),
+            );
+        }
+        RowsOf => {
+            decl(s, format!("fx_rows_of({}, {sp})", a[0]));
+        }
         Range => {
             decl(
                 s,

@@ -368,6 +368,70 @@ static fx_arr *fx_int_union(fx_arr *a, fx_arr *b, uint32_t src, uint32_t start, 
   return r;
 }
 
+/* `%rows_of(offsets)`: the row of each nonzero of a compressed-row pattern. */
+static fx_arr *fx_rows_of(fx_arr *offsets, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t m = FX_LEN(offsets) - 1;
+  const fx_int *o = m >= 0 ? FX_DATA(offsets, fx_int) : NULL;
+  int64_t nnz = m > 0 ? o[m] : 0;
+  fx_arr *r = fx_arr_new(nnz, sizeof(fx_int), "the rows of a pattern", src, start, end);
+  fx_int *rows = FX_DATA(r, fx_int);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t t = o[i]; t < o[i + 1] && t < nnz; t++) rows[t] = i;
+  return r;
+}
+
+/* `%colour(offsets, cols, n, by_rows)`: the greedy first-fit colouring of a
+   compressed-row pattern's columns (two sharing a row differ) or, by_rows, its rows
+   (two sharing a column differ), in natural order. The interpreter has the same
+   algorithm (fluxion-interp's colouring.rs). */
+static fx_arr *fx_colour(fx_arr *offsets, fx_arr *cols, fx_int n, fx_int by_rows, uint32_t src,
+                         uint32_t start, uint32_t end) {
+  int64_t m = FX_LEN(offsets) - 1, nnz = FX_LEN(cols);
+  const fx_int *ro = m >= 0 ? FX_DATA(offsets, fx_int) : NULL;
+  const fx_int *rc = nnz ? FX_DATA(cols, fx_int) : NULL;
+  int ok = n >= 0 && m >= 0 && ro[0] == 0 && ro[m] == nnz;
+  for (int64_t i = 0; ok && i < m; i++) ok = ro[i] <= ro[i + 1];
+  for (int64_t t = 0; ok && t < nnz; t++) ok = rc[t] >= 0 && rc[t] < n;
+  if (!ok) fx_fail(src, start, end, "internal error: a malformed sparsity pattern");
+  /* The transpose: the rows of each column. */
+  int64_t *cs = calloc((size_t)n + 1, sizeof(int64_t)), *fill = malloc(((size_t)n + 1) * sizeof(int64_t));
+  int64_t *cr = malloc(((size_t)nnz + 1) * sizeof(int64_t));
+  int64_t items = by_rows ? m : n;
+  int64_t *mark = malloc(((size_t)items + 1) * sizeof(int64_t));
+  fx_arr *r = NULL;
+  if (!cs || !fill || !cr || !mark) goto out;
+  for (int64_t t = 0; t < nnz; t++) cs[rc[t] + 1]++;
+  for (int64_t j = 0; j < n; j++) cs[j + 1] += cs[j];
+  for (int64_t j = 0; j <= n; j++) fill[j] = cs[j];
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t t = ro[i]; t < ro[i + 1]; t++) cr[fill[rc[t]]++] = i;
+  r = fx_arr_new(items, sizeof(fx_int), "a colouring", src, start, end);
+  fx_int *colours = FX_DATA(r, fx_int);
+  for (int64_t u = 0; u < items; u++) colours[u] = -1;
+  for (int64_t u = 0; u <= items; u++) mark[u] = -1;
+  for (int64_t u = 0; u < items; u++) {
+    int64_t gs = by_rows ? ro[u] : cs[u], ge = by_rows ? ro[u + 1] : cs[u + 1];
+    for (int64_t q = gs; q < ge; q++) {
+      int64_t g = by_rows ? rc[q] : cr[q];
+      int64_t vs = by_rows ? cs[g] : ro[g], ve = by_rows ? cs[g + 1] : ro[g + 1];
+      for (int64_t p = vs; p < ve; p++) {
+        int64_t v = by_rows ? cr[p] : rc[p];
+        if (colours[v] >= 0) mark[colours[v]] = u;
+      }
+    }
+    int64_t c = 0;
+    while (mark[c] == u) c++;
+    colours[u] = c;
+  }
+out:
+  free(cs);
+  free(fill);
+  free(cr);
+  free(mark);
+  if (!r) fx_fail(src, start, end, "out of memory: colouring a sparsity pattern");
+  return r;
+}
+
 /* Enums: header, tag, then the constructor's fields (a per-constructor struct). */
 typedef struct {
   fx_hdr h;

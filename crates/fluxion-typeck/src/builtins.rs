@@ -106,7 +106,7 @@ impl Elab {
         }
         match prim {
             Prim::Diff => self.expect(&tys[1], &Ty::Real, span(args[1].span), "point of `diff`"),
-            Prim::Jacobian | Prim::Hessian | Prim::Sparsity => self.expect(
+            Prim::Jacobian | Prim::Hessian | Prim::Sparsity | Prim::SparseJacobian => self.expect(
                 &tys[1],
                 &Ty::array(Ty::Real),
                 span(args[1].span),
@@ -126,7 +126,7 @@ impl Elab {
         };
         let ret = match prim {
             Prim::Grad | Prim::ValueAndGrad | Prim::Hessian => Ty::Real,
-            Prim::Jacobian | Prim::Sparsity => Ty::array(Ty::Real),
+            Prim::Jacobian | Prim::Sparsity | Prim::SparseJacobian => Ty::array(Ty::Real),
             _ => self.u.fresh(),
         };
         // Only a lambda written in place receives the expected type: for any other
