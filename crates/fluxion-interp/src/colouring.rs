@@ -69,3 +69,74 @@ pub(crate) fn colour(
     }
     Ok(colours)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The compressed rows of a pattern given row by row.
+    fn csr(rows: &[&[i64]]) -> (Vec<i64>, Vec<i64>) {
+        let mut offsets = vec![0];
+        let mut cols = Vec::new();
+        for r in rows {
+            cols.extend_from_slice(r);
+            offsets.push(cols.len() as i64);
+        }
+        (offsets, cols)
+    }
+
+    /// Whether no two items of one colour share a group.
+    fn proper(offsets: &[i64], cols: &[i64], colours: &[i64], by_rows: bool) {
+        for i in 0..offsets.len() - 1 {
+            let row = &cols[offsets[i] as usize..offsets[i + 1] as usize];
+            for (a, &j) in row.iter().enumerate() {
+                for &k in &row[a + 1..] {
+                    if !by_rows {
+                        assert_ne!(colours[j as usize], colours[k as usize], "columns {j}, {k}");
+                    }
+                }
+            }
+        }
+        if by_rows {
+            for i in 0..offsets.len() - 1 {
+                for r in i + 1..offsets.len() - 1 {
+                    let a = &cols[offsets[i] as usize..offsets[i + 1] as usize];
+                    let b = &cols[offsets[r] as usize..offsets[r + 1] as usize];
+                    if a.iter().any(|c| b.contains(c)) {
+                        assert_ne!(colours[i], colours[r], "rows {i}, {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_tridiagonal_pattern_needs_three_colours_either_way() {
+        let n = 10i64;
+        let rows: Vec<Vec<i64>> = (0..n)
+            .map(|i| ((i - 1).max(0)..=(i + 1).min(n - 1)).collect())
+            .collect();
+        let rows: Vec<&[i64]> = rows.iter().map(|r| &r[..]).collect();
+        let (offsets, cols) = csr(&rows);
+        for by_rows in [false, true] {
+            let colours = colour(&offsets, &cols, n, by_rows).expect("well formed");
+            proper(&offsets, &cols, &colours, by_rows);
+            assert_eq!(
+                colours.iter().max(),
+                Some(&2),
+                "by_rows {by_rows}: {colours:?}"
+            );
+        }
+        assert_eq!(rows_of(&offsets)[..5], [0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_dense_row_needs_every_column_colour_and_one_row_colour() {
+        let (offsets, cols) = csr(&[&[0, 1, 2, 3], &[0, 2]]);
+        assert_eq!(colour(&offsets, &cols, 4, false), Ok(vec![0, 1, 2, 3]));
+        assert_eq!(colour(&offsets, &cols, 4, true), Ok(vec![0, 1]));
+        // A malformed pattern is an error, not a panic.
+        assert!(colour(&[0, 3], &[0, 1], 2, false).is_err());
+        assert!(colour(&[0, 1], &[5], 2, false).is_err());
+    }
+}
