@@ -19,8 +19,18 @@ use crate::calculus::{Partial, RealRule};
 use crate::helpers::{call, helper};
 use crate::structural::{Layer, Parts, translate_code};
 
-/// The dependency translation of `code`, creating it on first request.
+/// The dependency translation of `code`, creating it on first request. A function
+/// that applies a differential operator itself is refused: an operator's translation
+/// by this layer is not defined yet (`T(D(A)) ≠ D(T(A))`: a set of inputs has no
+/// tangent).
 pub fn deps_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
+    if crate::ahead::applies_an_operator(m, code) {
+        return Err(AdError::new(
+            "sparsity: the function applies a differential operator itself (grad, jvp, \
+             jet, …), which the dependency analysis does not follow yet"
+                .to_string(),
+        ));
+    }
     translate_code(m, code, &Deps, None)
 }
 

@@ -248,6 +248,12 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
     for (name, expr, reference) in AGREEMENTS {
         agreement(src, x, expr, reference).map_err(|m| fail(format!("agreement: {name}"), m))?;
     }
+    // 3b. Where `f` applies no operator itself: `sparsity` of the vector variant holds
+    //     every nonzero of its Jacobian, and `sparse_jacobian` is that Jacobian at the
+    //     pattern.
+    if !applies_operator(src) {
+        sparsity_oracle(src, x).map_err(|m| fail("sparsity", m))?;
+    }
     // 4. The printed Core re-parses, type-checks and computes the same value and
     //    gradient; the printed forward stage re-parses, type-checks, and its `f_fwd`
     //    on (x, e_i) gives the value and the i-th partial derivative.
@@ -293,6 +299,60 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
         ));
     }
     Ok(grad)
+}
+
+/// Whether a generated program applies a differential operator itself.
+fn applies_operator(src: &str) -> bool {
+    [
+        "diff(",
+        "grad(",
+        "jvp(",
+        "vjp(",
+        "hessian(",
+        "jacobian(",
+        "taylor(",
+        "jet(",
+    ]
+    .iter()
+    .any(|op| src.contains(op))
+}
+
+/// `sparse_jacobian(fv, x)` against `jacobian(fv, x)` (2 rows).
+fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
+    let xs = literal(x);
+    let with_fv = format!("{src}{FV}");
+    let expr = format!("(sparse_jacobian(fv, {xs}), jacobian(fv, {xs}))");
+    // Every number of the printed result, Ints included, in order.
+    let text = fluxion_driver::gradcheck::eval_literal(&with_fv, &expr, AdMode::Delta)?;
+    let flat: Vec<f64> = text
+        .split(|c: char| "[](), ".contains(c))
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<f64>().map_err(|_| format!("{expr} = {text}: not a number: {t}")))
+        .collect::<Result<_, _>>()?;
+    let n = x.len();
+    let nnz = flat[2] as usize;
+    let (offsets, rest) = flat.split_at(3);
+    let (cols, rest) = rest.split_at(nnz);
+    let (values, jac) = rest.split_at(nnz);
+    for i in 0..2 {
+        let row: Vec<usize> = (offsets[i] as usize..offsets[i + 1] as usize).collect();
+        for j in 0..n {
+            let want = jac[i * n + j];
+            match row.iter().find(|t| cols[**t] as usize == j) {
+                Some(t) if !close(values[*t], want) => {
+                    return Err(format!(
+                        "{expr}: ({i}, {j}) = {}, jacobian {want}",
+                        values[*t]
+                    ));
+                }
+                None if want != 0.0 => {
+                    return Err(format!("{expr}: ({i}, {j}) = {want} is not in the pattern"));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 fn bits_equal(a: &[f64], b: &[f64]) -> bool {

@@ -204,4 +204,13 @@ fn bad_uses_are_diagnosed() {
     )
     .expect_err("a type error");
     assert!(e.contains("type error"), "{e}");
+    // A function applying an operator itself is refused with a message, not analysed
+    // wrongly.
+    let e = eval_literal(
+        "",
+        "sparsity(|x: [Real]| [grad(|y: [Real]| y[0] * y[0] * x[1], x)[0]], [1.0, 2.0])",
+        AdMode::Delta,
+    )
+    .expect_err("refused");
+    assert!(e.contains("applies a differential operator itself"), "{e}");
 }

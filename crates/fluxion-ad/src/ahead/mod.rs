@@ -19,3 +19,8 @@ mod push;
 mod resolve;
 
 pub use resolve::resolve_operators;
+
+/// Whether `code`, or a code it reaches, applies a differential operator (as written).
+pub(crate) fn applies_an_operator(m: &fluxion_core::Module, code: fluxion_core::CodeId) -> bool {
+    resolve::holds_operator(m, code, &std::collections::HashSet::new())
+}

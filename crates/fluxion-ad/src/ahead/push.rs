@@ -47,6 +47,8 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
             }
             _ => return None,
         },
+        // A function applying an operator itself is refused at run time (`deps.rs`).
+        Prim::Sparsity if super::resolve::applies_operators(site, &args[0]) => return None,
         Prim::Sparsity => TypeMap::Deps,
         Prim::Jvp | Prim::ChadVjp | Prim::DeltaVjp => TypeMap::Fwd,
         _ => return None,

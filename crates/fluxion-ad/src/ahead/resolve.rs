@@ -454,7 +454,7 @@ fn expand_operator(
 }
 
 /// Whether `f` is a closure known here whose code applies an operator itself.
-fn applies_operators(site: &super::lift::Site, f: &Atom) -> bool {
+pub(crate) fn applies_operators(site: &super::lift::Site, f: &Atom) -> bool {
     let Atom::Var(fv) = f else { return false };
     site.closures
         .get(fv)
