@@ -40,8 +40,8 @@ pub(crate) fn colour(
     let mut fill = col_start.clone();
     let mut col_rows = vec![0usize; cols.len()];
     for i in 0..m {
-        for t in offsets[i] as usize..offsets[i + 1] as usize {
-            let j = cols[t] as usize;
+        for c in &cols[offsets[i] as usize..offsets[i + 1] as usize] {
+            let j = *c as usize;
             col_rows[fill[j]] = i;
             fill[j] += 1;
         }
