@@ -144,7 +144,7 @@ const REPS: usize = 5;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let tables: [(&str, fn()); 8] = [
+    let tables: [(&str, fn()); 9] = [
         ("native", native_table),
         ("backend", backend_table),
         ("jvp", jvp_table),
@@ -152,6 +152,7 @@ fn main() {
         ("taylor", taylor_table),
         ("hessian", hessian_table),
         ("jet", jet_table),
+        ("sparse", sparse_table),
         ("compile", compile_table),
     ];
     match args[..] {
@@ -174,7 +175,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: fluxion-bench [native|backend|jvp|taylor|hessian|jet|compile | delta [--ad MODE] [--max-n N] \
+        "usage: fluxion-bench [native|backend|jvp|taylor|hessian|jet|sparse|compile | delta [--ad MODE] [--max-n N] \
          | gmm [--ad MODE] | source functions|lets|straight|fold|indexing|closures N]"
     );
     std::process::exit(2);
@@ -666,6 +667,49 @@ fn jet_table() {
                 "| {r} | {k} | {} | {jet:.1} | {every:.1} | {:.1} | {polarisation} |",
                 c - 1,
                 nested[r as usize - 1],
+            );
+        }
+    }
+}
+
+/// A banded and a block-sparse function of n inputs for the `sparse` table.
+const SPARSE_PROGS: [(&str, &str); 2] = [
+    (
+        "banded (tridiagonal)",
+        "fn f(x: [Real]) -> [Real] { let n = length(x); build(n, |i| x[i] * x[i] * (if i > 0 { x[i - 1] } else { 1.0 }) + sin(if i + 1 < n { x[i + 1] } else { 0.0 })) }",
+    ),
+    (
+        "block-sparse (blocks of 4)",
+        "fn f(x: [Real]) -> [Real] { build(length(x), |i| { let s = i - i % 4; x[i] * (x[s] * x[s] + x[s + 1] * x[s + 1] + x[s + 2] * x[s + 2] + x[s + 3] * x[s + 3]) }) }",
+    ),
+];
+
+/// `sparse_jacobian` against the dense `jacobian` (`--ad delta`: one reverse pass per
+/// output) as n grows, per evaluation of the function (interpreter; compiling and
+/// building the input, a run of its own, subtracted).
+fn sparse_table() {
+    println!("\n## `sparse_jacobian` against `jacobian` as n grows\n");
+    println!("| function | n | jacobian / primal | sparse_jacobian / primal | sparsity / primal |");
+    println!("|---|---|---|---|---|");
+    for (name, prog) in SPARSE_PROGS {
+        for n in [100usize, 400, 1600] {
+            let x = format!("build({n}, |i| 0.5 + 0.001 * to_real(i))");
+            let time = |expr: &str| {
+                let src = format!("{prog}\nfn main() -> Int {{ let x = {x}; length({expr}) }}");
+                time_fluxion(&src, "main", REPS).as_secs_f64()
+            };
+            // Less compiling and building x (a run returning x's length).
+            let base = time("x");
+            let time = |expr: &str| (time(expr) - base).max(f64::MIN_POSITIVE);
+            let primal = time("f(x)");
+            let dense = time("jacobian(f, x)");
+            let sparse = time("sparse_jacobian(f, x).2");
+            let pattern = time("sparsity(f, x).1");
+            println!(
+                "| {name} | {n} | {:.1} | {:.1} | {:.1} |",
+                dense / primal,
+                sparse / primal,
+                pattern / primal
             );
         }
     }

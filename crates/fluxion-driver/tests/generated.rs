@@ -327,7 +327,10 @@ fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
     let flat: Vec<f64> = text
         .split(|c: char| "[](), ".contains(c))
         .filter(|t| !t.is_empty())
-        .map(|t| t.parse::<f64>().map_err(|_| format!("{expr} = {text}: not a number: {t}")))
+        .map(|t| {
+            t.parse::<f64>()
+                .map_err(|_| format!("{expr} = {text}: not a number: {t}"))
+        })
         .collect::<Result<_, _>>()?;
     let n = x.len();
     let nnz = flat[2] as usize;
