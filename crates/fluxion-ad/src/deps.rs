@@ -274,11 +274,18 @@ pub fn sparsity_code(m: &mut Module) -> CodeId {
             let ends = b.prim(Prim::Scan, &[add, int(0), counts], ints());
             let first = b.emit("first", Rhs::Array(vec![int(0)]), ints());
             let offsets = b.prim(Prim::Concat, &[first, ends], ints());
-            let append = b.closure("append", vec![ints(), ints()], |b, p| {
-                b.prim(Prim::Concat, &[p[0], p[1]], ints())
+            // Nonzero t is in row rows[t], at t − offsets[rows[t]] in that row's set:
+            // one pass over the nonzeros (a fold of `concat`s copies O(m·nnz)).
+            let rows = b.prim(Prim::RowsOf, &[offsets], ints());
+            let nnz = b.prim(Prim::Length, &[rows], Type::Int);
+            let column = b.closure("column", vec![Type::Int], |b, t| {
+                let i = b.prim(Prim::Index, &[rows, t[0]], Type::Int);
+                let start = b.prim(Prim::Index, &[offsets, i], Type::Int);
+                let at = b.sub(t[0], start);
+                let set = b.prim(Prim::Index, &[sets, i], ints());
+                b.prim(Prim::Index, &[set, at], Type::Int)
             });
-            let none = b.emit("none", Rhs::Array(vec![]), ints());
-            let columns = b.prim(Prim::Fold, &[append, none, sets], ints());
+            let columns = b.prim(Prim::Build, &[nnz, column], ints());
             b.tuple("pattern", vec![offsets, columns])
         },
     )

@@ -692,7 +692,7 @@ fn sparse_table() {
     println!("| function | n | jacobian / primal | sparse_jacobian / primal | sparsity / primal |");
     println!("|---|---|---|---|---|");
     for (name, prog) in SPARSE_PROGS {
-        for n in [100usize, 400, 1600] {
+        for n in [200usize, 800, 1600] {
             let x = format!("build({n}, |i| 0.5 + 0.001 * to_real(i))");
             let time = |expr: &str| {
                 let src = format!("{prog}\nfn main() -> Int {{ let x = {x}; length({expr}) }}");
