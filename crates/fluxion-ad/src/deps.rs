@@ -26,8 +26,9 @@ use crate::structural::{Layer, Parts, translate_code};
 pub fn deps_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
     if crate::ahead::applies_an_operator(m, code) {
         return Err(AdError::new(
-            "sparsity: the function applies a differential operator itself (grad, jvp, \
-             jet, …), which the dependency analysis does not follow yet"
+            "sparsity (or sparse_jacobian): the function applies a differential operator \
+             itself (grad, jvp, jet, … or a pullback of vjp), which the dependency \
+             analysis does not follow yet"
                 .to_string(),
         ));
     }

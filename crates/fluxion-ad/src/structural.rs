@@ -539,7 +539,8 @@ impl<L: Layer> Translate<'_, L> {
             // The pattern of a function inside derivative code: not translated (yet).
             Sparsity => {
                 return Err(AdError::new(
-                    "`sparsity` inside a function being differentiated is not supported yet"
+                    "`sparsity` or `sparse_jacobian` inside a function being differentiated is not \
+                     supported yet (even in a branch that does not run)"
                         .to_string(),
                 ));
             }

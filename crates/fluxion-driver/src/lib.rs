@@ -483,6 +483,7 @@ impl Program {
                     || stage == "delta"
                     || stage == "chad"
                     || stage == "chad-fwd"
+                    || stage == "deps"
                     || stage.starts_with("taylor")
                     || stage.starts_with("jet") =>
             {
@@ -491,6 +492,7 @@ impl Program {
                     "chad" => fluxion_core::TypeMap::Chad,
                     "chad-fwd" => fluxion_core::TypeMap::ChadFwd,
                     "fwd" => fluxion_core::TypeMap::Fwd,
+                    "deps" => fluxion_core::TypeMap::Deps,
                     _ => fluxion_core::TypeMap::Taylor(jet_stage(stage)?),
                 };
                 let mut module = self.module.clone();
@@ -521,7 +523,7 @@ impl Program {
                 Ok(skipped + &fluxion_core::print::print_reachable(&module, &derived))
             }
             other => Err(format!(
-                "unknown stage `{other}` (available: {})",
+                "unknown stage `{other}` (available: {}, taylorK, jetKxR)",
                 STAGES.join(", ")
             )),
         }
@@ -664,7 +666,7 @@ pub fn interpreter(module: Module, options: RunOptions) -> Interp {
 
 /// The stages `show` can print.
 pub const STAGES: &[&str] = &[
-    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "jet", "c",
+    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "jet", "deps", "c",
 ];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K,

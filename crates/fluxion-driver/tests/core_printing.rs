@@ -248,6 +248,19 @@ fn jet_snapshot() {
 }
 
 #[test]
+fn deps_snapshot() {
+    // `sparsity`'s layer: each real with its set of inputs; `floor` carries none, `max`
+    // the argument it follows.
+    insta::assert_snapshot!(
+        "deps_vector",
+        stage_of(
+            "fn f(x: [Real]) -> [Real] { [x[0] * sin(x[1]), floor(x[2]) + max(x[0], x[2])] }",
+            "deps"
+        )
+    );
+}
+
+#[test]
 fn taylor_mode_output_reparses_and_type_checks() {
     for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
         for stage in ["taylor1", "taylor3", "jet2x2", "jet3x1"] {
