@@ -208,6 +208,11 @@ fn leaf(b: &mut Builder, layer: TypeMap, x: Atom, dx: Atom) -> Atom {
                 Type::array(Type::Real),
             )
         }
+        // A capture under `sparsity` depends on no input.
+        TypeMap::Deps => {
+            let none = b.emit("none", Rhs::Array(vec![]), Type::array(Type::Int));
+            b.tuple("constant", vec![x, none])
+        }
         _ => b.tuple("dual", vec![x, dx]),
     }
 }
