@@ -128,7 +128,7 @@ impl Layer for Deps {
         ty: &Type,
         hint: &str,
     ) -> Option<Atom> {
-        if !matches!(p, Prim::Sum | Prim::Sumbuild) || !has_real(ty) {
+        if !matches!(p, Prim::Sum | Prim::Sumbuild) || !crate::taylor::has_real_leaf(ty) {
             return None;
         }
         let lty = b.m.map_type(ty, TypeMap::Deps);
@@ -159,16 +159,6 @@ impl Layer for Deps {
                 b.prim(Prim::Fold, &[step, first, rest], lty.clone())
             },
         ))
-    }
-}
-
-/// Whether a summable type has a real in it.
-fn has_real(ty: &Type) -> bool {
-    match ty {
-        Type::Real => true,
-        Type::Tuple(ts) => ts.iter().any(has_real),
-        Type::Array(t) => has_real(t),
-        _ => false,
     }
 }
 
@@ -214,7 +204,7 @@ fn plus_code(b: &mut Builder, ty: &Type) -> CodeId {
                         .enumerate()
                         .map(|(i, t)| {
                             let (x, y) = (b.proj(&u, i), b.proj(&v, i));
-                            if has_real(t) {
+                            if crate::taylor::has_real_leaf(t) {
                                 let f = plus_code(b, t);
                                 call(b, f, vec![x, y])
                             } else {

@@ -217,13 +217,39 @@ fn leaf(b: &mut Builder, layer: TypeMap, x: Atom, dx: Atom) -> Atom {
     }
 }
 
+/// How [`coefficient_read`] reads a real's coefficient: as stored, or (a jet's
+/// coefficient α) times α!, the mixed partial (`jet`).
+#[derive(Clone, Copy)]
+pub(crate) enum Read {
+    Stored,
+    Partial(fluxion_core::Jet),
+}
+
 /// Coefficient `j ≥ 1` of every real of `v: L(B)`, a value of `T(B)`.
 fn coefficient(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom, j: Atom) -> Atom {
+    coefficient_read(b, layer, ty, v, j, Read::Stored)
+}
+
+/// Coefficient `j ≥ 1` of every real of `v: L(B)`, read as `read` says.
+pub(crate) fn coefficient_read(
+    b: &mut Builder,
+    layer: TypeMap,
+    ty: &Type,
+    v: Atom,
+    j: Atom,
+    read: Read,
+) -> Atom {
     let tty = b.m.tangent_type(ty);
     match ty {
         Type::Real => {
-            return match layer {
-                TypeMap::Taylor(_) => b.prim(Prim::Index, &[v, j], Type::Real),
+            return match (layer, read) {
+                (TypeMap::Taylor(_), Read::Stored) => b.prim(Prim::Index, &[v, j], Type::Real),
+                (_, Read::Partial(jet)) => {
+                    let c = b.prim(Prim::Index, &[v, j], Type::Real);
+                    let table = factorials(b, jet);
+                    let f = b.prim(Prim::Index, &[table, j], Type::Real);
+                    b.mul(c, f)
+                }
                 _ => b.proj(&v, 1),
             };
         }
@@ -231,7 +257,11 @@ fn coefficient(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom, j: Atom) -> 
         _ => {}
     }
     let lty = b.m.map_type(ty, layer);
-    let name = format!("coefficient_{}", layer_name(layer));
+    let what = match read {
+        Read::Stored => "coefficient",
+        Read::Partial(_) => "partial",
+    };
+    let name = format!("{what}_{}", layer_name(layer));
     let code = helper(b, &name, ty, vec![lty, Type::Int], tty.clone(), |b, ps| {
         let (v, j) = (ps[0], ps[1]);
         match ty {
@@ -241,17 +271,17 @@ fn coefficient(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom, j: Atom) -> 
                     .enumerate()
                     .map(|(i, t)| {
                         let vi = b.proj(&v, i);
-                        coefficient(b, layer, t, vi, j)
+                        coefficient_read(b, layer, t, vi, j, read)
                     })
                     .collect();
-                b.tuple("coefficient", parts)
+                b.tuple(what, parts)
             }
             Type::Array(elem) => {
                 let elem = (**elem).clone();
                 let lelem = b.m.map_type(&elem, layer);
                 let jv = var_of(b, j);
-                let f = b.lambda("coefficient_elem", &[jv], vec![lelem], |b, p| {
-                    coefficient(b, layer, &elem, p[0], Atom::Var(jv))
+                let f = b.lambda(&format!("{what}_elem"), &[jv], vec![lelem], |b, p| {
+                    coefficient_read(b, layer, &elem, p[0], Atom::Var(jv), read)
                 });
                 b.prim(Prim::Map, &[f, v], tty.clone())
             }
@@ -268,13 +298,29 @@ fn coefficient(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom, j: Atom) -> 
                     let parts: Vec<Atom> = base_fields[tag as usize]
                         .iter()
                         .zip(fields)
-                        .map(|(t, f)| coefficient(b, layer, t, *f, j))
+                        .map(|(t, f)| coefficient_read(b, layer, t, *f, j, read))
                         .collect();
-                    b.emit("coefficient", Rhs::Ctor(te, tag, parts), Type::Enum(te))
+                    b.emit(what, Rhs::Ctor(te, tag, parts), Type::Enum(te))
                 })
             }
             _ => Atom::Lit(fluxion_core::Lit::Unit),
         }
     });
     call(b, code, vec![v, j])
+}
+
+/// α! for each coefficient α of `jet`, in its order, as a literal array.
+fn factorials(b: &mut Builder, jet: fluxion_core::Jet) -> Atom {
+    let table: Vec<Atom> = jet
+        .multi_indices()
+        .iter()
+        .map(|alpha| {
+            let f: f64 = alpha
+                .iter()
+                .map(|a| (1..=*a).map(f64::from).product::<f64>())
+                .product();
+            real(f)
+        })
+        .collect();
+    b.emit("factorials", Rhs::Array(table), Type::array(Type::Real))
 }

@@ -13,6 +13,7 @@ use crate::builder::{Builder, int, real};
 use crate::helpers::{call, enum_match, helper, var_of, variant_fields};
 use crate::layer::{layer_name, primal_of};
 use crate::mode::call_at;
+use crate::push_forward::{Read, coefficient_read};
 
 /// A code `(D(A -> B), A, [T(A)]) -> (B, [T(B)])` for functions of type `fty`, `D` the
 /// translation of shape `jet` (its `dirs` the number of directions): `jet`'s value.
@@ -54,7 +55,8 @@ pub fn push_jet_code(m: &mut Module, jet: Jet, fty: &Type) -> CodeId {
             let rv = var_of(b, r);
             let coef = b.lambda("partial", &[rv], vec![Type::Int], |b, j| {
                 let j = b.arith(Prim::Add, &[j[0], int(1)]);
-                partial(b, jet, &ret, Atom::Var(rv), j)
+                let read = Read::Partial(jet);
+                coefficient_read(b, layer, &ret, Atom::Var(rv), j, read)
             });
             let count = int(jet.coefficients() as i64 - 1);
             let rest = b.prim(Prim::Build, &[count, coef], Type::array(tb));
@@ -213,89 +215,4 @@ fn leaf(b: &mut Builder, jet: Jet, x: Atom, vs: Atom) -> Atom {
     });
     let c = int(jet.coefficients() as i64);
     b.prim(Prim::Build, &[c, f], Type::array(Type::Real))
-}
-
-/// Coefficient `j ≥ 1` of every real of `v: D(B)` times α! for α the j-th multi-index:
-/// the mixed partial, a value of `T(B)`.
-fn partial(b: &mut Builder, jet: Jet, ty: &Type, v: Atom, j: Atom) -> Atom {
-    let layer = TypeMap::Taylor(jet);
-    let tty = b.m.tangent_type(ty);
-    match ty {
-        Type::Real => {
-            let factorials: Vec<Atom> = jet
-                .multi_indices()
-                .iter()
-                .map(|alpha| {
-                    let f: f64 = alpha
-                        .iter()
-                        .map(|a| (1..=*a).map(f64::from).product::<f64>())
-                        .product();
-                    real(f)
-                })
-                .collect();
-            let table = b.emit(
-                "factorials",
-                Rhs::Array(factorials),
-                Type::array(Type::Real),
-            );
-            let c = b.prim(Prim::Index, &[v, j], Type::Real);
-            let f = b.prim(Prim::Index, &[table, j], Type::Real);
-            return b.mul(c, f);
-        }
-        Type::Int | Type::Bool | Type::Unit => return Atom::Lit(fluxion_core::Lit::Unit),
-        _ => {}
-    }
-    let lty = b.m.map_type(ty, layer);
-    let name = format!("partial_{}", layer_name(layer));
-    let code = helper(
-        b,
-        &name,
-        ty,
-        vec![lty.clone(), Type::Int],
-        tty.clone(),
-        |b, ps| {
-            let (v, j) = (ps[0], ps[1]);
-            match ty {
-                Type::Tuple(ts) => {
-                    let parts = ts
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| {
-                            let vi = b.proj(&v, i);
-                            partial(b, jet, t, vi, j)
-                        })
-                        .collect();
-                    b.tuple("partial", parts)
-                }
-                Type::Array(elem) => {
-                    let elem = (**elem).clone();
-                    let lelem = b.m.map_type(&elem, layer);
-                    let jv = var_of(b, j);
-                    let f = b.lambda("partial_elem", &[jv], vec![lelem], |b, p| {
-                        partial(b, jet, &elem, p[0], Atom::Var(jv))
-                    });
-                    b.prim(Prim::Map, &[f, v], tty.clone())
-                }
-                Type::Enum(e) => {
-                    let Type::Enum(te) = tty.clone() else {
-                        unreachable!("the tangent of an enum with reals")
-                    };
-                    let Type::Enum(le) = lty.clone() else {
-                        unreachable!("the translation of an enum")
-                    };
-                    let base_fields = variant_fields(b, *e);
-                    enum_match(b, le, v, tty.clone(), |b, fields, _, tag| {
-                        let parts: Vec<Atom> = base_fields[tag as usize]
-                            .iter()
-                            .zip(fields)
-                            .map(|(t, f)| partial(b, jet, t, *f, j))
-                            .collect();
-                        b.emit("partial", Rhs::Ctor(te, tag, parts), Type::Enum(te))
-                    })
-                }
-                _ => Atom::Lit(fluxion_core::Lit::Unit),
-            }
-        },
-    );
-    call(b, code, vec![v, j])
 }

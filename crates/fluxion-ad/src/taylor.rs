@@ -94,8 +94,8 @@ impl Taylor {
 }
 
 /// Whether a summable type has a real in it (so that its translated zero is not the
-/// interpreter's).
-fn has_real_leaf(ty: &Type) -> bool {
+/// interpreter's, nor its sum the structural one).
+pub(crate) fn has_real_leaf(ty: &Type) -> bool {
     match ty {
         Type::Real => true,
         Type::Tuple(ts) => ts.iter().any(has_real_leaf),

@@ -163,18 +163,7 @@ fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
         // inner operator then runs inside the outer one's translation, where a reverse
         // mode may compute it another way (reverse-over-reverse by forward mode), so
         // the two agree to rounding.
-        let nested = [
-            "diff(",
-            "grad(",
-            "jvp(",
-            "vjp(",
-            "hessian(",
-            "jacobian(",
-            "taylor(",
-            "jet(",
-        ]
-        .iter()
-        .any(|op| src.contains(op));
+        let nested = applies_operator(src);
         let same_value = match vg.first() {
             Some(v) if nested => all_close(&[*v], &y),
             Some(v) => v.to_bits() == y[0].to_bits(),

@@ -88,6 +88,24 @@ const PROGRAMS: &[(&str, &str, &str, bool)] = &[
     ),
 ];
 
+/// `main` of `source` run natively: its printed value and the run's notes (a
+/// hand-over to the interpreter would be one).
+fn native_main(source: String) -> (String, Vec<String>) {
+    with_big_stack(move || {
+        let Ok(program) = compile("native.flx", &source) else {
+            panic!("does not compile")
+        };
+        let options = RunOptions {
+            backend: Backend::Native,
+            ..RunOptions::default()
+        };
+        let out = program
+            .run_with_options("main", None, options)
+            .unwrap_or_else(|f| panic!("{}", f.render()));
+        (out.to_literal(), out.notes)
+    })
+}
+
 fn modes() -> [AdMode; 3] {
     [AdMode::Delta, AdMode::Chad, AdMode::Fwd]
 }
@@ -174,19 +192,7 @@ fn both_backends_agree_without_handing_over() {
         let interp = run(src, &expr, AdMode::Delta);
         let source =
             format!("{src}\nfn main() -> (([Int], [Int]), ([Int], [Int], [Real])) {{ {expr} }}");
-        let (native, notes) = with_big_stack(move || {
-            let Ok(program) = compile("sparse.flx", &source) else {
-                panic!("does not compile")
-            };
-            let options = RunOptions {
-                backend: Backend::Native,
-                ..RunOptions::default()
-            };
-            let out = program
-                .run_with_options("main", None, options)
-                .unwrap_or_else(|f| panic!("{}", f.render()));
-            (out.to_literal(), out.notes)
-        });
+        let (native, notes) = native_main(source);
         assert!(notes.is_empty(), "{name}: {notes:?}");
         assert_eq!(interp, native, "{name}");
     }
@@ -223,19 +229,7 @@ fn they_nest_inside_the_other_operators() {
     let source = format!(
         "{src}\nfn main() -> (([Int], [Int]), Real) {{ let p = 2.0; (sparsity(|x: [Real]| [x[0] * p, x[1]], [1.0, 3.0]), diff(sj, 0.5)) }}"
     );
-    let (out, notes) = with_big_stack(move || {
-        let Ok(program) = compile("nest.flx", &source) else {
-            panic!("does not compile")
-        };
-        let options = RunOptions {
-            backend: Backend::Native,
-            ..RunOptions::default()
-        };
-        let out = program
-            .run_with_options("main", None, options)
-            .unwrap_or_else(|f| panic!("{}", f.render()));
-        (out.to_literal(), out.notes)
-    });
+    let (out, notes) = native_main(source);
     assert!(notes.is_empty(), "{notes:?}");
     assert!(
         out.starts_with("(([0, 1, 2], [0, 1]), 1.57449472176162"),
