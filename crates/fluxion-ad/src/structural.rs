@@ -536,39 +536,15 @@ impl<L: Layer> Translate<'_, L> {
                     "internal error: a tape of tapes reached a translation".to_string(),
                 ));
             }
-            // The pattern (Ints: no perturbation) of a closure the code builds with
-            // first-order captures: the same closure of the captures' primals, at the
-            // point's primal — `sparsity` on untranslated values, resolved in its turn.
+            // The pattern of a function inside derivative code: not translated yet (the
+            // closure of the captures' primals would do, but a lambda's captures are its
+            // own variables, which the translated code does not bind).
             Sparsity => {
-                let unsupported = || {
-                    AdError::new(
-                        "`sparsity` or `sparse_jacobian` inside a function being \
-                         differentiated needs the function to be a closure built there \
-                         whose captures hold no function"
-                            .to_string(),
-                    )
-                };
-                let Atom::Var(f) = args[0] else {
-                    return Err(unsupported());
-                };
-                let Some((code, caps)) = self.closures.get(&f).cloned() else {
-                    return Err(unsupported());
-                };
-                let mut primal_caps = Vec::with_capacity(caps.len());
-                for c in &caps {
-                    let t = b.m.atom_ty(c);
-                    if b.m.can_hold_fn(&t) {
-                        return Err(unsupported());
-                    }
-                    let lc = self.atom(b, c);
-                    primal_caps.push(primal_of(b, map, &t, lc));
-                }
-                let fty = b.m.atom_ty(&args[0]);
-                let g = b.emit("primal_f", Rhs::Closure(code, primal_caps), fty);
-                let reals = Type::array(Type::Real);
-                let x = self.atom(b, &args[1]);
-                let x = primal_of(b, map, &reals, x);
-                b.emit(hint, Rhs::Prim(Sparsity, vec![g, x]), lty)
+                return Err(AdError::new(
+                    "`sparsity` or `sparse_jacobian` inside a function being differentiated is \
+                     not supported yet (even in a branch that does not run)"
+                        .to_string(),
+                ));
             }
             DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);
