@@ -150,7 +150,7 @@ impl Layer for Deps {
         Some(b.if_(
             empty,
             lty.clone(),
-            |b| zero(b, ty),
+            |b| crate::taylor::translated_zero(&Deps, b, ty),
             |b| {
                 let first = b.prim(Prim::Index, &[elems, int(0)], lty.clone());
                 let n1 = b.sub(n, int(1));
@@ -159,22 +159,6 @@ impl Layer for Deps {
                 b.prim(Prim::Fold, &[step, first, rest], lty.clone())
             },
         ))
-    }
-}
-
-/// The translated zero of a summable type (arrays: the empty array).
-fn zero(b: &mut Builder, ty: &Type) -> Atom {
-    match ty {
-        Type::Real => Deps.constant(b, crate::builder::real(0.0)),
-        Type::Tuple(ts) => {
-            let parts = ts.iter().map(|t| zero(b, t)).collect();
-            b.tuple("zero", parts)
-        }
-        Type::Array(_) => {
-            let lty = b.m.map_type(ty, TypeMap::Deps);
-            b.emit("zero", Rhs::Array(vec![]), lty)
-        }
-        _ => int(0),
     }
 }
 

@@ -70,26 +70,25 @@ impl Layer for Taylor {
             _ => args[0],
         };
         let empty = b.cmp(Prim::Eq, count, int(0));
-        Some(b.if_(empty, lty, |b| self.zero(b, ty), |_| total))
+        Some(b.if_(empty, lty, |b| translated_zero(self, b, ty), |_| total))
     }
 }
 
-impl Taylor {
-    /// The translated zero of a summable type (arrays: the empty array, whose length
-    /// the language's empty sum cannot know either).
-    fn zero(&self, b: &mut Builder, ty: &Type) -> Atom {
-        match ty {
-            Type::Real => self.constant(b, crate::builder::real(0.0)),
-            Type::Tuple(ts) => {
-                let parts = ts.iter().map(|t| self.zero(b, t)).collect();
-                b.tuple("zero", parts)
-            }
-            Type::Array(_) => {
-                let lty = b.m.map_type(ty, self.map());
-                b.emit("zero", Rhs::Array(vec![]), lty)
-            }
-            _ => int(0),
+/// The translated zero of a summable type in `layer` (arrays: the empty array, whose
+/// length the language's empty sum cannot know either): shared by the layers whose
+/// sum of reals is their own (Taylor series, dependency sets).
+pub(crate) fn translated_zero(layer: &impl Layer, b: &mut Builder, ty: &Type) -> Atom {
+    match ty {
+        Type::Real => layer.constant(b, crate::builder::real(0.0)),
+        Type::Tuple(ts) => {
+            let parts = ts.iter().map(|t| translated_zero(layer, b, t)).collect();
+            b.tuple("zero", parts)
         }
+        Type::Array(_) => {
+            let lty = b.m.map_type(ty, layer.map());
+            b.emit("zero", Rhs::Array(vec![]), lty)
+        }
+        _ => int(0),
     }
 }
 

@@ -390,15 +390,7 @@ impl Interp {
                 }
             }
             Colour | RowsOf => {
-                let ints = |v: &Value| -> Vec<i64> {
-                    (0..v.array_len().unwrap_or(0))
-                        .filter_map(|i| match v.array_get(i) {
-                            Some(Value::Int(x)) => Some(x),
-                            _ => None,
-                        })
-                        .collect()
-                };
-                let offsets = ints(a(0));
+                let offsets = int_list(a(0));
                 let out = if p == RowsOf {
                     crate::colouring::rows_of(&offsets)
                 } else {
@@ -407,22 +399,14 @@ impl Interp {
                         _ => 0,
                     };
                     let by_rows = matches!(a(3), Value::Int(1));
-                    crate::colouring::colour(&offsets, &ints(a(1)), n, by_rows)
+                    crate::colouring::colour(&offsets, &int_list(a(1)), n, by_rows)
                         .map_err(|message| RuntimeError { span, message })?
                 };
                 self.reserve(out.len() * 8, span)?;
                 Value::IntArray(out.into())
             }
             IntUnion => {
-                let ints = |v: &Value| -> Vec<i64> {
-                    (0..v.array_len().unwrap_or(0))
-                        .filter_map(|i| match v.array_get(i) {
-                            Some(Value::Int(x)) => Some(x),
-                            _ => None,
-                        })
-                        .collect()
-                };
-                let (x, y) = (ints(a(0)), ints(a(1)));
+                let (x, y) = (int_list(a(0)), int_list(a(1)));
                 self.reserve((x.len() + y.len()) * 8, span)?;
                 Value::IntArray(union_sorted(&x, &y).into())
             }
@@ -837,6 +821,16 @@ fn trigamma(mut x: f64) -> f64 {
                                             * (691.0 / 2730.0
                                                 - inv2 * (7.0 / 6.0 - inv2 * (3617.0 / 510.0)))))));
     acc + inv + 0.5 * inv2 + inv * inv2 * series
+}
+
+/// The Ints of an array of Ints (`%union`'s and `%colour`'s arguments).
+fn int_list(v: &Value) -> Vec<i64> {
+    (0..v.array_len().unwrap_or(0))
+        .filter_map(|i| match v.array_get(i) {
+            Some(Value::Int(x)) => Some(x),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The union of two ascending lists of distinct Ints, ascending (`%union`).
