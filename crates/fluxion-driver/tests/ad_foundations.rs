@@ -56,7 +56,7 @@ fn nested_operators_over_captured_closures_derive_verified_codes() {
     verified.unwrap_or_else(|e| panic!("the module fails verification: {e}"));
 }
 
-/// LANGUAGE.md §4: arrays of different lengths are an error in `sum`, always — the
+/// docs/language.md §4: arrays of different lengths are an error in `sum`, always — the
 /// empty array is not a zero that adapts to its neighbour.
 #[test]
 fn sums_of_arrays_of_different_lengths_are_errors() {
@@ -118,7 +118,7 @@ fn the_mode_reaches_the_interpreter_and_unbuilt_modes_say_so() {
     }
 }
 
-/// The table's convention where LANGUAGE.md §5 leaves a gap: ∂pow(x, y)/∂y is 0 where
+/// The table's convention where docs/language.md §5 leaves a gap: ∂pow(x, y)/∂y is 0 where
 /// x ≤ 0 (x^y is real there only at integer y). The x-partial is unaffected:
 /// d/dx x³ at −2 is 3·4 = 12; and with a constant exponent nothing is NaN.
 #[test]

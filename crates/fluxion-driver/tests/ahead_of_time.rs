@@ -751,7 +751,7 @@ fn delta_prims_of(src: &str, name: &str) -> Vec<Prim> {
 
 /// A real used once, by another real primitive of its own block, makes no tape entry
 /// of its own: its combination is handed to that primitive, scaled by its partial
-/// (seed 004 §7: only a delta used more than once needs sharing). `chain`'s delta code
+/// ([Delta] §7: only a delta used more than once needs sharing). `chain`'s delta code
 /// records two entries — `y`, used twice, and the result — where it recorded one per
 /// operation (seven). Gradients, a value used twice and in a branch, and second order
 /// (a tape of tapes over the same rule) checked by [`check_nested_gradients`]; a

@@ -1,9 +1,12 @@
-//! Reverse CHAD (`--ad chad`, seed 000): the reverse-mode suite
+//! Reverse CHAD (`--ad chad`, [CHAD]): the reverse-mode suite
 //! (`common/reverse_suite.rs`) under CHAD — the paper's worked examples, every
 //! construct against `--ad fwd`, finite differences and the transpose identity,
 //! nesting, and the linear-time stress programs.
 
 const MODE_UNDER_TEST: fluxion_driver::AdMode = fluxion_driver::AdMode::Chad;
+
+#[path = "common/programs.rs"]
+mod programs;
 
 include!("common/reverse_suite.rs");
 
@@ -13,7 +16,7 @@ mod code_size;
 // CHAD's own cases: the paper's worked examples, the copower (function cotangents),
 // and the size of the derivative code.
 
-/// Fig. 1(b) (seed 000 §2.3): `s = sin((x1·x4 + 2·x2)·x3 + x4)`; the paper's gradient,
+/// Fig. 1(b) ([CHAD] §2.3): `s = sin((x1·x4 + 2·x2)·x3 + x4)`; the paper's gradient,
 /// with `w` the argument of `sin`: `(x3·x4·cos w, 2·x3·cos w, (x1·x4 + 2·x2)·cos w,
 /// (x1·x3 + 1)·cos w)` — the copy of `x4` becomes the `+` in the last entry.
 #[test]
@@ -41,7 +44,7 @@ fn paper_figure_1b_straight_line_reverse() {
     );
 }
 
-/// Fig. 2(b) (seed 000 §2.5): `f = \x2i. x1·x2i; ys = map f x2; w = sum ys`; the
+/// Fig. 2(b) ([CHAD] §2.7): `f = \x2i. x1·x2i; ys = map f x2; w = sum ys`; the
 /// gradient is `(Σᵢ x2ᵢ, (x1, …, x1))`: `x1` reaches `w` only through the closure, so
 /// its cotangent is the copower of `f`'s calls folded into `f`'s captures.
 #[test]
@@ -137,7 +140,7 @@ fn cotangents_that_are_zero_at_run_time_through_concat_and_slice() {
     }
 }
 
-/// Corollary 7.2 (seed 000 §7.6): the derivative code grows linearly with the program.
+/// Corollary 7.2 ([CHAD] §7.6): the derivative code grows linearly with the program.
 /// A unit using every kind of construct (arithmetic, a tuple, a closure called twice,
 /// an `if`, a `map`, indexing) repeated n and 2n times: twice the program, at most a
 /// tenth more than twice the derivative code, and at most 40 bindings per source line.

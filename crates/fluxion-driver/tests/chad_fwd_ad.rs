@@ -1,9 +1,12 @@
-//! Forward CHAD (`--fwd chad`, seed 000 §7.4): the forward-mode suite
+//! Forward CHAD (`--fwd chad`, [CHAD] §7.4): the forward-mode suite
 //! (`common/forward_suite.rs`) with `jvp` by forward CHAD, and what is forward CHAD's
 //! own: agreement with dual numbers on every construct, `show --stage chad-fwd`, linear
 //! cost, and the fallback for functions that apply operators themselves.
 
 const FWD_UNDER_TEST: fluxion_driver::FwdMode = fluxion_driver::FwdMode::Chad;
+
+#[path = "common/programs.rs"]
+mod programs;
 
 include!("common/forward_suite.rs");
 
@@ -23,7 +26,7 @@ const DUAL: RunOptions = RunOptions {
 /// 1e-12 relative (rounding of a few dozen operations is ~1e-14).
 #[test]
 fn every_construct_agrees_with_dual_numbers() {
-    for (name, src, x) in SCALAR_PROGRAMS.iter().chain(VECTOR_PROGRAMS) {
+    for (name, src, x) in scalar_programs().iter().chain(&vector_programs()) {
         let n = x.len();
         let directions = [
             (0..n).map(|i| 1.0 + i as f64 * 0.5).collect::<Vec<f64>>(),

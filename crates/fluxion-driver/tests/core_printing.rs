@@ -162,7 +162,7 @@ fn forward_mode_output_reparses_and_type_checks() {
     }
 }
 
-/// The delta translation (seed 004 §7) of the same programs, and forward-over-delta:
+/// The delta translation ([Delta] §7) of the same programs, and forward-over-delta:
 /// the forward translation of a gradient under `--ad delta` (`hessian`'s inner part).
 #[test]
 fn delta_mode_snapshots() {
@@ -189,7 +189,7 @@ fn delta_mode_snapshots() {
     );
 }
 
-/// The CHAD translation (seed 000 §7.5) of the same programs (not the one that applies
+/// The CHAD translation ([CHAD] §7.5) of the same programs (not the one that applies
 /// an operator itself, which CHAD leaves to forward mode), the paper's Fig. 2(b) with
 /// its copower, and forward-over-CHAD (`hessian`'s inner part under `--ad chad`).
 #[test]
@@ -216,7 +216,7 @@ fn chad_mode_snapshots() {
     );
 }
 
-/// The forward-CHAD translation (seed 000 §7.4) of the same programs: each value with
+/// The forward-CHAD translation ([CHAD] §7.4) of the same programs: each value with
 /// its pushforward (`%lscale`, `%lindex`, `%lfield` by name), and the paper's Fig. 2
 /// program, whose lambda's pushforward reads its capture's tangent from its `FnCt`.
 #[test]
@@ -242,7 +242,7 @@ fn taylor_mode_snapshot() {
 
 #[test]
 fn jet_snapshot() {
-    // Two directions of order 2 (seed 001's (2,2) case): products by the table of pairs,
+    // Two directions of order 2 ([Taylor]'s (2,2) case): products by the table of pairs,
     // `sin` composed with its univariate series.
     insta::assert_snapshot!("jet2x2_scalar", stage_of(AD_PROGRAMS[0].1, "jet"));
 }

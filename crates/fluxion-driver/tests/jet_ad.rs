@@ -1,4 +1,4 @@
-//! `jet(f, x, vs, r)` (seed 001 §3–4, the macro `D_(k,R)`; LANGUAGE.md §5): every mixed
+//! `jet(f, x, vs, r)` ([Taylor] §2.2 and §3.2, the macro `D_(k,R)`; docs/language.md §5): every mixed
 //! partial ∂^α f(x + Σⱼ tⱼ·vⱼ) at t = 0 with 1 ≤ |α| ≤ r, in graded order.
 //!
 //! The oracles are independent routes through the language: nested forward mode (one
@@ -32,7 +32,7 @@ fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     }
 }
 
-/// The multi-indices α ∈ ℕ^k with 1 ≤ |α| ≤ r in LANGUAGE.md's graded order: by |α|,
+/// The multi-indices α ∈ ℕ^k with 1 ≤ |α| ≤ r in docs/language.md's graded order: by |α|,
 /// then the first direction's exponent largest first. Written here from the contract,
 /// not taken from the compiler.
 fn graded(k: usize, r: usize) -> Vec<Vec<usize>> {
@@ -247,7 +247,7 @@ fn both_backends_give_the_same_bits() {
 
 #[test]
 fn the_paper_instance_and_structured_points() {
-    // g(x1, x2) = x1²·x2 + x2³ at (1, 2) (seed 001 §2.4; digest §5.2): g = 10,
+    // g(x1, x2) = x1²·x2 + x2³ at (1, 2) ([Taylor] §2.4): g = 10,
     // g1 = 4, g2 = 13, g11 = 4, g12 = 2, g22 = 12 — by hand.
     let src = "fn g(a: Real, b: Real) -> Real { a * a * b + b * b * b }";
     let got = run(src, "jet(g, (1.0, 2.0), [(1.0, 0.0), (0.0, 1.0)], 2)");

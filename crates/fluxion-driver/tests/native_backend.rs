@@ -1504,69 +1504,6 @@ fn generated_programs_with_operators_run_natively() {
     );
 }
 
-/// The higher-order corpus (`tests/corpus/higher_order/`: seventy programs written to
-/// break the one route — closures taken from arrays, enums and lists, returned
-/// functions, pullbacks captured and stored, operators nested three and four deep,
-/// Hessians of closures, error programs): under `--ad delta` (the default) natively,
-/// each gives the interpreter's value bit for bit, or its error (both run the Core
-/// `Program::prepare` made, nested operators of closures passed in included), and none leaves native
-/// code but the documented cases (README, "The native backend"): a closure that can
-/// reach an operator while applying one itself or capturing a pullback (and under
-/// CHAD, a program making a pullback). `FLUXION_CORPUS_ALL=1` runs every `--ad`/`--fwd` setting.
-#[test]
-fn the_higher_order_corpus_runs_natively() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/higher_order");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("the corpus")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "flx"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 70, "{} programs", files.len());
-    let documented = [
-        "p59_vjp_of_closure_returning_closure_result",
-        "p61_restart_late",
-    ];
-    let settings: Vec<(AdMode, FwdMode)> = if std::env::var_os("FLUXION_CORPUS_ALL").is_some() {
-        SETTINGS.to_vec()
-    } else {
-        vec![(AdMode::Delta, FwdMode::Dual)]
-    };
-    let mut handed_over = Vec::new();
-    for path in &files {
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        let src = std::fs::read_to_string(path).expect("readable");
-        for &setting in &settings {
-            let (interp, _) = run_with(&src, setting, Backend::Interp);
-            let (native, notes) = run_with(&src, setting, Backend::Native);
-            let what = format!("{name} {}", setting_name(setting));
-            assert_no_bug(&notes, &what);
-            // Under CHAD, a program making a pullback (CHAD translates none).
-            let pullback = setting.0 == AdMode::Chad && src.contains("vjp(");
-            if !notes.is_empty() && !documented.contains(&name) && !pullback {
-                handed_over.push(format!("{what}: {}", notes[0]));
-            }
-            // An error rendered after a hand-over starts with the note.
-            let without_notes = |r: &Result<String, String>| {
-                r.clone().map_err(|e| {
-                    e.lines()
-                        .filter(|l| !l.starts_with("note: running in the interpreter"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-            };
-            match (&interp, &native) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{what}"),
-                _ => assert_eq!(without_notes(&interp), without_notes(&native), "{what}"),
-            }
-        }
-    }
-    assert!(
-        handed_over.is_empty(),
-        "ran in the interpreter: {handed_over:#?}"
-    );
-}
-
 /// A benchmark's runs natively (`call_repeated`, GradBench's `evaluate`): the function
 /// runs on the arguments decoded once, at least `min_runs` times and for `min_time`,
 /// never past `max_runs`, each run timed; the last run's value is a single call's, bit

@@ -1,4 +1,4 @@
-//! `sparsity(f, x)` and `sparse_jacobian(f, x)` (LANGUAGE.md §5; seed 000 §11.3, the
+//! `sparsity(f, x)` and `sparse_jacobian(f, x)` (docs/language.md §5; [CHAD] §11.3, the
 //! Boolean semiring). The oracle is the dense `jacobian` at the same point in every
 //! mode: the pattern holds every nonzero of it, and equals its nonzeros where nothing
 //! cancels; `sparse_jacobian`'s values are its entries at the pattern. Patterns the

@@ -1,8 +1,8 @@
-//! Taylor mode (`taylor(f, x, v, k)`, seed 001): coefficients against closed forms up
+//! Taylor mode (`taylor(f, x, v, k)`, [Taylor]): coefficients against closed forms up
 //! to order 8, against nested forward mode up to order 3, the paper's §2.4 instances,
 //! and nesting with the other operators.
 //!
-//! Recall c_j = (1/j!)·dʲ/dtʲ f(x + t·v) at t = 0 (LANGUAGE.md §5): the paper's (1,2)
+//! Recall c_j = (1/j!)·dʲ/dtʲ f(x + t·v) at t = 0 (docs/language.md §5): the paper's (1,2)
 //! jets hold the derivatives themselves, so its second components are 2·c_2 here.
 
 use fluxion_driver::AdMode;
@@ -271,7 +271,7 @@ fn coefficients_agree_with_nested_forward_mode_to_order_three() {
 #[test]
 fn paper_section_2_4_instances() {
     // g(x1, x2) = x1²·x2 + x2³ at (1, 2): g = 10, g1 = 4, g2 = 13, g11 = 4, g22 = 12, g12 = 2
-    // (digest 001 §5.2). The paper's third components are 2·c_2 here.
+    // ([Taylor] §2.4). The paper's third components are 2·c_2 here.
     let src = "fn g(a: Real, b: Real) -> Real { a * a * b + b * b * b }";
     let h = |v: &str| coefficients(src, "g", "(1.0, 2.0)", v, 2);
     assert_eq!(h("(1.0, 0.0)"), [10.0, 4.0, 4.0 / 2.0]);

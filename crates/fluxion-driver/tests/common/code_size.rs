@@ -1,5 +1,5 @@
-//! The program family the code-size tests of both CHAD directions grow (Cor. 7.2 of
-//! seed 000: derivative code linear in the program), and how they measure it.
+//! The program family the code-size tests of both CHAD directions grow (Cor. 7.2
+//! of [CHAD]: derivative code linear in the program), and how they measure it.
 
 /// `f: [Real] -> Real` of `n` units, each a let, a tuple, a closure, a branch calling
 /// it and a map.

@@ -1,6 +1,6 @@
 // Forward mode (`--ad fwd`: every operator by JVPs) against finite differences, the
 // transpose identity and closed forms derived by hand in comments; nesting without
-// perturbation confusion; non-differentiable points as LANGUAGE.md §5 fixes them.
+// perturbation confusion; non-differentiable points as docs/language.md §5 fixes them.
 //
 // Included by `forward_ad.rs` (dual numbers) and `chad_fwd_ad.rs` (forward CHAD), each
 // naming the algorithm of `jvp` it tests as `FWD_UNDER_TEST`.
@@ -18,102 +18,22 @@ const MODE: RunOptions = RunOptions {
     backend: fluxion_driver::Backend::Interp,
 };
 
-/// Programs defining `f: [Real] -> Real`, one per construct, with a point inside the
-/// smooth region (branch conditions are far from it).
-const SCALAR_PROGRAMS: &[(&str, &str, &[f64])] = &[
-    (
-        "real_functions",
-        "fn f(x: [Real]) -> Real {
-            x[0] * x[1] + sin(x[0]) * exp(x[1]) - log(x[2]) / sqrt(x[2]) + tanh(x[0]) + cos(x[1])
-            + tan(x[0]) + asin(x[0] / 2.0) + acos(x[0] / 3.0) + atan(x[1]) + sinh(x[0]) + cosh(x[1])
-            + log1p(x[2]) + expm1(x[0]) + abs(x[1]) + sigmoid(x[2]) + erf(x[0]) + lgamma(x[2])
-            + pow(x[1], x[2]) + atan2(x[0], x[1]) + min(x[0], x[1]) + max(x[0], x[1]) + x[2] % 0.7
-            - x[0] / x[1] + floor(x[2]) * x[0] + ceil(x[1])
-        }",
-        &[0.7, 1.3, 2.2],
-    ),
-    (
-        "closures_and_hofs",
-        "fn scale_by(k: Real) -> fn(Real) -> Real { |y| k * y }
-         fn compose(f: fn(Real) -> Real, g: fn(Real) -> Real) -> fn(Real) -> Real { |y| f(g(y)) }
-         fn f(x: [Real]) -> Real {
-            let k = x[0];
-            let h = compose(scale_by(k), sin);
-            let pair = (h, |y: Real| y * k);
-            sum(map(h, x)) + fold(|acc, y| acc * 0.5 + pair.1(y), 0.0, x) + iterate(3, pair.0, x[1])
-         }",
-        &[0.4, -1.1, 2.0],
-    ),
-    (
-        "array_builtins",
-        "fn f(x: [Real]) -> Real {
-            let b = build(length(x), |i| x[i] * to_real(i + 1));
-            let s = scan(|acc, y| acc + y * y, 0.0, x);
-            let z = zip(x, reverse(x));
-            let pairs = sum(map(|(a, c)| a * c, z));
-            let m2 = map2(|a, c| a * c, x, b);
-            let cat = concat(slice(x, 1, 2), replicate(2, x[0]));
-            sum(b) + s[2] + pairs + sum(m2) + sumbuild(length(cat), |i| cat[i] * cat[i])
-            + maximum(x) * minimum(x) + x[argmax(x)]
-         }",
-        &[0.3, 1.7, -0.9],
-    ),
-    (
-        "recursive_enum",
-        "enum List { Nil, Cons(Real, List) }
-         fn from(x: [Real], i: Int) -> List { if i == length(x) { Nil } else { Cons(x[i], from(x, i + 1)) } }
-         fn energy(l: List) -> Real { match l { Nil => 0.0, Cons(h, t) => h * h * h + 2.0 * energy(t) } }
-         fn f(x: [Real]) -> Real { energy(from(x, 0)) }",
-        &[0.5, -1.2, 0.8, 2.0],
-    ),
-    (
-        "enum_with_int_and_closure_fields",
-        "enum Op { Scale(Int, Real), Apply(fn(Real) -> Real), Both(Op, Op) }
-         fn run(op: Op, v: Real) -> Real {
-            match op { Scale(n, s) => to_real(n) * s * v, Apply(g) => g(v), Both(a, b) => run(a, run(b, v)) }
-         }
-         fn f(x: [Real]) -> Real {
-            let op = Both(Scale(3, x[0]), Apply(|y| y * y + x[1]));
-            run(op, x[2])
-         }",
-        &[1.5, 0.25, -0.75],
-    ),
-    (
-        "recursion_with_int_counter",
-        "fn pw(x: Real, n: Int) -> Real { if n == 0 { 1.0 } else { x * pw(x, n - 1) } }
-         fn f(x: [Real]) -> Real { pw(x[0], 7) + pw(x[1], 2) * to_real(3 / 2) }",
-        &[1.1, -0.6],
-    ),
-    (
-        "tuples_with_int_leaves_and_branches",
-        "fn pick(t: (Int, Real, Bool)) -> Real { if t.2 { to_real(t.0) * t.1 } else { t.1 } }
-         fn f(x: [Real]) -> Real {
-            let (n, y) = (4, x[0]);
-            let t = (n, y * x[1], x[0] > 0.0);
-            match t { (4, v, true) => pick(t) + v, _ => 0.0 }
-         }",
-        &[0.9, 2.5],
-    ),
-    (
-        "prelude_numerics",
-        "fn f(x: [Real]) -> Real {
-            let m = [[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]];
-            logsumexp(x) + sum(softmax(x)) * x[0] + norm2(matvec(m, x)) + dot(x, x)
-         }",
-        &[0.2, -0.4, 1.1],
-    ),
-];
+/// Programs defining `f: [Real] -> Real`, each at a point inside its smooth region: the
+/// corpus `tests/corpus/programs/` (a new program is a new file there).
+fn scalar_programs() -> Vec<(String, String, Vec<f64>)> {
+    programs::corpus("programs")
+}
 
 #[test]
 fn gradients_match_finite_differences() {
-    for (name, src, x) in SCALAR_PROGRAMS {
+    for (name, src, x) in &scalar_programs() {
         check_gradient(src, "f", x, MODE).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 
 #[test]
 fn value_and_grad_and_vjp_agree_with_grad_and_the_value() {
-    for (name, src, x) in SCALAR_PROGRAMS {
+    for (name, src, x) in &scalar_programs() {
         let xs = format!("{x:?}");
         let g = eval_reals(src, &format!("grad(f, {xs})"), MODE).unwrap();
         let y = eval_reals(src, &format!("f({xs})"), MODE).unwrap();
@@ -127,7 +47,7 @@ fn value_and_grad_and_vjp_agree_with_grad_and_the_value() {
 
 #[test]
 fn jvp_is_the_gradient_along_a_direction() {
-    for (name, src, x) in SCALAR_PROGRAMS {
+    for (name, src, x) in &scalar_programs() {
         let xs = format!("{x:?}");
         let u: Vec<f64> = (0..x.len()).map(|i| 0.5 - i as f64 * 0.3).collect();
         let g = eval_reals(src, &format!("grad(f, {xs})"), MODE).unwrap();
@@ -142,34 +62,22 @@ fn jvp_is_the_gradient_along_a_direction() {
     }
 }
 
-const VECTOR_PROGRAMS: &[(&str, &str, &[f64])] = &[
-    (
-        "softmax",
-        "fn f(x: [Real]) -> [Real] { softmax(x) }",
-        &[0.1, 2.0, -1.0],
-    ),
-    (
-        "matvec_and_map",
-        "fn f(x: [Real]) -> [Real] { map(|y| sin(y) * y, matvec([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]], x)) }",
-        &[0.3, -0.8],
-    ),
-    (
-        "scan_and_closures",
-        "fn f(x: [Real]) -> [Real] { let k = x[1]; scan(|a, y| a * k + exp(y), 0.0, x) }",
-        &[0.2, 0.9, -0.3, 0.4],
-    ),
-];
+/// Programs defining `f: [Real] -> [Real]`, each at a point inside its smooth region: the
+/// corpus `tests/corpus/vector/` (a new program is a new file there).
+fn vector_programs() -> Vec<(String, String, Vec<f64>)> {
+    programs::corpus("vector")
+}
 
 #[test]
 fn jacobians_match_finite_differences() {
-    for (name, src, x) in VECTOR_PROGRAMS {
+    for (name, src, x) in &vector_programs() {
         check_jacobian(src, "f", x, MODE).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 
 #[test]
 fn transpose_identity_holds() {
-    for (name, src, x) in VECTOR_PROGRAMS {
+    for (name, src, x) in &vector_programs() {
         let m = eval_reals(src, &format!("f({x:?})"), MODE).unwrap().len();
         let u: Vec<f64> = (0..x.len()).map(|i| 1.0 - 0.7 * i as f64).collect();
         let w: Vec<f64> = (0..m).map(|i| 0.3 + 0.4 * i as f64).collect();
@@ -179,10 +87,9 @@ fn transpose_identity_holds() {
 
 #[test]
 fn hessians_match_finite_differences_of_the_gradient() {
-    for (name, src, x) in SCALAR_PROGRAMS
-        .iter()
-        .filter(|(n, ..)| ["real_functions", "prelude_numerics", "recursive_enum"].contains(n))
-    {
+    let chosen = ["real_functions", "prelude_numerics", "recursive_enum"];
+    let programs = scalar_programs();
+    for (name, src, x) in programs.iter().filter(|(n, ..)| chosen.contains(&n.as_str())) {
         let with_grad = format!("{src}\nfn g(x: [Real]) -> [Real] {{ grad(f, x) }}");
         let h = eval_reals(&with_grad, &format!("hessian(f, {x:?})"), MODE).unwrap();
         let cols = fd_jacobian(&with_grad, "g", x).unwrap();
