@@ -5,12 +5,12 @@
 //!   only, so no rule can branch on a tangent or a cotangent. Forward mode builds the
 //!   JVP `Σᵢ ∂ᵢ·dxᵢ` from them ([`tangent`]); the reverse modes build the transposed
 //!   contributions `∂ᵢ·ct` ([`transpose`]) — the same numbers, so the modes agree by
-//!   construction (seed 004 §4 and §7 use exactly this split: a primitive's derivative
+//!   construction ([Delta] §4 and §7 use exactly this split: a primitive's derivative
 //!   is the linear map of its partials).
 //! - **Series** points to the primitive's rule of truncated power-series arithmetic in
-//!   `jets.rs` (Taylor mode, seed 001).
+//!   `jets.rs` (Taylor mode, [Taylor]).
 //!
-//! Non-differentiable points follow LANGUAGE.md §5: `abs'(0) = 0`; `min`/`max` follow
+//! Non-differentiable points follow docs/language.md §5: `abs'(0) = 0`; `min`/`max` follow
 //! their first argument on ties; `∂pow(x, y)/∂y = pow(x, y)·log(x)` is taken as 0
 //! where `x = 0` — and where `x < 0`, where `x^y` is real only at integer `y` and not
 //! differentiable in `y` (README, "Decisions"); `floor`, `ceil` have zero derivative.
@@ -182,7 +182,7 @@ static RULES: &[RealRule] = &[
         |_, xs, _| vec![Partial::At(xs[1]), Partial::At(xs[0])],
         |b, a| jets::mul(b, a[0], a[1])
     ),
-    // `%lscale(c, w)`: `c·w`, zero where either factor is zero (LANGUAGE.md is silent;
+    // `%lscale(c, w)`: `c·w`, zero where either factor is zero (docs/language.md is silent;
     // README, "Decisions"). Differentiated as the product it is, so the forward layers
     // can translate derivative code that scales (dual numbers' tangents, `tdot`).
     rule!(
@@ -377,7 +377,7 @@ pub(crate) fn tangent(
     if matches!(rule.prim, Prim::Min | Prim::Max) {
         // The followed argument's tangent itself, selected, not multiplied by 1 and 0:
         // the other argument's tangent may be infinite (`max(sqrt(x), 1.0)` at 0),
-        // and 0·inf would make the derivative NaN (LANGUAGE.md §5: `max` follows one
+        // and 0·inf would make the derivative NaN (docs/language.md §5: `max` follows one
         // argument).
         let first = b.cmp(
             if rule.prim == Prim::Min {

@@ -1,10 +1,10 @@
-//! Reverse CHAD (seed 000, §7.5; digest `notes/000_chad.md` §5.3), on Core's A-normal
+//! Reverse CHAD ([CHAD] §7.5), on Core's A-normal
 //! form: each code `f: A -> B` becomes a code returning its value paired with its
 //! backpropagator, `Dr(f): Dr(A)1 -> (Dr(B)1, fn(T(B)) -> (T(A), FnCt))` (the type map
 //! is `TypeMap::Chad`). The primal half is `chad_sweep.rs`'s, shared with forward
 //! CHAD; this module is the backward half. The backpropagator is an ordinary closure
 //! over the primal values the backward pass needs: CHAD's "closures as the tape"
-//! (§7.2 caveat 7).
+//! (cost caveat 7 of docs/references.md).
 //!
 //! The paper's rules, and where they live here:
 //!
@@ -16,10 +16,10 @@
 //! | `Dr_G(<t, s>)`, `fst`, `snd` | `%lproj(w, i)` per component; a projection's cotangent is the tuple with `w` in its slot and symbolic zeros elsewhere |
 //! | `Dr_G(\x. t)`: primal keeps `snd (z' @ v)`, cotangent `case v of !x ⊗ v -> fst ((snd (y x)) @ v)` | a translated lambda returns its value with its backpropagator, which yields the argument's cotangent *and* the captures' cotangents; the copower `!Dr(A)1 ⊗ T(B)` is folded at each call (`lcopowfold` applied entry by entry): the call's backpropagator is the entry's consumer, already applied to that call's argument, so nothing is recomputed (caveat 4). The folded value is the captures' cotangent, a constructor of the enum `FnCt` per lambda code (closure conversion, as "Efficient CHAD" does); `+` of two is fieldwise |
 //! | `Dr_G(t s)`: `x'ctx @ (!y ⊗ v) + y' @ (x'arg @ v)` | the call's backpropagator applied to `v` gives `(x'arg @ v, x'ctx-part)`: the first goes to the argument, the second to the function value's cotangent, and from there (at the closure's creation) into the captured variables |
-//! | sums (digest §6.2) | `match`/`if`: each branch returns its value and a backpropagator onto the free variables of the match (the scrutinee gets `Ctor(tag, fields' cotangents)`); only the branch taken is recorded |
-//! | arrays (§10 `map`; digest §6.3) | `build`, `map`, `map2`, `sumbuild`: the translated closure runs per element and its backpropagators are kept (not recomputed); `fold`, `scan`, `iterate`: a `scan` keeps each step's backpropagator, the backward pass runs them in reverse; `a[i]`: `%lonehot`, `slice`: `%lembed`, `concat`: `%lslice`, `replicate`: `%lsum`, `sum`: `replicate` |
+//! | sums (left to later work, §11.2) | `match`/`if`: each branch returns its value and a backpropagator onto the free variables of the match (the scrutinee gets `Ctor(tag, fields' cotangents)`); only the branch taken is recorded |
+//! | arrays (§10 `map`; the rest ours) | `build`, `map`, `map2`, `sumbuild`: the translated closure runs per element and its backpropagators are kept (not recomputed); `fold`, `scan`, `iterate`: a `scan` keeps each step's backpropagator, the backward pass runs them in reverse; `a[i]`: `%lonehot`, `slice`: `%lembed`, `concat`: `%lslice`, `replicate`: `%lsum`, `sum`: `replicate` |
 //!
-//! Complexity (the caveats of digest §7.2 and their fixes): (1) one-hot context
+//! Complexity ([CHAD]'s cost caveats, listed in docs/references.md, and their fixes): (1) one-hot context
 //! cotangents — split sparse adjoints, and `%tzero` is a symbolic zero; (3) one-hot
 //! arrays — `%lonehot`/`%lembed` are unmaterialised at run time and `%tplus` of array
 //! cotangents is a lazy sum, forced once into one buffer (accumulation); (4)

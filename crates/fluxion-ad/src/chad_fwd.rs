@@ -1,4 +1,4 @@
-//! Forward CHAD (seed 000, §7.4; digest `notes/000_chad.md` §5.2), on Core's A-normal
+//! Forward CHAD ([CHAD] §7.4), on Core's A-normal
 //! form: each code `f: A -> B` becomes a code returning its value paired with its
 //! pushforward, `Df(f): Df(A)1 -> (Df(B)1, fn(T(A), FnCt) -> T(B))` (the type map is
 //! `TypeMap::ChadFwd`). The primal half is `chad_sweep.rs`'s, shared with reverse
@@ -16,8 +16,8 @@
 //! | `Df_G(<t, s>)`, `fst`, `snd` | the tuple of the components' tangents; `%lproj(v, i)` |
 //! | `Df_G(\x. t)`: primal keeps `z' @ <0, v>`, tangent `LAM v. \x. (snd (y x)) @ <v, 0>` (a power) | defunctionalised, as reverse CHAD's copower: a function value's tangent is its captures' tangents, the `FnCt` constructor of its lambda code; a translated lambda's pushforward takes the argument's tangent *and* that `FnCt`, and reads each capture's tangent with `%lfield` |
 //! | `Df_G(t s)`: `(x'ctx @ v) y + x'arg @ (y' @ v)` | the call's pushforward applied to (the argument's tangent, the function value's `FnCt`): both halves in one linear call, the power applied at the call's own argument |
-//! | sums (digest §6.2) | each branch of an `if`/`match` returns its value and a pushforward from the tangents of the match's free variables; in a `match` arm a field's tangent is `%lfield` of the scrutinee's |
-//! | arrays (§10; digest §6.3) | `build`, `map`, `map2`, `sumbuild`: each element's pushforward applied to the element's tangent (`%lindex`); `fold`, `scan`, `iterate`: the steps' pushforwards chained by a `fold`/`scan` over the tangent; `a[i]`: `%lindex`, `sum`: `%lsum`, `slice`: `%lslice`; `concat`, `reverse`, `zip`, `replicate`: the same primitive on the tangents |
+//! | sums (left to later work, §11.2) | each branch of an `if`/`match` returns its value and a pushforward from the tangents of the match's free variables; in a `match` arm a field's tangent is `%lfield` of the scrutinee's |
+//! | arrays (§10 `map`; the rest ours) | `build`, `map`, `map2`, `sumbuild`: each element's pushforward applied to the element's tangent (`%lindex`); `fold`, `scan`, `iterate`: the steps' pushforwards chained by a `fold`/`scan` over the tangent; `a[i]`: `%lindex`, `sum`: `%lsum`, `slice`: `%lslice`; `concat`, `reverse`, `zip`, `replicate`: the same primitive on the tangents |
 //!
 //! Complexity: every binding's tangent rule is O(1) work beyond what its primal does
 //! (a read of an array's tangent is `%lindex`, O(1), never a dense copy), and a

@@ -1,4 +1,4 @@
-//! `--ad chad`: the reverse-mode operators by reverse CHAD (seed 000), all through one
+//! `--ad chad`: the reverse-mode operators by reverse CHAD ([CHAD]), all through one
 //! run-time primitive, `%chad_vjp(f, x, w) = (f(x), wᵀ·J)`: the interpreter translates
 //! `f` by CHAD (`chad.rs`), calls the translation for the value and its
 //! backpropagator, and applies the backpropagator to `w`. The operators built on it

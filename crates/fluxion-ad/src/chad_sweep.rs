@@ -1,5 +1,5 @@
-//! CHAD's primal sweep, shared by its two directions (seed 000, §7.5; digest
-//! `notes/000_chad.md` §5): each code `f: A -> B` becomes a code returning its value
+//! CHAD's primal sweep, shared by its two directions ([CHAD] §7.4 and
+//! §7.5): each code `f: A -> B` becomes a code returning its value
 //! paired with its *linear part* — reverse CHAD's backpropagator
 //! `fn(T(B)) -> (T(A), FnCt)` (`chad.rs`, `TypeMap::Chad`) or forward CHAD's
 //! pushforward `fn(T(A), FnCt) -> T(B)` (`chad_fwd.rs`, `TypeMap::ChadFwd`). The two
@@ -9,7 +9,7 @@
 //! returned, the per-element pairs of a `map`, ...). A [`Direction`] turns the steps
 //! into the linear part: replayed backwards into a backpropagator, or forwards into a
 //! pushforward. Either is an ordinary closure over the primal values it reads:
-//! CHAD's "closures as the tape" (digest §7.2 caveat 7).
+//! CHAD's "closures as the tape" (cost caveat 7 of docs/references.md).
 //!
 //! Shared rules: a lambda is translated inline, capturing the enclosing translation's
 //! primals (a top-level function used as a value is translated on its own, memoised);

@@ -1,4 +1,4 @@
-//! Reverse mode by dual numbers with deltas (seed 004 §7, "the classic tape"): the
+//! Reverse mode by dual numbers with deltas ([Delta] §7, the classic tape of its §7.3): the
 //! delta layer `Δ(Real) = (Real, Int)`, a primal and the id of its delta on the
 //! current tape; every other type constructor maps to itself (`A -> B` to
 //! `Δ(A) -> Δ(B)`, effectful only through the tape). The monad of §7 — a state of

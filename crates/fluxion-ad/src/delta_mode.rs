@@ -1,4 +1,4 @@
-//! `--ad delta`: the reverse-mode operators by dual numbers with deltas (seed 004 §7),
+//! `--ad delta`: the reverse-mode operators by dual numbers with deltas ([Delta] §7),
 //! all through one run-time primitive, `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: the
 //! interpreter translates `f` by the delta layer (`delta.rs`), runs it on a fresh tape
 //! with an input id per real of `x`, and sweeps the tape backwards once from `w`.

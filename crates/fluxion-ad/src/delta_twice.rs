@@ -1,4 +1,4 @@
-//! Reverse over reverse under `--ad delta`: a tape of tapes (seed 004 §7 applied to
+//! Reverse over reverse under `--ad delta`: a tape of tapes ([Delta] §7 applied to
 //! its own output). A `%delta_vjp(f, x, w)` inside code the delta layer translates
 //! (the gradient of a function that takes a gradient) is the delta translation of
 //! the steps that compute it (`ahead/delta.rs`), with `f`'s code translated twice:

@@ -1,4 +1,4 @@
-//! The dependency layer behind `sparsity(f, x)` (LANGUAGE.md §5; seed 000 §11.3: the
+//! The dependency layer behind `sparsity(f, x)` (docs/language.md §5; [CHAD] §11.3: the
 //! derivative's structure over any commutative monoid — here the Boolean semiring).
 //! A real becomes `(Real, [Int])`: its value and the set of inputs (ascending) that a
 //! chain of real operations carried to it. A real primitive's result depends on the
@@ -78,7 +78,7 @@ impl Layer for Deps {
         let y = b.prim(rule.prim, &values, Type::Real);
         let set = match rule.prim {
             Prim::Min | Prim::Max => {
-                // The argument the primitive follows (`a` on ties, LANGUAGE.md §5).
+                // The argument the primitive follows (`a` on ties, docs/language.md §5).
                 let cmp = if rule.prim == Prim::Min {
                     Prim::Le
                 } else {

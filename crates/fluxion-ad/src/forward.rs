@@ -1,4 +1,4 @@
-//! Forward mode by dual numbers (seed 004 §4, Fig. 3 `Dfwd`; seed 001 §3, the (1,1)
+//! Forward mode by dual numbers ([Delta] §4, Fig. 3 `Dfwd`; [Taylor] §3, the (1,1)
 //! case): `Tf(Real) = (Real, Real)` (primal, tangent). A real primitive's tangent is
 //! `Σᵢ ∂ᵢ·dxᵢ` from the table of partials (`calculus.rs`); everything else is the
 //! structural skeleton (`structural.rs`).

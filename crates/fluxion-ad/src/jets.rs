@@ -1,12 +1,12 @@
-//! Truncated power-series arithmetic for Taylor mode (seed 001; LANGUAGE.md §5).
+//! Truncated power-series arithmetic for Taylor mode ([Taylor]; docs/language.md §5).
 //!
 //! A jet is `[Real]`: the Taylor coefficients c₀..c_k of a real function of t (each
 //! already divided by j!). The rules are the classic recurrences of Taylor arithmetic
 //! (products by Cauchy convolution; exp, log, sin/cos, sqrt, tanh, sigmoid, division,
 //! powers by the linear ODEs they satisfy; atan, asin, acos, erf, atan2 by integrating
 //! the series of their derivative; the lgamma family by composing with the Taylor
-//! polynomial of ψ⁽ⁿ⁾ at the primal). The seed's digest (001 §4.3) allows any
-//! algebraically equivalent formula for the op rule; each recurrence below is the
+//! polynomial of ψ⁽ⁿ⁾ at the primal). Any formula algebraically equivalent
+//! to [Taylor] §3.2's op rule will do; each recurrence below is the
 //! coefficient identity of its ODE, cost O(k²) per operation (the composition O(k³)).
 //!
 //! Every rule is a generated Core function over arrays, generic in the length, so the

@@ -22,7 +22,7 @@ pub(crate) fn layer_name(layer: TypeMap) -> String {
 }
 
 /// The memo key of `code` translated by `layer` on its own (with fresh captures):
-/// the translation depends on nothing else (seed 004 §7.5). A lambda translated inline,
+/// the translation depends on nothing else ([Delta] §7.5). A lambda translated inline,
 /// inside its enclosing function's translation, captures that translation's variables
 /// and is not memoised: it belongs to that translation alone.
 pub(crate) fn translation_key(layer: TypeMap, code: CodeId) -> String {

@@ -14,8 +14,8 @@
 //!
 //! Transformations, each one module over those layers:
 //! - [`forward_code`] (`forward`) — dual numbers; [`taylor_code`] (`taylor`) — jets;
-//!   [`delta_code`] (`delta`) — dual numbers with deltas (reverse mode, seed 004);
-//!   [`chad_code`] (`chad`) — reverse CHAD (seed 000);
+//!   [`delta_code`] (`delta`) — dual numbers with deltas (reverse mode, [Delta]);
+//!   [`chad_code`] (`chad`) — reverse CHAD ([CHAD]);
 //! - [`expand_module`] (`expand`) — the operators other than `jvp`/`taylor`, by the
 //!   chosen [`AdMode`]'s algorithm (`mode`; `fwd_mode` is `--ad fwd`, `delta_mode`
 //!   is `--ad delta`, `chad_mode` is `--ad chad`; `pullback_by_jvps` is the pullback

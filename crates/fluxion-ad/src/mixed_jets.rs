@@ -1,11 +1,11 @@
-//! (k,R)-jets of k ≥ 2 directions (seed 001 §3.2, the (k,R)-Taylor representation of
-//! each primitive; digest §4: "any algebraically equivalent formula", for example
+//! (k,R)-jets of k ≥ 2 directions ([Taylor] §3.2, the (k,R)-Taylor representation of
+//! each primitive, which any algebraically equivalent formula may compute, for example
 //! truncated multivariate polynomial arithmetic — which this is).
 //!
 //! A jet is `[Real]`: the C = binom(R+k, k) Taylor coefficients of a real function of
 //! t ∈ ℝ^k (the partial ∂^α divided by α!), in the graded order of [`Jet`]. Constants
 //! have every coefficient but the first zero. The shape is fixed when translating (as
-//! the seed fixes (k,R) globally), so the product's pairs of multi-indices are literal
+//! [Taylor] fixes (k,R) globally), so the product's pairs of multi-indices are literal
 //! tables and every helper is generated once per shape.
 //!
 //! The rules, over the univariate table (`calculus.rs`, `jets.rs`; no second table):

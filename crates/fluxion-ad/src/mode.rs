@@ -1,4 +1,4 @@
-//! The reverse-mode algorithm chosen with `--ad` (LANGUAGE.md §5): the one type that
+//! The reverse-mode algorithm chosen with `--ad` (docs/language.md §5): the one type that
 //! reaches every pass and the interpreter. A mode decides how `vjp`, `grad` and
 //! `jacobian` are computed; `diff`, `value_and_grad` and `hessian` are built from those
 //! (`expand.rs`), and `jvp`/`taylor` never depend on the mode.
@@ -15,9 +15,9 @@ use crate::builder::Builder;
 pub enum AdMode {
     /// Forward mode, one JVP per input coordinate (the reference).
     Fwd,
-    /// CHAD: combinatory homomorphic reverse AD (seed 000).
+    /// CHAD: combinatory homomorphic reverse AD ([CHAD]).
     Chad,
-    /// Dual numbers with delta terms, monadic, linear time (seed 004): the default,
+    /// Dual numbers with delta terms, monadic, linear time ([Delta]): the default,
     /// the fastest reverse mode measured (BENCHMARKS.md, "Reverse mode").
     #[default]
     Delta,
@@ -68,11 +68,11 @@ impl AdMode {
 /// fwd`'s JVPs, which expand to `jvp` — follow it too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum FwdMode {
-    /// Dual numbers (seed 004 §4): the default, the faster of the two measured
+    /// Dual numbers ([Delta] §4): the default, the faster of the two measured
     /// (BENCHMARKS.md, "Forward CHAD").
     #[default]
     Dual,
-    /// Forward CHAD (seed 000 §7.4): the primal returns its pushforward.
+    /// Forward CHAD ([CHAD] §7.4): the primal returns its pushforward.
     Chad,
 }
 

@@ -2,8 +2,8 @@
 //! operators ahead of time (the native backend): the interpreter's `ad.rs` lifts a
 //! closure's captures into a layer with zero perturbation, combines the point with the
 //! direction, calls the translated code and takes the result apart, walking values by
-//! their types; here the same walks are generated helper codes, one per type (seed 004
-//! §4 `Dfwd` for the forward layer, seed 001 §3.2 for Taylor's `[x, v, 0, …, 0]`).
+//! their types; here the same walks are generated helper codes, one per type ([Delta]
+//! §4 `Dfwd` for the forward layer, [Taylor] §3.2 for Taylor's `[x, v, 0, …, 0]`).
 //!
 //! The caller translates the closure's code (`forward_code`/`taylor_code`) and builds
 //! the translated closure itself: which closure an operator meets is its business.

@@ -1,5 +1,5 @@
-//! The run time's side of `jet(f, x, vs, r)` as Core (LANGUAGE.md §5; seed 001 §3.2's
-//! seeding, digest §4): every real leaf x of the point becomes the jet of the curve
+//! The run time's side of `jet(f, x, vs, r)` as Core (docs/language.md §5; [Taylor] §3.2's
+//! seeding): every real leaf x of the point becomes the jet of the curve
 //! t ↦ x + Σⱼ tⱼ·vⱼ — `[x, v₀, …, v_{k−1}, 0, …, 0]`, the degree-1 coefficients being
 //! the k directions' leaves in order — the translated closure is called, and each
 //! coefficient α past the primal of the result, times α!, is the mixed partial

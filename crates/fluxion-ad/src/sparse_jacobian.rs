@@ -1,4 +1,4 @@
-//! `sparse_jacobian(f, x)` (LANGUAGE.md §5) as ordinary Core, expanded before the
+//! `sparse_jacobian(f, x)` (docs/language.md §5) as ordinary Core, expanded before the
 //! other passes like `jacobian`:
 //!
 //! ```text

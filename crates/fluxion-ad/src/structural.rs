@@ -1,5 +1,5 @@
 //! The structure-preserving translation skeleton shared by forward mode and Taylor
-//! mode (seed 004 §4, Fig. 3 `Dfwd`; seed 001 §3): one code at a time, every type
+//! mode ([Delta] §4, Fig. 3 `Dfwd`; [Taylor] §3): one code at a time, every type
 //! constructor to itself but `Real` (tuples, arrays, functions, enums — a derived enum
 //! with translated fields, `Module::map_type`), every term construct to itself: `let`
 //! to `let`, lambda to lambda, call to call, `if`/`match` to themselves, array
@@ -14,7 +14,7 @@
 //! `expand.rs`) before this pass runs.
 //!
 //! Memoised per code in `Module::derived_codes` under [`translation_key`], so recursive
-//! and shared functions are translated once (separate compilation, seed 004 §7.5).
+//! and shared functions are translated once (separate compilation, [Delta] §7.5).
 
 use std::collections::{HashMap, HashSet};
 
@@ -619,7 +619,7 @@ fn is_real_function_on_reals(m: &Module, p: Prim, args: &[Atom], ty: &Type) -> b
 /// The reals bound by a real primitive, in `body` or a branch of it, whose one use (in
 /// the code, branches and closures included) is as an argument of another real
 /// primitive bound in the same block: their perturbation can be handed to that
-/// primitive without being shared (seed 004 §7: only a delta used more than once needs
+/// primitive without being shared ([Delta] §7: only a delta used more than once needs
 /// a `Share`). One count of uses for the whole code; each block's own bindings then
 /// say which of its reals its real primitives take.
 fn single_use_reals(m: &Module, body: &Body) -> HashSet<VarId> {

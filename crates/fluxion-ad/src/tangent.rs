@@ -11,7 +11,7 @@
 //! A tangent that reaches the user (a gradient, a pullback's result) is made dense in
 //! the shape of the primal point with `%tdense(x, t)`: arrays get x's lengths, enums
 //! x's constructors. Adding tangents of different lengths or constructors is a runtime
-//! error, as in the language's `sum` (LANGUAGE.md §4).
+//! error, as in the language's `sum` (docs/language.md §4).
 //!
 //! Reverse CHAD (`chad.rs`) is this module's user.
 

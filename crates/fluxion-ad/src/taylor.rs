@@ -1,5 +1,5 @@
-//! Taylor mode (seed 001 §3.2): the macro `D_(k,R)`, `Real` to `[Real]`, the jet's
-//! C = binom(R+k, k) coefficients (divided by α!; LANGUAGE.md §5's `taylor` asks for
+//! Taylor mode ([Taylor] §3.2): the macro `D_(k,R)`, `Real` to `[Real]`, the jet's
+//! C = binom(R+k, k) coefficients (divided by α!; docs/language.md §5's `taylor` asks for
 //! that, `jet` multiplies back). One direction (`taylor`): a real primitive follows
 //! its series rule (`calculus.rs` points into `jets.rs`); k ≥ 2 directions (`jet`): the
 //! rules of `mixed_jets.rs` over the same table. Everything else is the structural

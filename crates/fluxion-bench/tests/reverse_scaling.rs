@@ -1,13 +1,13 @@
-//! The reverse modes take time linear in the primal's. Delta (seed 004): one recording
+//! The reverse modes take time linear in the primal's. Delta ([Delta]): one recording
 //! pass (a constant number of tape entries per real operation) and one backward sweep
-//! over the tape (§7.4). CHAD (seed 000): a primal pass building backpropagators and
+//! over the tape (§7.4). CHAD ([CHAD]): a primal pass building backpropagators and
 //! one call of them, with sparse context cotangents and lazily accumulated array
 //! cotangents. So a gradient over 4x the inputs (or 4x the operations) takes about 4x
 //! as long; one loss of sharing, a per-input allocation in the wrapper, a map that is
 //! not an array, a sweep that rescans the tape, a dense one-hot cotangent per read or
-//! a dense context per binding makes it 16x or worse (seed 004's digest §9.1 lists
-//! most of these programs and the failures they catch; the last two are CHAD's
-//! caveats, digest 000 §7.2).
+//! a dense context per binding makes it 16x or worse (docs/references.md lists
+//! most of these programs and the failures they catch; the last two are [CHAD]'s
+//! cost caveats 3 and 1 there).
 //!
 //! Each program is run at two sizes 4x apart and must grow at most `MAX_GROWTH`
 //! (between linear, 4x, and quadratic, 16x; fixed costs only make the measured growth
@@ -94,7 +94,7 @@ impl Op {
     }
 }
 
-/// The digest's halving chain: n lets x_{i+1} = 0.5·(x_i + x_i) over an array's first
+/// The halving chain (docs/references.md, [Delta]): n lets x_{i+1} = 0.5·(x_i + x_i) over an array's first
 /// element (its gradient is exactly 1 there); loses sharing → exponential.
 fn halving_chain(n: usize, op: Op) -> String {
     let mut src = String::from("fn f(x: [Real]) -> Real {\n    let x0 = x[0];\n");

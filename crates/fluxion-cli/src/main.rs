@@ -1,4 +1,4 @@
-//! The `fluxion` command (LANGUAGE.md §6): a thin shell over `fluxion-driver`.
+//! The `fluxion` command (docs/language.md §6): a thin shell over `fluxion-driver`.
 //! Exit status: 0 success, 1 a program error, 2 a usage error.
 
 mod gradbench;

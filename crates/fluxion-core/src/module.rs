@@ -116,7 +116,7 @@ impl Module {
         &self.enums[id.0 as usize]
     }
 
-    /// `T(A)` (LANGUAGE.md §5), creating derived enums as needed.
+    /// `T(A)` (docs/language.md §5), creating derived enums as needed.
     pub fn tangent_type(&mut self, ty: &Type) -> Type {
         map_type(ty, TypeMap::Tangent, &mut |e, m| self.derived_enum(e, m))
     }

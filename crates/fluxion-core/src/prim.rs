@@ -1,4 +1,4 @@
-//! Primitive operations: every built-in of LANGUAGE.md §4–§5 plus the internal ones
+//! Primitive operations: every built-in of docs/language.md §4–§5 plus the internal ones
 //! that lowering emits. This is the list every later stage matches on.
 //!
 //! Each primitive has a surface name (or an internal name starting with `%`, which no
@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-/// The most elements an array may have (LANGUAGE.md's limit: a longer `build`,
+/// The most elements an array may have (docs/language.md's limit: a longer `build`,
 /// `replicate`, `range` or `concat` is a runtime error, not an allocation attempt).
 pub const MAX_ARRAY_LEN: i64 = 1 << 28;
 use std::sync::OnceLock;
@@ -78,7 +78,7 @@ prims! {
     // unit; different lengths or constructors are a runtime error); `%tdense(x, t)` is
     // `t: T(A)` with every symbolic zero in it made dense in the shape of `x: A`.
     TanZero => "%tzero", TanPlus => "%tplus", TanDense => "%tdense",
-    // Internal: reverse mode by dual numbers with deltas (seed 004 §7; fluxion-ad's
+    // Internal: reverse mode by dual numbers with deltas ([Delta] §7; fluxion-ad's
     // `delta.rs`). `%delta_vjp(f, x, w)` is `(f(x), wᵀ·J)`: the run time translates `f`
     // by the delta layer, runs it on a fresh tape and sweeps it backwards once.
     // In delta-translated code: `%delta(c₁, id₁, …, cₙ, idₙ)` puts the delta
@@ -89,7 +89,7 @@ prims! {
     // then the delta layer).
     DeltaVjp => "%delta_vjp", DeltaPush => "%delta", DeltaSum => "%delta_sum",
     DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor",
-    // Internal: reverse CHAD (seed 000; fluxion-ad's `chad.rs`). `%chad_vjp(f, x, w)` is
+    // Internal: reverse CHAD ([CHAD]; fluxion-ad's `chad.rs`). `%chad_vjp(f, x, w)` is
     // `(f(x), wᵀ·J)`: the run time translates `f` by CHAD, calls it for its value and
     // backpropagator, and applies that to `w`. The linear building blocks CHAD's
     // backpropagators are made of (besides `%tzero` and `%tplus`), each linear in its
@@ -149,7 +149,7 @@ prims! {
     ChadVjp => "%chad_vjp", LinScale => "%lscale", LinProj => "%lproj", LinField => "%lfield",
     LinOneHot => "%lonehot", LinEmbed => "%lembed", LinSlice => "%lslice", LinSum => "%lsum",
     LinIndex => "%lindex",
-    // Derivatives of `lgamma` (an extension of LANGUAGE.md §4, so that differentiated
+    // Derivatives of `lgamma` (an extension of docs/language.md §4, so that differentiated
     // programs print as source): ψ, ψ', and ψ⁽ⁿ⁾(x).
     Digamma => "digamma", Trigamma => "trigamma", Polygamma => "polygamma",
 }
@@ -337,7 +337,7 @@ impl Prim {
         )
     }
 
-    /// The delta tapes' primitives (seed 004 §7), in delta-translated code and in
+    /// The delta tapes' primitives ([Delta] §7), in delta-translated code and in
     /// resolved `%delta_vjp`s: the first tape's and the second's of reverse over
     /// reverse. The run time provides them (fluxion-interp's `delta.rs`,
     /// `delta_twice.rs`, `resolved.rs`; fluxion-native's `delta_c.rs`).

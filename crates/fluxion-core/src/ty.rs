@@ -1,4 +1,4 @@
-//! Core types (LANGUAGE.md §2) and the tangent type map `T(A)` (§5).
+//! Core types (docs/language.md §2) and the tangent type map `T(A)` (§5).
 
 use std::fmt;
 
@@ -51,30 +51,30 @@ pub struct EnumOrigin {
 /// A type map with a derived-enum case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TypeMap {
-    /// `T(A)` of LANGUAGE.md §5: `Int`, `Bool`, `()` leaves become `()`.
+    /// `T(A)` of docs/language.md §5: `Int`, `Bool`, `()` leaves become `()`.
     Tangent,
     /// The forward-mode translation `Tf`: `Real` becomes `(Real, Real)` (primal,
-    /// tangent); every other constructor maps to itself (seed 004 §4, seed 001 §3).
+    /// tangent); every other constructor maps to itself ([Delta] §4, [Taylor] §3).
     Fwd,
-    /// The jet translation `D_(k,R)` (seed 001 §3–§4): `Real` becomes `[Real]`, its
+    /// The jet translation `D_(k,R)` ([Taylor] §2.2 and §3.2): `Real` becomes `[Real]`, its
     /// [`Jet::coefficients`] Taylor coefficients (each partial divided by α!) in graded order;
     /// everything else maps to itself. One direction is Taylor mode of order R.
     Taylor(Jet),
-    /// The dependency translation of `sparsity` (seed 000 §11.3's Boolean semiring,
+    /// The dependency translation of `sparsity` ([CHAD] §11.3's Boolean semiring,
     /// forward): `Real` becomes `(Real, [Int])`, its value and the ascending set of the
     /// inputs a chain of real operations carried to it; everything else maps to itself.
     Deps,
-    /// The reverse-mode translation by dual numbers with deltas (seed 004 §7): `Real`
+    /// The reverse-mode translation by dual numbers with deltas ([Delta] §7): `Real`
     /// becomes `(Real, Int)` (primal, the id of its delta on the current tape);
     /// everything else maps to itself. Unlike the forward layers it does not commute
     /// with `T`: `Delta(T(A))` carries ids where `T(Delta(A))` has `()`.
     Delta,
-    /// The primal types of reverse CHAD (seed 000 §7.5, `Dr(A)1`): every type to
+    /// The primal types of reverse CHAD ([CHAD] §7.5, `Dr(A)1`): every type to
     /// itself but a function type, whose values return their result paired with its
     /// backpropagator: `Dr(A -> B)1 = Dr(A)1 -> (Dr(B)1, fn(T(B)) -> (T(A), FnCt))`
     /// (see [`chad_backprop_result`]). First-order types are fixed.
     Chad,
-    /// The primal types of forward CHAD (seed 000 §7.5, `Df(A)1`): every type to
+    /// The primal types of forward CHAD ([CHAD] §7.5, `Df(A)1`): every type to
     /// itself but a function type, whose values return their result paired with its
     /// pushforward, the linear map from the tangents of the arguments and of the
     /// captures to the result's tangent:
@@ -83,10 +83,10 @@ pub enum TypeMap {
     ChadFwd,
 }
 
-/// The shape of a (k,R)-jet (seed 001 §3.1): `dirs` = k directions, derivatives up to
+/// The shape of a (k,R)-jet ([Taylor] §2.2): `dirs` = k directions, derivatives up to
 /// `order` = R. Its coefficients are indexed by the multi-indices α ∈ ℕ^k with
 /// |α| ≤ R, in graded order: by |α|, then the first direction's exponent largest first
-/// ((0,0), (1,0), (0,1), (2,0), (1,1), (0,2) for k = R = 2; LANGUAGE.md §5's order).
+/// ((0,0), (1,0), (0,1), (2,0), (1,1), (0,2) for k = R = 2; docs/language.md §5's order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Jet {
     pub dirs: u32,
@@ -139,7 +139,7 @@ impl TypeMap {
 /// Stands, in `map_type`'s `derive` callback, for the one enum of function cotangents
 /// (`Module::fn_cotangent_enum`): `T(A -> B)` is that enum, whatever `A` and `B` are.
 /// A function value's cotangent is the cotangent of what it captured (CHAD's copower
-/// `!A ⊗ T(B)`, folded at each call: seed 000 §7.5 with the closure-conversion of
+/// `!A ⊗ T(B)`, folded at each call: [CHAD] §7.5 with the closure-conversion of
 /// "Efficient CHAD"); each lambda code is one constructor, whose fields are its
 /// captures' cotangents.
 pub const FN_COTANGENT: EnumId = EnumId(u32::MAX);

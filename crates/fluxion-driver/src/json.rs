@@ -1,4 +1,4 @@
-//! `--args` decoding and `--json` output (LANGUAGE.md §6): JSON values against Core
+//! `--args` decoding and `--json` output (docs/language.md §6): JSON values against Core
 //! types. Tuples and arrays are JSON arrays, unit is `null`, an enum value is
 //! `{"Ctor": [fields]}` (a nullary one may also be the string `"Ctor"`), non-finite
 //! reals are the strings `"NaN"`, `"inf"`, `"-inf"`.

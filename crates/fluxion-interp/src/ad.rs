@@ -298,7 +298,7 @@ impl Interp {
     }
 }
 
-/// The most directions and coefficients of a jet (LANGUAGE.md is silent; the jets of
+/// The most directions and coefficients of a jet (docs/language.md is silent; the jets of
 /// a program's reals must fit in memory: C = binom(R + k, k) reals each).
 const MAX_JET_DIRS: usize = 1 << 16;
 const MAX_JET_LEN: usize = 1 << 16;

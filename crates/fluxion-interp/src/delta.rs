@@ -1,4 +1,4 @@
-//! The run-time side of `--ad delta` (seed 004 §7; `fluxion-ad`'s `delta.rs` is the
+//! The run-time side of `--ad delta` ([Delta] §7; `fluxion-ad`'s `delta.rs` is the
 //! translation): the tapes, the primitives translated code calls (`%delta`,
 //! `%delta_sum`), and the operators `%delta_vjp` (one reverse pass) and
 //! `%delta_jvp`/`%delta_taylor` (a forward layer inside delta-translated code).

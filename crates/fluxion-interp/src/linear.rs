@@ -8,7 +8,7 @@
 //! it is a [`Value::Lazy`] node, O(1) to make. It is forced — every leaf added into one
 //! buffer of the array's length, iteratively — when something reads it (`%tdense`,
 //! `%lslice`, `%lsum`). So a gradient with k reads of an n-array costs O(n + k), where
-//! dense one-hot arrays would cost O(n·k) (CHAD digest §7.2, caveats 3 and 6; this is
+//! dense one-hot arrays would cost O(n·k) ([CHAD]'s cost caveats 3 and 6, docs/references.md; this is
 //! the accumulation of "Efficient CHAD").
 
 use std::rc::Rc;
@@ -183,7 +183,7 @@ pub fn slice(t: &Value, start: i64, len: i64) -> Result<Value, String> {
 /// turns into it (every leaf zero, say `[0, 0] + [0, 0]`, where forward CHAD adds
 /// the tangents of two uses of an array whose elements' tangents are all zero at run
 /// time). Forced, that zero has no length left to index, but `%lindex(·, i)` is
-/// linear, so it gives zero: a linear term maps `0̲` to `0̲` (seed 000 §4, Fig. 6:
+/// linear, so it gives zero: a linear term maps `0̲` to `0̲` ([CHAD] §4, Fig. 6:
 /// `t[0̲/v] = 0̲`; forward CHAD's tangents are such terms, §7.4). `%lslice`, and
 /// `%lembed` when forced, read it the same way.
 pub fn index(t: &Value, i: i64) -> Result<Value, String> {

@@ -1,4 +1,4 @@
-//! Evaluation of primitives (LANGUAGE.md §4): arithmetic with checked `Int`s, the
+//! Evaluation of primitives (docs/language.md §4): arithmetic with checked `Int`s, the
 //! real functions, and the array built-ins (which call closures back).
 
 use std::rc::Rc;
@@ -31,7 +31,7 @@ fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
 }
 
 /// Adds two values of the same type, elementwise for tuples and arrays (arrays of
-/// different lengths are an error, always — LANGUAGE.md §4).
+/// different lengths are an error, always — docs/language.md §4).
 pub(crate) fn add_values(a: &Value, b: &Value, span: Span) -> EvalResult<Value> {
     crate::deep(|| {
         Ok(match (a, b) {
@@ -240,7 +240,7 @@ impl Interp {
             Pow => Value::Real(real(a(0)).powf(real(a(1)))),
             Polygamma => Value::Real(polygamma(int(a(0)), real(a(1)))),
             Atan2 => Value::Real(real(a(0)).atan2(real(a(1)))),
-            // Ties follow the first argument (LANGUAGE.md §5).
+            // Ties follow the first argument (docs/language.md §5).
             Min => {
                 if compare(a(0), a(1)).is_some_and(|o| o.is_le()) {
                     a(0).clone()
@@ -673,7 +673,7 @@ pub(crate) fn arith(p: Prim, x: &Value, y: &Value, span: Span) -> EvalResult<Val
     }
 }
 
-/// The real functions of LANGUAGE.md §4.
+/// The real functions of docs/language.md §4.
 pub fn real_fn(p: Prim, x: f64) -> f64 {
     use Prim::*;
     match p {

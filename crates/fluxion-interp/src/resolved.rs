@@ -13,7 +13,7 @@
 //! - `%capture(f, i, code)`: the `i`th captured value of the closure `f`;
 //! - `%delta_lift(c)`: `c` with the zero delta on every real;
 //! - `%delta_open()`, `%delta_inputs(x)`, `%delta_primal(r)`,
-//!   `%delta_grad(mark, r, w, xd)`: one reverse pass on a tape of its own (seed 004 §7),
+//!   `%delta_grad(mark, r, w, xd)`: one reverse pass on a tape of its own ([Delta] §7),
 //!   the steps of `Interp::delta_vjp` taken one at a time.
 //!
 //! The walks need types the values do not carry; `compile.rs` gives each of these

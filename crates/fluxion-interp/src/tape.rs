@@ -1,9 +1,9 @@
-//! The delta tape of reverse mode by dual numbers with deltas (seed 004 §7; issue 9):
+//! The delta tape of reverse mode by dual numbers with deltas ([Delta] §7; issue 9):
 //! run-time support the `--ad delta` translation will call.
 //!
 //! The monadic translation gives every delta a fresh id and appends its definition to
-//! a list of bindings, so a dual number holds only `Zero` or `Var id` (seed 004 §7,
-//! "the classic tape"). A definition here is a linear combination of earlier ids,
+//! a list of bindings, so a dual number holds only `Zero` or `Var id` ([Delta] §7,
+//! the classic tape of its §7.3). A definition here is a linear combination of earlier ids,
 //! `id = Σ cᵢ·parentᵢ` (each primitive's partials from `fluxion-ad`'s calculus table),
 //! or an input. The backward pass visits the ids from the last to the first, adding
 //! each one's adjoint, scaled, into its parents': every definition is processed once,

@@ -1,4 +1,4 @@
-//! Unit tests of the interpreter's semantics (LANGUAGE.md §3–§4), on small programs
+//! Unit tests of the interpreter's semantics (docs/language.md §3–§4), on small programs
 //! parsed and elaborated by the front end.
 
 use fluxion_core::{Module, Span};

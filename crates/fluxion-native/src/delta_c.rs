@@ -1,4 +1,4 @@
-//! C for `--ad delta` (seed 004 §7): the delta layer's primitives `%delta` and
+//! C for `--ad delta` ([Delta] §7): the delta layer's primitives `%delta` and
 //! `%delta_sum` (tape entries, `runtime.c`'s `fx_tape_*`), and the primitives of a
 //! resolved `%delta_vjp` (fluxion-ad's `ahead/delta.rs`) with the per-type walks they
 //! need (`types/delta.rs`):

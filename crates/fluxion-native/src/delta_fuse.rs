@@ -1,4 +1,4 @@
-//! A `%delta_sum` of a loop's array, fused (`--ad delta`, seed 004 §7's `Add` of
+//! A `%delta_sum` of a loop's array, fused (`--ad delta`, [Delta] §7's `Add` of
 //! deltas): where the delta translation of `sum(map(f, xs))`, `sumbuild(n, f)` or `dot`
 //! makes an array of `(Real, Int)` pairs — one tape node per element — and sums it into
 //! one node, and the element function makes no node but its result's, the loop writes

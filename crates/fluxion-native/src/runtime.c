@@ -512,7 +512,7 @@ static inline void fx_same_length(const char *what, int64_t n, int64_t m, uint32
   if (n != m) fx_fail(src, start, end, "%s: arrays of different lengths (%lld and %lld)", what, (long long)n, (long long)m);
 }
 
-/* Checked Int arithmetic (LANGUAGE.md: overflow is a runtime error). */
+/* Checked Int arithmetic (docs/language.md: overflow is a runtime error). */
 #define FX_INT_OP(name, builtin, sym)                                                   \
   static inline int64_t name(int64_t a, int64_t b, uint32_t src, uint32_t start, uint32_t end) { \
     int64_t r;                                                                          \
@@ -635,7 +635,7 @@ static double fx_lgamma(double x) {
   return lgamma_r(x, &sign);
 }
 
-/* The delta tape of `--ad delta` (seed 004 §7; fluxion-interp's tape.rs): node i is
+/* The delta tape of `--ad delta` ([Delta] §7; fluxion-interp's tape.rs): node i is
  * the delta sum_k coefs[k] * parents[k] for k in starts[i]..starts[i+1]; id 0 is the
  * zero delta (no node, never a parent). A %delta_vjp opens a tape nested in the
  * current one at a mark (the next id) and closes it by truncating back to the mark,

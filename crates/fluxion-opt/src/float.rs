@@ -1,4 +1,4 @@
-//! Let-floating out of loops (the digest of seed 002 lists `let` floating among ksc's
+//! Let-floating out of loops (the demo of [Knossos] §9 shows `let` floating among ksc's
 //! simplifications): a binding of a lambda's body that depends only on what the
 //! lambda captures is computed once, where the closure is made, instead of once per
 //! call — when the closure is the function a higher-order built-in calls per element

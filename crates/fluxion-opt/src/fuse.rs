@@ -1,4 +1,4 @@
-//! Loop fusion (seed 002's `sum(build)` → `sumbuild` and its map/fold relatives): an
+//! Loop fusion ([Knossos] §4's `sum(build)` rule, ksc's `sumbuild`, and their map/fold relatives): an
 //! array made by `map`, `map2` or `build` and read once, by the next loop over it, is
 //! never made — the two loops become one whose lambda applies both functions
 //! (their bodies copied in when the closures are known here, so no call is added).

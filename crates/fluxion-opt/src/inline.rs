@@ -1,4 +1,4 @@
-//! Inlining (seed 002 §5's "inlining, beta reduction" before CSE; the rule the
+//! Inlining ([Knossos] §3's inlining before CSE, and §5.4's "the more inlining the better"; the rule the
 //! Knossos simplifier applies to `let f = lam; f(a)`): a call whose callee is known here
 //! — `CallDirect` of a top-level function, or `Call` of a variable bound to a `Closure`
 //! — is replaced by the callee's body under fresh names, its captures and parameters

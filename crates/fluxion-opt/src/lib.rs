@@ -1,4 +1,4 @@
-//! The optimiser (issue 12; seed 002, the Knossos notes, §2.6 and its rewrite rules):
+//! The optimiser (issue 12; [Knossos], its algebra of linear maps, §2.1.2 and §2.3, and its rewrite rules):
 //! a pipeline of Core → Core passes, listed in one place ([`PASSES`]), each one file
 //! with a verb-named entry point, each followed by the verifier in debug builds.
 //!

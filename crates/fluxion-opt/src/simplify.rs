@@ -9,7 +9,7 @@
 //! - constant folding: `+ - * /` and negation of real literals (the same IEEE operation
 //!   the interpreter performs, so the same bits), `+ - *` of `Int` literals where they
 //!   do not overflow, comparisons and `!` of `Int`/`Bool` literals;
-//! - zero propagation through the linear building blocks (seed 002 §2.6, seed 000's
+//! - zero propagation through the linear building blocks ([Knossos] §2.1.2 and §2.3, [CHAD] App. B's
 //!   simplifications): `%tplus(0, x) = x`, `%lscale(c, 0) = 0`, `%lproj(0, i) = 0`,
 //!   `%lfield(0, ..) = 0`, `%lindex(0, i) = 0`, `%lsum(0) = 0`, `%lslice(0, ..) = 0` —
 //!   identities of the run-time algebra, where `%tzero()` is the symbolic zero;

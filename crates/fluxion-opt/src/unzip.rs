@@ -4,8 +4,8 @@
 //! becomes one loop per component used, `ys_i = map(|x| f(x).i, xs)`, each a copy of
 //! `f` that dead-code elimination trims to what that component needs.
 //!
-//! This is what CHAD's array rules need (seed 000's (value, backpropagator) pairs;
-//! the "tupling" of seed 002 §5 read backwards): `map` of a translated function makes
+//! This is what CHAD's array rules need ([CHAD]'s (value, backpropagator) pairs;
+//! the "tupling" of [Knossos] §5 read backwards): `map` of a translated function makes
 //! an array of pairs whose values the primal reads and whose backpropagators the
 //! backward pass calls. Unzipped, the values are an array of reals and the
 //! backpropagators an array of closures that `fuse` then merges into the backward
@@ -215,7 +215,7 @@ impl Uses<'_, '_> {
         for (k, b) in body.bindings.iter().enumerate() {
             let ok = match &b.rhs {
                 // `%lsum(ys)` taken apart: the sum of each component (linear maps
-                // commute with sums; seed 002 §2.6).
+                // commute with sums; [Knossos] §2.1.2).
                 Rhs::Prim(Prim::LinSum, args) if args[0] == Atom::Var(self.ys) => {
                     match summed_components(&body.bindings[k + 1..], body.result, b.var, self.shape)
                     {

@@ -226,7 +226,7 @@ impl Function {
             )
             .into_pyerr(py));
         }
-        // Only the reverse-mode operators depend on the mode (LANGUAGE.md §5).
+        // Only the reverse-mode operators depend on the mode (docs/language.md §5).
         let reverse = !matches!(t, Transform::Jvp | Transform::Taylor(_) | Transform::Jet(_));
         if reverse && !self.mode.is_implemented() {
             return Err(FxError::new(

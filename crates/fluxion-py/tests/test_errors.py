@@ -64,7 +64,7 @@ def test_ad_and_backend_options(m):
         assert max(abs(a - b) for a, b in zip(g_fwd, g)) < 1e-12, mode
         h = fluxion.hessian(m.loss, ad=mode)(w, 1.5)
         assert max(abs(a - b) for r, q in zip(h_fwd, h) for a, b in zip(r, q)) < 1e-12, mode
-    # jvp and taylor do not depend on the mode (LANGUAGE.md §5), nor do plain calls.
+    # jvp and taylor do not depend on the mode (docs/language.md §5), nor do plain calls.
     assert fluxion.jvp(m.scalar, (1.0,), (1.0,), ad="delta")[0] == m.scalar(1.0)
     assert m.scalar.with_ad("chad")(1.0) == m.scalar(1.0)
 

@@ -1,4 +1,4 @@
-//! Tokens of Fluxion (LANGUAGE.md §1), produced by a logos-generated DFA.
+//! Tokens of Fluxion (docs/language.md §1), produced by a logos-generated DFA.
 //!
 //! Unknown characters become [`Token::Error`] so that the parser can report them and
 //! carry on. Literal values are parsed from the token's text by the parser, which can

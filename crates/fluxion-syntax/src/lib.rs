@@ -1,4 +1,4 @@
-//! Fluxion's front end: source text to surface AST (LANGUAGE.md §1–§3).
+//! Fluxion's front end: source text to surface AST (docs/language.md §1–§3).
 //!
 //! Invariant: this crate knows nothing about types or Core. Parsing never fails; it
 //! returns the tree it could build plus every [`SyntaxError`] found.

@@ -1,4 +1,4 @@
-//! Recursive-descent parser with precedence climbing for operators (LANGUAGE.md §3).
+//! Recursive-descent parser with precedence climbing for operators (docs/language.md §3).
 //!
 //! Parsing never fails outright: it returns the module it could build plus every
 //! syntax error found. After an error the parser skips to a synchronisation point
@@ -952,7 +952,7 @@ impl<'a> Parser<'a> {
 
 const COMPARISON_LEVEL: u8 = 2;
 
-/// Binary operators and their precedence level, loosest first (LANGUAGE.md §3).
+/// Binary operators and their precedence level, loosest first (docs/language.md §3).
 fn binop_of(tok: Token) -> Option<(BinOp, u8)> {
     Some(match tok {
         Token::OrOr => (BinOp::Or, 0),

@@ -1,4 +1,4 @@
-//! Unit tests of the lexer and the parser (LANGUAGE.md §1 and §3).
+//! Unit tests of the lexer and the parser (docs/language.md §1 and §3).
 
 use crate::ast::*;
 use crate::lexer::{Token, lex};

@@ -43,7 +43,7 @@ impl Elab {
         )
     }
 
-    /// `grad(f, x)` and friends (LANGUAGE.md §5). The function's expected type is
+    /// `grad(f, x)` and friends (docs/language.md §5). The function's expected type is
     /// derived from the other arguments where possible, so lambda parameters need no
     /// annotations: for `grad(|a, b| ..., (x, y))`, `a` and `b` get `x`'s and `y`'s types.
     fn differential_call(&mut self, prim: Prim, args: &[ast::Expr], sp: Span) -> (Atom, Ty) {

@@ -351,7 +351,7 @@ impl Elab {
             ),
             K::Named(name) => match self.enum_names.get(name) {
                 Some(id) => Type::Enum(*id),
-                // `ETan` names T(E), the tangent type of enum `E` (LANGUAGE.md §5).
+                // `ETan` names T(E), the tangent type of enum `E` (docs/language.md §5).
                 None if name
                     .strip_suffix("Tan")
                     .is_some_and(|base| self.enum_names.contains_key(base)) =>

@@ -1,5 +1,5 @@
 //! `--ad delta` ahead of time: `%delta_vjp(f, x, w)` as Core that runs `f`'s delta
-//! translation on a tape in the C runtime (seed 004 §7, "the classic tape"; the
+//! translation on a tape in the C runtime ([Delta] §7, the classic tape of its §7.3; the
 //! interpreter's `delta.rs` takes the same steps at run time):
 //!
 //! ```text

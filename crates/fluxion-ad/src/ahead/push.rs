@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! let g = Closure(L(code), lifted captures)  -- forward_code / taylor_code of the code
-//!                                            -- as written (seed 004 §4, seed 001 §3.2)
+//!                                            -- as written ([Delta] §4, [Taylor] §3.2)
 //! jvp(f, x, dx)       = push_forward_L(g, x, dx)     -- combine, call, take apart
 //! taylor(f, x, v, k)  = push_forward_Tk(g, x, v)
 //! %…_vjp(f, x, w)     = vjp_by_push_forward(f, g, x, w) -- one push per coordinate

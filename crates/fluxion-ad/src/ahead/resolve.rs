@@ -6,12 +6,12 @@
 //! `Closure(code, captures)` (variables are bound once in a module, so the binding is
 //! known wherever the variable is used), the captures are in scope at the operator,
 //! and CHAD translates the code with first-order captures (`Dr(A)1 = A`: the
-//! translated closure captures the same values, seed 000 §7.5). Then, as the
+//! translated closure captures the same values, [CHAD] §7.5). Then, as the
 //! interpreter's `chad.rs` does at run time:
 //!
 //! - `%chad_vjp(f, x, w)` (`--ad chad`'s `grad`, `vjp`, …) becomes
 //!   `let (y, bp) = chad(f)(x); check(y, w); (y, dense(x, bp(w).0))`;
-//! - `jvp(f, x, dx)` becomes, by forward CHAD (seed 000 §7.4),
+//! - `jvp(f, x, dx)` becomes, by forward CHAD ([CHAD] §7.4),
 //!   `let (y, push) = chad_fwd(f)(x); (y, dense(y, push(dx, 0)))`.
 //!
 //! `%delta_vjp` runs `f`'s delta translation on a tape (`delta.rs`); `taylor`, `jvp`
@@ -540,7 +540,7 @@ fn expand(site: &mut super::lift::Site, p: Prim, args: &[Atom], v: VarId) -> Opt
     let mut reads = Vec::new();
     // A known closure capturing closures: its code translated with the captured
     // closures translated in turn (`lift.rs`), as the interpreter's CHAD does at run
-    // time (seed 000 §7.5: a function's translation is a function of translations).
+    // time ([CHAD] §7.5: a function's translation is a function of translations).
     let lifted = if layer == TypeMap::Chad && captures_a_closure(site.m, site.closures, &args[0]) {
         Some(site.closure(args[0], layer, &mut reads, 0)?)
     } else {

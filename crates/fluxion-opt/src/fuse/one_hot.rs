@@ -1,5 +1,5 @@
-//! The sum of a loop of one-hot cotangents (seed 002 §2.6, "sum of a one-hot
-//! array"; the transpose of a loop of reads `xs[i]`): `%lsum(build(n, |i| ..
+//! The sum of a loop of one-hot cotangents ([Knossos] §4's rule for a sum of
+//! one-hot vectors; the transpose of a loop of reads `xs[i]`): `%lsum(build(n, |i| ..
 //! %lonehot(len, i, w)))`, each element one-hot at its own index, is the dense array
 //! `build(len, |i| if i < n { .. w } else { 0 })` — one loop writing each entry
 //! once, where the lazy sum would make `n` one-hot arrays and add them. Where `n`

@@ -1,4 +1,4 @@
-//! `build` then index (seed 002's fusion rules; the "`build` then index"): an
+//! `build` then index (a fusion rule of ksc, the compiler of [Knossos]; the "`build` then index"): an
 //! array made by `build(n, f)` and read once, `ys[i]`, is never made — the read is
 //! `f(i)` where `0 <= i < n`. Elsewhere the read fails as it did: on a `build` of a
 //! constant function (the array's elements are never read there), then the read.

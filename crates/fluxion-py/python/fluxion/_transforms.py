@@ -190,7 +190,7 @@ def jet(
     backend: str = "interp",
 ) -> tuple[Any, Any]:
     """``(f(x), partials)``: every mixed partial ``∂^α f(x + Σⱼ tⱼ·vⱼ)`` at ``t = 0``
-    with ``1 ≤ |α| ≤ order`` along the k ``directions`` (Fluxion's ``jet``, seed 001's
+    with ``1 ≤ |α| ≤ order`` along the k ``directions`` (Fluxion's ``jet``, [Taylor]'s
     ``D_(k,R)``), in graded order — by ``|α|``, then the first direction's exponent
     largest first — and not divided by factorials. Each direction is as the tangents of
     :func:`jvp` (one per differentiated argument; a tuple for several)."""
