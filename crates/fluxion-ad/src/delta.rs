@@ -20,7 +20,7 @@
 //!   rounding of the adjoints changes. A pending combination keeps at most
 //!   [`MAX_PENDING`] terms (each primitive that takes it pays one product per term);
 //! - `sum(a)` of `a: [Real]` is one entry `Σⱼ 1·idⱼ` (`%delta_sum`), not n additions
-//!   of ids (DESIGN-AD §5: sums of deltas are never sums of ids), and so is each real
+//!   of ids (docs/design-ad.md §5: sums of deltas are never sums of ids), and so is each real
 //!   of a sum of tuples of reals; `sum` of arrays holding arrays is a fold of
 //!   translated additions; `sumbuild` is `build` then sum.
 //! - Everything else is the structural skeleton (`structural.rs`): closures are

@@ -53,7 +53,7 @@ impl Layer for Forward {
         pair
     }
 
-    /// Forward-over-reverse (DESIGN-AD §5): for `G = Fwd(f)`, `(x, dx) ↦ (f x, f'(x)·dx)`,
+    /// Forward-over-reverse (docs/design-ad.md §5): for `G = Fwd(f)`, `(x, dx) ↦ (f x, f'(x)·dx)`,
     /// the reverse pass of `G` at `(x, dx)` from the cotangent `(ȳ_p, ȳ_t)` is
     /// `(ȳ_p·f' + ȳ_t·f''·dx, ȳ_t·f')`. So `Fwd(%p(f, x, w))` (`%p` = `%delta_vjp` or
     /// `%chad_vjp`) with `w = (w, dw)` — whose value is `(w·f', dw·f' + w·f''·dx)` — is

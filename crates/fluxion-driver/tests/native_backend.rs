@@ -312,7 +312,7 @@ fn assert_native_with_the_interpreters_values(programs: &[&str]) {
 }
 
 /// Both backends add array cotangents in one order, so their derivatives agree to the
-/// bit (ARCHITECTURE.md, "linear building blocks"): two dense arrays at once, element
+/// bit (docs/internals.md, "linear building blocks"): two dense arrays at once, element
 /// by element (a Hessian under CHAD, whose rows are arrays of pairs: the interpreter
 /// added them at once, native code as a lazy sum); an array cotangent added onto a
 /// nonzero one into its dense form (rows of a nested array read in a `sumbuild`: the

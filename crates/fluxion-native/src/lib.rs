@@ -1,6 +1,6 @@
 //! The native backend: a Core module (differentiated and optimised: every pass before
 //! is Core → Core) becomes one C11 translation unit (`emit.rs`, `prims.rs`, over the
-//! representation in `types.rs` and the runtime in `runtime.c`), which the system C
+//! representation in `types/` and the runtime in `runtime.c`), which the system C
 //! compiler turns into a shared library (`toolchain.rs`, cached), loaded and called
 //! through a small ABI:
 //!

@@ -1,7 +1,7 @@
 //! A REPL session as a library (`fluxion repl` is a shell over it): each input is
 //! compiled and evaluated once, and the values of its `let`s stay in memory.
 //!
-//! Design (ARCHITECTURE.md, "The REPL session"): the session owns one interpreter and
+//! Design (docs/internals.md, "The REPL session"): the session owns one interpreter and
 //! its Core module, which only grows. Definitions (`fn`, `enum`) form a generation:
 //! when they change, prelude and definitions are elaborated together and linked into
 //! the session module as new codes (`link.rs`). An input is elaborated as a function of

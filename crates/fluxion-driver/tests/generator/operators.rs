@@ -210,10 +210,9 @@ impl Gen {
                 let second = if self.rng.chance(0.7) { Real } else { Int };
                 let ft = func(vec![Real, second.clone()], Real);
                 self.enter_ad();
-                // A lambda, or any function value bound to a name first. KNOWN BUG
-                // (tests/corpus/regressions/grad_of_if_choosing_two_parameter_lambdas.flx):
-                // an `if`/`match` choosing two-parameter lambdas as the operator's
-                // argument does not type-check; so the value is let-bound.
+                // A lambda, or any function value bound to a name first (an `if`/`match`
+                // choosing two-parameter lambdas as the operator's argument once did not
+                // type-check: tests/corpus/regressions/grad_of_if_choosing_two_parameter_lambdas.flx).
                 let lambda = self.rng.chance(0.6);
                 let (fe, fb) = if lambda {
                     let annotate = self.rng.chance(0.5);

@@ -85,13 +85,14 @@ impl Gen {
                     15 => (format!("cosh(tanh({y}))"), B::real(1.6, 1.2 * g)),
                     16 => (format!("asin(0.5 * tanh({y}))"), B::real(0.6, 0.6 * g)),
                     17 => (format!("acos(0.5 * tanh({y}))"), B::real(2.1, 0.6 * g)),
-                    // KNOWN BUG (tests/corpus/regressions/lgamma_fwd_print.flx): the printed
-                    // forward stage of `lgamma` does not re-parse. Enable when fixed.
+                    // Switchable (GENERATE_LGAMMA): once a bug, kept as
+                    // tests/corpus/regressions/lgamma_fwd_print.flx.
                     20 if m <= 3.0 && GENERATE_LGAMMA => (
                         sq("lgamma"),
                         B::real(13.0, 2.5 * (1.0 + m * m).ln().max(1.0) * m * g + g),
                     ),
-                    // KNOWN BUG (tests/corpus/regressions/pow_of_negative_base.flx).
+                    // Switchable (GENERATE_POW_ANY_BASE): once a bug, kept as
+                    // tests/corpus/regressions/pow_of_negative_base.flx.
                     18 if GENERATE_POW_ANY_BASE => {
                         (format!("pow({y}, 2.0)"), B::real(m * m, 2.0 * m * g))
                     }
