@@ -68,9 +68,9 @@ pub(crate) fn eval_stack_size() -> usize {
     EVAL_STACK_SIZE.with(|s| s.get())
 }
 
-/// The stack the interpreter may use on the current thread: most of the evaluation
-/// thread's stack inside [`with_big_stack`], a small default elsewhere.
-pub(crate) fn stack_budget() -> usize {
+/// The stack the interpreter (or native code) may use on the current thread: most of
+/// the evaluation thread's stack inside [`with_big_stack`], a small default elsewhere.
+pub fn stack_budget() -> usize {
     EVAL_STACK_BUDGET.with(|b| b.get())
 }
 

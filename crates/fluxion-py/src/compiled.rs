@@ -1,19 +1,31 @@
-//! A compiled Fluxion module as the Python objects share it, and the one way
-//! anything runs: on a big-stack evaluation thread, with the GIL released.
+//! A compiled Fluxion module as the Python objects share it, and how its functions
+//! run: natively (the default where a C compiler is present) or in the interpreter.
 //!
-//! Interpreter values are `Rc` (not `Send`), so they live and die on that thread:
-//! it re-attaches to Python to convert the arguments (one copy of each array), runs
-//! without the GIL, and re-attaches to convert the result. Each call evaluates a copy
-//! of the module expanded for its AD mode (the interpreter adds run-time AD
-//! translations to its module), so concurrent calls share nothing mutable.
+//! Natively, each function is compiled once per AD mode and kept ([`NativeEntry`]);
+//! a call converts its arguments on the caller's thread (one copy of each array),
+//! runs the machine code there with the GIL released and what is left of that
+//! thread's stack ([`caller_stack`]), and converts the result: no thread is spawned. A call that
+//! runs out of that stack runs again on a big-stack evaluation thread (programs have
+//! no effects, so the second run is the same run); one the native code hands over, or
+//! a function it cannot compile, runs in the interpreter with a warning.
+//!
+//! In the interpreter, everything runs on a big-stack evaluation thread with the GIL
+//! released: interpreter values are `Rc` (not `Send`), so they live and die there;
+//! it re-attaches to Python to convert the arguments and the result. Each call
+//! evaluates a copy of the module expanded for its AD mode (the interpreter adds
+//! run-time AD translations to its module), so concurrent calls share nothing mutable.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use fluxion_driver::core::{CodeId, Module, Type};
+use fluxion_driver::interp::Value;
+use fluxion_driver::native_backend::{CallValues, NativeProgram, RuntimeError, Toolchain};
 use fluxion_driver::value_path::ValuePath;
-use fluxion_driver::{AdMode, Program, RunOptions, SourceFile};
+use fluxion_driver::{
+    AdMode, Backend, Diagnostic, FwdMode, OptLevel, Phase, Program, RunOptions, SourceFile,
+};
 use pyo3::prelude::*;
 
 use crate::errors::{CallError, FxError, Kind};
@@ -32,6 +44,39 @@ pub struct Compiled {
     expanded: Mutex<HashMap<AdMode, Arc<Module>>>,
     /// Modules with a generated transformation wrapper, by their source.
     derived: Mutex<HashMap<String, Arc<Compiled>>>,
+    /// The functions compiled natively so far, by AD mode and name.
+    native: Mutex<HashMap<(AdMode, String), Arc<NativeEntry>>>,
+}
+
+/// A function compiled to machine code for one AD mode — the program and the module it
+/// was compiled from (which types its values) — or the note saying why it was not
+/// (the interpreter runs it).
+type NativeEntry = Result<(NativeProgram, Module), String>;
+
+/// The stack a native call may use on the caller's thread: what is left of it but a
+/// margin, or `None` where that is too little to be worth it (the runtime frees deep
+/// values in constant stack only with a few MiB of room: `runtime.c`'s
+/// `FX_LATER_ROOM`); a deeper recursion runs again on the big-stack thread.
+fn caller_stack() -> Option<usize> {
+    const MARGIN: usize = 512 << 10;
+    const LEAST: usize = 2 << 20;
+    let left = stacker::remaining_stack()?.saturating_sub(MARGIN);
+    (left >= LEAST).then_some(left)
+}
+
+/// How many functions this process has compiled natively (each once per module and
+/// AD mode): `fluxion._fluxion.native_compiles()`, which tests of the cache read.
+pub static NATIVE_COMPILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The backend a module's functions run on unless told otherwise: native code where a
+/// C compiler is present (checked once), else the interpreter.
+pub fn default_backend() -> Backend {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    if *AVAILABLE.get_or_init(|| Toolchain::default().available()) {
+        Backend::Native
+    } else {
+        Backend::Interp
+    }
 }
 
 impl Compiled {
@@ -46,6 +91,7 @@ impl Compiled {
             sources: program.sources,
             expanded: Mutex::default(),
             derived: Mutex::default(),
+            native: Mutex::default(),
         })
     }
 
@@ -116,8 +162,148 @@ impl Compiled {
     }
 
     /// Calls function `name` with Python arguments (already matched to its
-    /// parameters), on the evaluation thread; errors call it `label`.
+    /// parameters) on `backend`; errors call it `label`.
+    #[allow(clippy::too_many_arguments)]
     pub fn call(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        name: &str,
+        label: &str,
+        args: Vec<Py<PyAny>>,
+        mode: AdMode,
+        backend: Backend,
+    ) -> PyResult<Py<PyAny>> {
+        if backend == Backend::Native {
+            let entry = self.native_entry(py, mode, name)?;
+            match &*entry {
+                Ok((program, module)) => {
+                    if let Some(result) =
+                        self.call_native(py, program, module, name, label, &args)?
+                    {
+                        return Ok(result);
+                    }
+                }
+                Err(note) => warn(py, note)?,
+            }
+        }
+        self.call_interp(py, name, label, args, mode)
+    }
+
+    /// The native program of `name` for `mode`, compiled on first use (on the
+    /// evaluation thread: resolving operators ahead of time recurses).
+    fn native_entry(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        mode: AdMode,
+        name: &str,
+    ) -> PyResult<Arc<NativeEntry>> {
+        let key = (mode, name.to_string());
+        if let Some(e) = lock(&self.native).get(&key) {
+            return Ok(e.clone());
+        }
+        let entry = on_eval_thread(py, || {
+            let module = self.expanded(mode)?;
+            let sig = self
+                .function(name)
+                .ok_or_else(|| FxError::new(Kind::Internal, format!("no function `{name}`")))?;
+            Ok(fluxion_driver::compile_native(
+                &module,
+                sig.code,
+                &Toolchain::default(),
+                OptLevel::On,
+                FwdMode::default(),
+            ))
+        })?;
+        NATIVE_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let entry = Arc::new(entry);
+        lock(&self.native).insert(key, entry.clone());
+        Ok(entry)
+    }
+
+    /// A native call on the caller's thread; `None` when the native code hands the
+    /// run over to the interpreter (with a warning).
+    fn call_native(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        program: &NativeProgram,
+        module: &Module,
+        name: &str,
+        label: &str,
+        args: &[Py<PyAny>],
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let sig = self.function(name).ok_or_else(|| {
+            FxError::new(Kind::Internal, format!("no function `{name}`")).into_pyerr(py)
+        })?;
+        let convert = |py: Python<'_>| -> Result<Vec<Value>, CallError> {
+            args.iter()
+                .zip(sig.params.iter().zip(&sig.names))
+                .map(|(a, (t, n))| {
+                    to_value(a.bind(py), t, module, &ValuePath::Root(n))
+                        .map_err(|e| in_call(e, label))
+                })
+                .collect()
+        };
+        let run = |values: &[Value], stack: usize| {
+            let library = library_lock(program);
+            let _held = lock(&library);
+            catch_unwind(AssertUnwindSafe(|| {
+                program.call(module, values, stack, memory_limit() as u64)
+            }))
+            .unwrap_or_else(|p| Err(RuntimeError::internal(&panic_message(p))))
+        };
+        // On the big-stack thread, with its budget: where the caller's thread has
+        // too little stack, or the run on it ran out.
+        let on_big_stack = || {
+            on_eval_thread(py, || {
+                let values = Python::attach(convert)?;
+                let result = run(&values, fluxion_driver::stack_budget());
+                self.native_result(result, &sig.ret, module)
+            })
+        };
+        let result = match caller_stack() {
+            None => on_big_stack()?,
+            Some(stack) => {
+                let values = OnThisThread(convert(py).map_err(|e| e.into_pyerr(py))?);
+                match py.detach(|| OnThisThread(run(values.get(), stack))).0 {
+                    Err(e) if e.message.starts_with("stack depth exceeded") => on_big_stack()?,
+                    r => self
+                        .native_result(r, &sig.ret, module)
+                        .map_err(|e| e.into_pyerr(py))?,
+                }
+            }
+        };
+        match result {
+            Ok(v) => Ok(Some(v)),
+            Err(note) => warn(py, &note).map(|()| None),
+        }
+    }
+
+    /// The Python value of a native call's result; `Err(note)` when the run must be
+    /// handed to the interpreter.
+    fn native_result(
+        &self,
+        result: Result<Value, RuntimeError>,
+        ret: &Type,
+        module: &Module,
+    ) -> Result<Result<Py<PyAny>, String>, CallError> {
+        match result {
+            Ok(value) => {
+                Python::attach(|py| to_python(py, &value, ret, module).map(|v| Ok(v.unbind())))
+            }
+            Err(e) if e.needs_interpreter => Ok(Err(format!(
+                "running in the interpreter: {} (at run time)",
+                e.message
+            ))),
+            Err(e) => Err(FxError::from_diagnostics(
+                &[Diagnostic::new(Phase::Runtime, Some(e.span), e.message)],
+                &self.sources,
+            )
+            .into()),
+        }
+    }
+
+    /// Calls function `name` in the interpreter, on the evaluation thread.
+    fn call_interp(
         self: &Arc<Self>,
         py: Python<'_>,
         name: &str,
@@ -203,15 +389,59 @@ pub fn on_eval_thread<T: Send>(
     result.map_err(|e| e.into_pyerr(py))
 }
 
-fn panic_error(payload: Box<dyn std::any::Any + Send>) -> CallError {
-    let what = payload
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn panic_error(payload: Box<dyn std::any::Any + Send>) -> CallError {
     FxError::new(
         Kind::Internal,
-        format!("internal error in Fluxion (please report it): {what}"),
+        format!(
+            "internal error in Fluxion (please report it): {}",
+            panic_message(payload)
+        ),
     )
     .into()
+}
+
+/// A value that stays on the thread that made it, carried through `Python::detach`
+/// (whose closure must be `Send`).
+struct OnThisThread<T>(T);
+
+impl<T> OnThisThread<T> {
+    /// The value (a method, so a closure captures the wrapper, not its field).
+    fn get(&self) -> &T {
+        &self.0
+    }
+}
+
+// SAFETY: `Python::detach` runs its closure on the calling thread, before it returns;
+// the interpreter values (`Rc`) inside are made, used and dropped on that one thread.
+unsafe impl<T> Send for OnThisThread<T> {}
+// SAFETY: as above: shared only with the closure, on the same thread.
+unsafe impl<T> Sync for OnThisThread<T> {}
+
+/// The lock of a compiled library: its runtime keeps its state (stack limit, memory
+/// count, tapes) in the library's globals, and one library (one file in the cache,
+/// loaded once per process) may serve several `Compiled`s, so calls into it take
+/// turns.
+fn library_lock(program: &NativeProgram) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<std::path::PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    lock(LOCKS.get_or_init(Mutex::default))
+        .entry(program.path.clone())
+        .or_default()
+        .clone()
+}
+
+/// A `RuntimeWarning` saying a call ran in the interpreter, and why.
+fn warn(py: Python<'_>, note: &str) -> PyResult<()> {
+    let note = note.trim_start_matches("note: ");
+    let warnings = py.import("warnings")?;
+    let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    warnings.call_method1("warn", (format!("fluxion: {note}"), category, 2))?;
+    Ok(())
 }

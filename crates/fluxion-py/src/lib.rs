@@ -16,12 +16,12 @@ mod variant;
 
 use std::sync::Arc;
 
-use fluxion_driver::AdMode;
+use fluxion_driver::{AdMode, Backend};
 use pyo3::exceptions::PyAttributeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use compiled::{Compiled, on_eval_thread};
+use compiled::{Compiled, default_backend, on_eval_thread};
 use errors::{FxError, Kind};
 use transform::Transform;
 
@@ -30,6 +30,8 @@ use transform::Transform;
 #[pyclass(frozen, module = "fluxion", name = "Module")]
 struct PyModuleObj {
     compiled: Arc<Compiled>,
+    /// The backend its functions run on.
+    backend: Backend,
 }
 
 #[pymethods]
@@ -41,6 +43,7 @@ impl PyModuleObj {
                 entry: name.to_string(),
                 label: name.to_string(),
                 mode: AdMode::default(),
+                backend: self.backend,
             };
             return Ok(Py::new(py, f)?.into_any());
         }
@@ -73,9 +76,15 @@ impl PyModuleObj {
         &self.compiled.text
     }
 
+    /// The backend its functions run on: `"native"` or `"interp"`.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.backend.name()
+    }
+
     fn __dir__(&self) -> Vec<String> {
         let mut names = self.compiled.function_names();
-        names.extend(["functions".into(), "source".into()]);
+        names.extend(["functions".into(), "source".into(), "backend".into()]);
         names
     }
 
@@ -98,6 +107,7 @@ struct Function {
     /// What the user calls it (`grad(f)`), for messages.
     label: String,
     mode: AdMode,
+    backend: Backend,
 }
 
 #[pymethods]
@@ -155,7 +165,7 @@ impl Function {
             .collect::<Option<Vec<_>>>()
             .ok_or_else(arity)?;
         self.compiled
-            .call(py, &self.entry, &self.label, args, self.mode)
+            .call(py, &self.entry, &self.label, args, self.mode, self.backend)
     }
 
     /// The function's name (for a derived function, how it was made: `grad(f)`).
@@ -201,6 +211,24 @@ impl Function {
             entry: self.entry.clone(),
             label: self.label.clone(),
             mode: parse_mode(ad)?,
+            backend: self.backend,
+        })
+    }
+
+    /// The backend this function runs on: `"native"` or `"interp"`.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// The same function run on another backend (`"native"`, `"interp"`).
+    fn with_backend(&self, backend: &str) -> PyResult<Function> {
+        Ok(Function {
+            compiled: self.compiled.clone(),
+            entry: self.entry.clone(),
+            label: self.label.clone(),
+            mode: self.mode,
+            backend: parse_backend(Some(backend))?,
         })
     }
 
@@ -272,6 +300,7 @@ impl Function {
             entry: wname,
             label: format!("{kind}({})", self.label),
             mode: self.mode,
+            backend: self.backend,
         })
     }
 
@@ -304,23 +333,56 @@ fn parse_mode(ad: &str) -> PyResult<AdMode> {
     })
 }
 
+/// `"native"`, `"interp"`, or `None` for the default (native code where a C
+/// compiler is present).
+fn parse_backend(backend: Option<&str>) -> PyResult<Backend> {
+    match backend {
+        None => Ok(default_backend()),
+        Some(b) => Backend::parse(b).ok_or_else(|| {
+            Python::attach(|py| {
+                FxError::new(
+                    Kind::Argument,
+                    format!("unknown backend `{b}` (the backends: native, interp)"),
+                )
+                .into_pyerr(py)
+            })
+        }),
+    }
+}
+
 /// Compiles Fluxion source text into a module. `name` is the file name diagnostics
-/// show.
+/// show; `backend` what its functions run on (`"native"`, the default where a C
+/// compiler is present, or `"interp"`).
 #[pyfunction]
-#[pyo3(signature = (source, name="<string>"))]
-fn compile(py: Python<'_>, source: &str, name: &str) -> PyResult<PyModuleObj> {
+#[pyo3(signature = (source, name="<string>", backend=None))]
+fn compile(
+    py: Python<'_>,
+    source: &str,
+    name: &str,
+    backend: Option<&str>,
+) -> PyResult<PyModuleObj> {
+    let backend = parse_backend(backend)?;
     let (source, name) = (source.to_string(), name.to_string());
     let compiled = on_eval_thread(py, move || Ok(Compiled::compile(&name, &source)?))?;
     Ok(PyModuleObj {
         compiled: Arc::new(compiled),
+        backend,
     })
 }
 
 /// Reads and compiles a Fluxion source file.
 #[pyfunction]
-fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyModuleObj> {
+#[pyo3(signature = (path, backend=None))]
+fn load(py: Python<'_>, path: std::path::PathBuf, backend: Option<&str>) -> PyResult<PyModuleObj> {
     let text = std::fs::read_to_string(&path)?;
-    compile(py, &text, &path.display().to_string())
+    compile(py, &text, &path.display().to_string(), backend)
+}
+
+/// How many functions this process has compiled to machine code so far (each once per
+/// module and AD mode; a second call of a function compiles nothing).
+#[pyfunction]
+fn native_compiles() -> u64 {
+    compiled::NATIVE_COMPILES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[pymodule]
@@ -330,5 +392,6 @@ fn _fluxion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Function>()?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(native_compiles, m)?)?;
     Ok(())
 }

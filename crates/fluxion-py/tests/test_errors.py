@@ -49,8 +49,6 @@ def test_unknown_attribute(m):
 
 
 def test_ad_and_backend_options(m):
-    with pytest.raises(fluxion.FluxionUnsupportedError, match="native"):
-        fluxion.grad(m.loss, backend="native")
     with pytest.raises(fluxion.FluxionArgumentError, match="unknown AD mode"):
         fluxion.grad(m.loss, ad="nope")
     with pytest.raises(fluxion.FluxionArgumentError, match="unknown backend"):

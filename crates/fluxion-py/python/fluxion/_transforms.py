@@ -11,26 +11,27 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ._fluxion import FluxionArgumentError, FluxionUnsupportedError, Function
+from ._fluxion import FluxionArgumentError, Function
 
 ArgNums = int | Sequence[int]
 
-BACKENDS = ("interp",)
-"""The backends built today (``native`` is planned)."""
+BACKENDS = ("native", "interp")
+"""The backends: machine code through the system C compiler (the default where one is
+present), and the interpreter."""
 
 
-def _prepare(f: Any, ad: str | None, backend: str) -> Function:
+def _prepare(f: Any, ad: str | None, backend: str | None) -> Function:
     if not isinstance(f, Function):
         raise FluxionArgumentError(
             f"expected a Fluxion function (m.f from fluxion.compile or fluxion.load), "
             f"found {type(f).__name__}"
         )
-    if backend not in BACKENDS:
-        if backend == "native":
-            raise FluxionUnsupportedError(
-                "backend 'native' is not built yet; the only backend is 'interp'"
+    if backend is not None:
+        if backend not in BACKENDS:
+            raise FluxionArgumentError(
+                f"unknown backend {backend!r} (the backends: native, interp)"
             )
-        raise FluxionArgumentError(f"unknown backend {backend!r} (the backends: interp, native)")
+        f = f.with_backend(backend)
     return f if ad is None else f.with_ad(ad)
 
 
@@ -56,7 +57,7 @@ def _single(nums: list[int], tupled: bool) -> bool:
 
 
 def grad(
-    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str = "interp"
+    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str | None = None
 ) -> Callable[..., Any]:
     """The gradient of ``f`` (which returns a ``Real``) with respect to argument
     ``argnums``: a function with ``f``'s parameters returning ``T(A)`` (a float64
@@ -73,7 +74,7 @@ def grad(
 
 
 def value_and_grad(
-    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str = "interp"
+    f: Function, argnums: ArgNums = 0, *, ad: str | None = None, backend: str | None = None
 ) -> Callable[..., Any]:
     """Like :func:`grad`, returning ``(f(*args), gradient)``."""
     f = _prepare(f, ad, backend)
@@ -85,7 +86,7 @@ def value_and_grad(
 
 
 def jacobian(
-    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str = "interp"
+    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str | None = None
 ) -> Callable[..., Any]:
     """The Jacobian of ``f`` (``[Real] -> [Real]`` in argument ``argnums``) as a
     2-D float64 array: row ``i`` is the gradient of output ``i``."""
@@ -95,7 +96,7 @@ def jacobian(
 
 
 def hessian(
-    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str = "interp"
+    f: Function, argnums: int = 0, *, ad: str | None = None, backend: str | None = None
 ) -> Callable[..., Any]:
     """The Hessian of ``f`` (``[Real] -> Real`` in argument ``argnums``) as a 2-D
     float64 array."""
@@ -111,7 +112,7 @@ def jvp(
     *,
     argnums: ArgNums | None = None,
     ad: str | None = None,
-    backend: str = "interp",
+    backend: str | None = None,
 ) -> tuple[Any, Any]:
     """``(f(*primals), J·tangents)``, as ``jax.jvp``: ``primals`` has one value per
     parameter; ``tangents`` one per differentiated parameter (all of them unless
@@ -134,7 +135,7 @@ def vjp(
     *primals: Any,
     argnums: ArgNums | None = None,
     ad: str | None = None,
-    backend: str = "interp",
+    backend: str | None = None,
 ) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]:
     """``(f(*primals), pullback)``, as ``jax.vjp``: ``pullback(cotangent)`` returns a
     tuple with one cotangent per differentiated parameter (all of them unless
@@ -161,7 +162,7 @@ def taylor(
     *,
     argnums: ArgNums | None = None,
     ad: str | None = None,
-    backend: str = "interp",
+    backend: str | None = None,
 ) -> tuple[Any, Any]:
     """``(f(x), [c_1, ..., c_order])`` with ``c_j = (1/j!) dʲ/dtʲ f(x + t·v)`` at
     ``t = 0`` (Fluxion's ``taylor``, Taylor mode): ``primals`` and ``directions`` as
@@ -187,7 +188,7 @@ def jet(
     *,
     argnums: ArgNums | None = None,
     ad: str | None = None,
-    backend: str = "interp",
+    backend: str | None = None,
 ) -> tuple[Any, Any]:
     """``(f(x), partials)``: every mixed partial ``∂^α f(x + Σⱼ tⱼ·vⱼ)`` at ``t = 0``
     with ``1 ≤ |α| ≤ order`` along the k ``directions`` (Fluxion's ``jet``, [Taylor]'s
