@@ -232,7 +232,11 @@ fn the_shared_documents_are_copied_word_for_word() {
         let text = read(copy);
         let original = root().join("../shared").join(shared);
         match std::fs::read_to_string(&original) {
-            Ok(o) => assert!(o == text, "{copy} differs from {}: copy it again", original.display()),
+            Ok(o) => assert!(
+                o == text,
+                "{copy} differs from {}: copy it again",
+                original.display()
+            ),
             Err(_) => assert!(text.contains("Fluxion"), "{copy} is empty"),
         }
     }
