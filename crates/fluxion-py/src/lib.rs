@@ -255,7 +255,10 @@ impl Function {
             .into_pyerr(py));
         }
         // Only the reverse-mode operators depend on the mode (docs/language.md §5).
-        let reverse = !matches!(t, Transform::Jvp | Transform::Taylor(_) | Transform::Jet(_));
+        let reverse = !matches!(
+            t,
+            Transform::Jvp | Transform::Taylor(_) | Transform::Jet(_) | Transform::Vmap
+        );
         if reverse && !self.mode.is_implemented() {
             return Err(FxError::new(
                 Kind::Unsupported,

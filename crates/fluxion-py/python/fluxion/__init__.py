@@ -27,7 +27,7 @@ from ._fluxion import (
     compile,
     load,
 )
-from ._transforms import grad, hessian, jacobian, jet, jvp, taylor, value_and_grad, vjp
+from ._transforms import grad, hessian, jacobian, jet, jvp, taylor, value_and_grad, vjp, vmap
 from ._variant import Variant
 
 __all__ = [
@@ -51,4 +51,5 @@ __all__ = [
     "jet",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

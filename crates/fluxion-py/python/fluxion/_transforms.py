@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ._fluxion import FluxionArgumentError, Function
 
 ArgNums = int | Sequence[int]
@@ -204,6 +206,66 @@ def jet(
         raise FluxionArgumentError(f"jet: the order must be an int, found {order!r}")
     g = f.derive("jet", nums, order)
     return tuple(g(*primals, directions))
+
+
+def vmap(f: Function, in_axes: int | None | Sequence[int | None] = 0) -> Callable[..., Any]:
+    """``f`` mapped over the leading axis of its arguments, as ``jax.vmap``: ``in_axes``
+    is ``0`` (every argument batched) or one entry per argument, ``0`` (batched: an
+    array, or a sequence, of the parameter's values) or ``None`` (passed whole to
+    every call). The map runs in Fluxion (one ``build``: natively, one compiled loop),
+    and ``f`` may be a transformed function (``vmap(grad(m.loss), in_axes=(0, None))``).
+    Results are stacked as JAX stacks them: reals into a float64 array, arrays of one
+    shape into an array with a leading axis, tuples component by component. Arguments
+    are positional."""
+    f = _prepare(f, None, None)
+    n = len(f.parameters)
+    if in_axes is None or isinstance(in_axes, int):
+        axes = [in_axes] * n
+    else:
+        axes = list(in_axes)
+        if len(axes) != n:
+            raise FluxionArgumentError(
+                f"vmap: in_axes has {len(axes)} entries, `{f.name}` takes {n} argument(s)"
+            )
+    for a in axes:
+        if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
+            raise FluxionArgumentError(f"vmap: in_axes entries must be 0 or None, found {a!r}")
+        if a not in (0, None):
+            raise FluxionArgumentError(
+                f"vmap: only the leading axis can be mapped (in_axes 0 or None), found {a}"
+            )
+    batched = [i for i, a in enumerate(axes) if a == 0]
+    if not batched:
+        raise FluxionArgumentError("vmap: in_axes maps no argument")
+    g = f.derive("vmap", batched)
+
+    def call(*args: Any) -> Any:
+        if len(args) == n:
+            sizes = sorted({len(args[i]) for i in batched})
+            if len(sizes) > 1:
+                raise FluxionArgumentError(
+                    f"vmap: the mapped arguments have different lengths {sizes}"
+                )
+        return _stack(g(*args))
+
+    call.__name__ = g.name
+    call.__doc__ = f"{g.name}: {g.signature}"
+    call.__wrapped__ = g  # type: ignore[attr-defined]
+    return call
+
+
+def _stack(r: Any) -> Any:
+    """A batch of results as JAX stacks it: a list of tuples as a tuple of stacks, a
+    list of same-shaped arrays as one array; anything else as it is."""
+    if not isinstance(r, list) or not r:
+        return r
+    if all(isinstance(e, tuple) for e in r):
+        return tuple(_stack(list(col)) for col in zip(*r))
+    if all(isinstance(e, np.ndarray) and e.shape == r[0].shape for e in r):
+        return np.stack(r)
+    if all(isinstance(e, (float, int, bool)) for e in r):
+        return np.asarray(r)
+    return r
 
 
 def _wrap(g: Function, post: Callable[[Any], Any]) -> Callable[..., Any]:
