@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use fluxion_driver::core::{CodeId, Module, Type};
 use fluxion_driver::interp::Value;
@@ -338,6 +338,25 @@ impl Compiled {
             Ok(result)
         })
     }
+}
+
+/// The module compiled from `text` under `name`, shared by every `compile` of the same
+/// text in this process while one is alive (an unpickled function finds the module,
+/// and the native code compiled for it, of an earlier one).
+pub fn shared(py: Python<'_>, name: &str, text: &str) -> PyResult<Arc<Compiled>> {
+    type Key = (String, String);
+    static MODULES: OnceLock<Mutex<HashMap<Key, Weak<Compiled>>>> = OnceLock::new();
+    let modules = MODULES.get_or_init(Mutex::default);
+    let key = (name.to_string(), text.to_string());
+    if let Some(c) = lock(modules).get(&key).and_then(Weak::upgrade) {
+        return Ok(c);
+    }
+    let (n, t) = key.clone();
+    let compiled = Arc::new(on_eval_thread(py, move || Ok(Compiled::compile(&n, &t)?))?);
+    let mut modules = lock(modules);
+    modules.retain(|_, m| m.strong_count() > 0);
+    modules.insert(key, Arc::downgrade(&compiled));
+    Ok(compiled)
 }
 
 /// A function's signature as the bindings need it.

@@ -25,6 +25,9 @@ use compiled::{Compiled, default_backend, on_eval_thread};
 use errors::{FxError, Kind};
 use transform::Transform;
 
+/// What `__reduce__` returns: the callable that rebuilds an object, and its arguments.
+type Reduced<A> = (Py<PyAny>, A);
+
 /// A compiled Fluxion module: its top-level functions are attributes (`m.f`), and
 /// so are its enum constructors (`m.Circle(1.0)` makes a `fluxion.Variant`).
 #[pyclass(frozen, module = "fluxion", name = "Module")]
@@ -80,6 +83,20 @@ impl PyModuleObj {
     #[getter]
     fn backend(&self) -> &'static str {
         self.backend.name()
+    }
+
+    /// Pickles by source, name and backend: unpickling compiles the source again
+    /// (once per process: see [`compiled::shared`]).
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<Reduced<(String, String, &'static str)>> {
+        let rebuild = py.import("fluxion._fluxion")?.getattr("compile")?.unbind();
+        Ok((
+            rebuild,
+            (
+                self.compiled.text.clone(),
+                self.compiled.name.clone(),
+                self.backend.name(),
+            ),
+        ))
     }
 
     fn __dir__(&self) -> Vec<String> {
@@ -307,6 +324,34 @@ impl Function {
         })
     }
 
+    /// Pickles by the source of its module (with any generated wrappers), its entry,
+    /// AD mode and backend: unpickling compiles the source again, once per process
+    /// (so `multiprocessing`, Dask and Ray can ship functions to workers).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(
+        Py<PyAny>,
+        (String, String, String, String, &'static str, &'static str),
+    )> {
+        let rebuild = py
+            .import("fluxion._fluxion")?
+            .getattr("_function")?
+            .unbind();
+        Ok((
+            rebuild,
+            (
+                self.compiled.text.clone(),
+                self.compiled.name.clone(),
+                self.entry.clone(),
+                self.label.clone(),
+                self.mode.name(),
+                self.backend.name(),
+            ),
+        ))
+    }
+
     fn __repr__(&self) -> PyResult<String> {
         Ok(format!(
             "<fluxion.Function {} : {}>",
@@ -365,11 +410,35 @@ fn compile(
     backend: Option<&str>,
 ) -> PyResult<PyModuleObj> {
     let backend = parse_backend(backend)?;
-    let (source, name) = (source.to_string(), name.to_string());
-    let compiled = on_eval_thread(py, move || Ok(Compiled::compile(&name, &source)?))?;
     Ok(PyModuleObj {
-        compiled: Arc::new(compiled),
+        compiled: compiled::shared(py, name, source)?,
         backend,
+    })
+}
+
+/// A pickled [`Function`] rebuilt: its module's source compiled (once per process).
+#[pyfunction]
+fn _function(
+    py: Python<'_>,
+    source: &str,
+    name: &str,
+    entry: String,
+    label: String,
+    mode: &str,
+    backend: &str,
+) -> PyResult<Function> {
+    let compiled = compiled::shared(py, name, source)?;
+    if compiled.function(&entry).is_none() {
+        return Err(PyAttributeError::new_err(format!(
+            "no function `{entry}` in the module"
+        )));
+    }
+    Ok(Function {
+        compiled,
+        entry,
+        label,
+        mode: parse_mode(mode)?,
+        backend: parse_backend(Some(backend))?,
     })
 }
 
@@ -396,5 +465,6 @@ fn _fluxion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(native_compiles, m)?)?;
+    m.add_function(wrap_pyfunction!(_function, m)?)?;
     Ok(())
 }

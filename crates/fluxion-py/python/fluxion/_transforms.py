@@ -71,7 +71,7 @@ def grad(
     nums, tupled = _argnums(f, argnums)
     g = f.derive("grad", nums)
     if _single(nums, tupled):
-        return _wrap(g, lambda r: (r,))
+        return _Post(g, _one_tuple)
     return g
 
 
@@ -83,7 +83,7 @@ def value_and_grad(
     nums, tupled = _argnums(f, argnums)
     g = f.derive("value_and_grad", nums)
     if _single(nums, tupled):
-        return _wrap(g, lambda r: (r[0], (r[1],)))
+        return _Post(g, _value_and_one_tuple)
     return g
 
 
@@ -237,21 +237,27 @@ def vmap(f: Function, in_axes: int | None | Sequence[int | None] = 0) -> Callabl
     batched = [i for i, a in enumerate(axes) if a == 0]
     if not batched:
         raise FluxionArgumentError("vmap: in_axes maps no argument")
-    g = f.derive("vmap", batched)
+    return _Vmapped(f.derive("vmap", batched), n, batched)
 
-    def call(*args: Any) -> Any:
-        if len(args) == n:
-            sizes = sorted({len(args[i]) for i in batched})
+
+class _Vmapped:
+    """A function made by :func:`vmap`: checks the mapped arguments' lengths and stacks
+    the results. A class (not a closure), so it pickles."""
+
+    def __init__(self, g: Function, n: int, batched: list[int]) -> None:
+        self.g, self.n, self.batched = g, n, batched
+        self.__name__ = g.name
+        self.__doc__ = f"{g.name}: {g.signature}"
+        self.__wrapped__ = g
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) == self.n:
+            sizes = sorted({len(args[i]) for i in self.batched})
             if len(sizes) > 1:
                 raise FluxionArgumentError(
                     f"vmap: the mapped arguments have different lengths {sizes}"
                 )
-        return _stack(g(*args))
-
-    call.__name__ = g.name
-    call.__doc__ = f"{g.name}: {g.signature}"
-    call.__wrapped__ = g  # type: ignore[attr-defined]
-    return call
+        return _stack(self.g(*args))
 
 
 def _stack(r: Any) -> Any:
@@ -268,11 +274,24 @@ def _stack(r: Any) -> Any:
     return r
 
 
-def _wrap(g: Function, post: Callable[[Any], Any]) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return post(g(*args, **kwargs))
+def _one_tuple(r: Any) -> Any:
+    return (r,)
 
-    call.__name__ = g.name
-    call.__doc__ = f"{g.name}: {g.signature}"
-    call.__wrapped__ = g  # type: ignore[attr-defined]
-    return call
+
+def _value_and_one_tuple(r: Any) -> Any:
+    return (r[0], (r[1],))
+
+
+class _Post:
+    """A transformed function whose result is reshaped for the caller (a gradient with
+    ``argnums=(i,)`` is a 1-tuple). A class with a module-level ``post``, so it
+    pickles."""
+
+    def __init__(self, g: Function, post: Callable[[Any], Any]) -> None:
+        self.g, self.post = g, post
+        self.__name__ = g.name
+        self.__doc__ = f"{g.name}: {g.signature}"
+        self.__wrapped__ = g
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.post(self.g(*args, **kwargs))
