@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs one fuzz target, its corpus seeded with the examples (README.md, "Fuzzing").
+# Runs one fuzz target, its corpus seeded with the examples (CONTRIBUTING.md, "Fuzzing").
 # Usage: fuzz/run.sh TARGET [SECONDS]    TARGET: parse | check | run
 set -euo pipefail
 cd "$(dirname "$0")/.."

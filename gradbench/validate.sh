@@ -5,7 +5,7 @@
 #     gradbench/validate.sh [--ad MODE] [EVAL ...]
 # GB is a clone of github.com/gradbench/gradbench with its runner built
 # (`cargo build --package=gradbench --release`) and the C++ `manual` tool built (the
-# validators' reference): README.md, "Fluxion under GradBench". Logs go to
+# validators' reference): gradbench/README.md, "Running the evals". Logs go to
 # ${LOGS:-gradbench-logs}/EVAL[-MODE].jsonl; summarise them with gradbench/summary.py.
 # The sizes are small (the interpreter is 20-400x slower than C); SIZES_<eval>
 # overrides an eval's size flags; BACKEND=interp runs the tool in the interpreter.

@@ -13,7 +13,8 @@
 //! Non-differentiable points follow docs/language.md §5: `abs'(0) = 0`; `min`/`max` follow
 //! their first argument on ties; `∂pow(x, y)/∂y = pow(x, y)·log(x)` is taken as 0
 //! where `x = 0` — and where `x < 0`, where `x^y` is real only at integer `y` and not
-//! differentiable in `y` (README, "Decisions"); `floor`, `ceil` have zero derivative.
+//! differentiable in `y` (docs/decisions.md, "AD at non-smooth points"); `floor`, `ceil`
+//! have zero derivative.
 
 use fluxion_core::{Atom, Lit, Prim, Type};
 
@@ -183,8 +184,9 @@ static RULES: &[RealRule] = &[
         |b, a| jets::mul(b, a[0], a[1])
     ),
     // `%lscale(c, w)`: `c·w`, zero where either factor is zero (docs/language.md is silent;
-    // README, "Decisions"). Differentiated as the product it is, so the forward layers
-    // can translate derivative code that scales (dual numbers' tangents, `tdot`).
+    // docs/decisions.md, "AD at non-smooth points"). Differentiated as the product it is,
+    // so the forward layers can translate derivative code that scales (dual numbers'
+    // tangents, `tdot`).
     rule!(
         LinScale,
         |_, xs, _| vec![Partial::At(xs[1]), Partial::At(xs[0])],

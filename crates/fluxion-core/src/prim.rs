@@ -269,9 +269,9 @@ pub fn is_chad_of_twice(p: Prim, args: &[crate::Atom]) -> bool {
 
 /// `%lscale(c, w)` on two reals: `w` itself where `w` is zero (0.0, or -0.0: the
 /// native backend's symbolic zero of a real), 0.0 where `c` is, `c·w` otherwise — a
-/// zero times a NaN or infinite factor is zero, the rule of every mode (README,
-/// "Decisions"). The interpreter runs it, the optimiser folds it; the native
-/// backend's `fx_lscale` is the same function in C.
+/// zero times a NaN or infinite factor is zero, the rule of every mode
+/// (docs/decisions.md, "AD at non-smooth points"). The interpreter runs it, the
+/// optimiser folds it; the native backend's `fx_lscale` is the same function in C.
 pub fn lscale(c: f64, w: f64) -> f64 {
     if w == 0.0 {
         w

@@ -386,8 +386,8 @@ fn closures_captured_in_arrays_are_differentiated_natively() {
         let (native, notes) = out.expect("native runs");
         assert!(notes.is_empty(), "{mode:?}: {notes:?}");
         // Under CHAD the Hessian (forward over reverse) takes the interpreter's run-time
-        // route there and pushes forward natively: equal to rounding (README, "The
-        // native backend"); everything else bit for bit.
+        // route there and pushes forward natively: equal to rounding (docs/decisions.md,
+        // "Differentiation", "CHAD and nested operators"); everything else bit for bit.
         let exact = if mode == AdMode::Chad {
             native.len() - 9
         } else {
@@ -608,7 +608,8 @@ fn check_nested_gradients(src: &str, cases: &[(&str, &str)], route: impl Fn(&str
 /// At a singularity a tape of tapes follows the first tape's rules: a zero partial or a
 /// zero adjoint passes nothing on, so the value of an inner gradient `s·∞·0` at s = 0
 /// is 0 as `--ad fwd` says (the review found `NaN` before the zero-adjoint rule); and
-/// README's example of a nested operator at `sqrt(0)` is `NaN` in reverse, `1.0`
+/// docs/decisions.md's example ("AD at non-smooth points") of a nested operator at
+/// `sqrt(0)` is `NaN` in reverse, `1.0`
 /// forwards, the same on both backends.
 #[test]
 fn a_tape_of_tapes_at_a_singularity_follows_the_first_tapes_rules() {

@@ -152,7 +152,8 @@ fn vector_programs_jacobians_natively_are_the_interpreters() {
 /// closures, error programs): under `--ad delta` (the default) natively, each gives
 /// the interpreter's value bit for bit, or its error (both run the Core
 /// `Program::prepare` made, nested operators of closures passed in included), and
-/// none leaves native code but the documented cases (README, "The native backend"):
+/// none leaves native code but the documented cases (docs/decisions.md, "Native backend"
+/// and, for CHAD, "Differentiation"):
 /// a closure that can reach an operator while applying one itself or capturing a
 /// pullback (and under CHAD, a program making a pullback). `FLUXION_CORPUS_ALL=1`
 /// runs every `--ad`/`--fwd` setting.

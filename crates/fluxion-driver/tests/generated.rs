@@ -5,8 +5,9 @@
 //!
 //! `FLUXION_GEN_CASES=<n>` and `FLUXION_GEN_SEED=<start>` choose the seeds for long
 //! runs, `FLUXION_GEN_DEPTH` and `FLUXION_GEN_FUEL` the size of the programs, and
-//! `FLUXION_GEN_SHOW=1` prints every program (README.md, "Differential testing"). A failure is shrunk (the same seed with
-//! smaller budgets), written to `target/generated-failures/` and reported by path.
+//! `FLUXION_GEN_SHOW=1` prints every program (CONTRIBUTING.md, "Random programs: the
+//! generator and its oracles"). A failure is shrunk (the same seed with smaller
+//! budgets), written to `target/generated-failures/` and reported by path.
 
 mod generator;
 mod oracles;

@@ -1242,8 +1242,9 @@ int main(void) {
 /// The program generator's programs, natively and in the interpreter: value, gradient
 /// (reverse CHAD, and delta's tape) and JVP (forward CHAD) agree — at the generated
 /// point, and at that point times 1e155, where squares overflow and infinite and NaN
-/// partials meet zero tangents and cotangents (the rule of every mode, README's
-/// "Decisions", decides those products the same way on both backends).
+/// partials meet zero tangents and cotangents (the rule of every mode,
+/// docs/decisions.md, "AD at non-smooth points", decides those products the same way
+/// on both backends).
 #[test]
 fn generated_programs_agree_with_the_interpreter() {
     let tc = test_toolchain("generated");
@@ -1483,7 +1484,8 @@ fn generated_programs_with_operators_run_natively() {
             assert_no_bug(&notes, &what);
             // The documented exception: CHAD does not translate a pullback (it applies
             // a reverse operator itself), so a program making one may leave CHAD's
-            // native code (README, "The native backend").
+            // native code (docs/decisions.md, "Differentiation", "CHAD and nested
+            // operators").
             let pullback = setting.0 == AdMode::Chad && main.contains("vjp(");
             if !notes.is_empty() && !pullback {
                 handed_over.push(format!("{what}: {}\n{main}", notes[0]));

@@ -122,7 +122,7 @@ impl Tape {
             let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
             for (&c, &parent) in self.coefs[start..end].iter().zip(&self.parents[start..end]) {
                 // A zero partial passes nothing on, even an infinite adjoint: the rule
-                // of every mode (`%lscale`; README, "Decisions").
+                // of every mode (`%lscale`; docs/decisions.md, "AD at non-smooth points").
                 if c != 0.0 {
                     adjoint[parent as usize] += c * a;
                 }

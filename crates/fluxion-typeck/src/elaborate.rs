@@ -264,7 +264,7 @@ impl Elab {
                 _ => None,
             })
             .collect();
-        // `ETan` names the tangent type of an enum `E` (README, "Tangent types"): an
+        // `ETan` names the tangent type of an enum `E` (docs/decisions.md, "Language"): an
         // enum of that name would make the two indistinguishable ("expected PTan,
         // found PTan"), so it is not declared.
         let declared: std::collections::HashSet<&str> =

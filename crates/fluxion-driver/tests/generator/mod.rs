@@ -592,7 +592,8 @@ impl Gen {
     }
 
     /// An enum whose fields are all reals or such enums is its own tangent type
-    /// (README); others have a derived `ETan`, which this generator does not use.
+    /// (docs/decisions.md, "Language"); others have a derived `ETan`, which this
+    /// generator does not use.
     fn enum_self_tangent(&self, k: usize) -> bool {
         self.enums[k].variants.iter().all(|(_, fs)| {
             fs.iter().all(|t| match t {
