@@ -1,12 +1,11 @@
 """Python-binding benchmarks for BENCHMARKS.md ("Python"). Ratios from one run,
 medians of repetitions. Needs a release build of the extension and of the CLI:
 
-    maturin develop --release -m crates/fluxion-py/Cargo.toml
+    pip install ./crates/fluxion-py[jax]     # or without [jax]: no JAX column
     cargo build --release -p fluxion-cli
-    python crates/fluxion-py/bench/bench.py
+    taskset -c 1 python crates/fluxion-py/bench/bench.py
 """
 
-import json
 import statistics
 import subprocess
 import tempfile
@@ -38,42 +37,78 @@ def per_call(f, calls=2000, reps=5):
     return median_time(batch, reps) / calls
 
 
+LOSS = """
+fn loss(w: [Real]) -> Real { sum(map(|a| 0.5 * a * a + log(1.0 + a * a) * sin(a), w)) }
+fn grad_loss(w: [Real]) -> [Real] { grad(loss, w) }
+fn main() -> Real { sum(grad_loss(build(100000, |i| to_real(i) / 100000.0 - 0.5))) }
+"""
+
+
+def jax_loss():
+    """The same loss in JAX (jit, float64), or None without JAX."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    g = jax.jit(jax.grad(lambda w: jnp.sum(0.5 * w * w + jnp.log(1.0 + w * w) * jnp.sin(w))))
+    return lambda w: g(w).block_until_ready()
+
+
 def main():
-    m = fluxion.compile(
+    src = (
         "fn unit() -> () { () } fn add(x: Real, y: Real) -> Real { x + y }"
         " fn total(x: [Real]) -> Real { sum(x) }"
     )
     py_add = lambda x, y: x + y
-    t_unit = per_call(m.unit)
-    t_add = per_call(lambda: m.add(1.0, 2.0))
     t_py = per_call(lambda: py_add(1.0, 2.0), calls=200000)
-    print(f"call overhead: unit() {t_unit * 1e6:.1f} us, add(1.0, 2.0) {t_add * 1e6:.1f} us, "
-          f"a Python function {t_py * 1e9:.0f} ns: ratio {t_add / t_py:.0f}x")
+    for backend in ("native", "interp"):
+        m = fluxion.compile(src, backend=backend)
+        calls = 20000 if backend == "native" else 500
+        t_unit = per_call(m.unit, calls)
+        t_add = per_call(lambda: m.add(1.0, 2.0), calls)
+        print(f"call overhead ({backend}): unit() {t_unit * 1e6:.2f} us, add(1.0, 2.0) "
+              f"{t_add * 1e6:.2f} us, a Python function {t_py * 1e9:.0f} ns: "
+              f"ratio {t_add / t_py:.0f}x")
+        big = np.random.default_rng(0).random(10**7)
+        t_flx = median_time(lambda: m.total(big), 5)
+        t_np = median_time(lambda: np.sum(big), 5)
+        print(f"sum of 10^7 float64 ({backend}): fluxion {t_flx * 1e3:.1f} ms, numpy.sum "
+              f"{t_np * 1e3:.1f} ms (ratio {t_flx / t_np:.1f}x)")
 
-    big = np.random.default_rng(0).random(10**7)
-    t_flx = median_time(lambda: m.total(big), 5)
-    t_np = median_time(lambda: np.sum(big), 5)
-    t_ident = median_time(lambda: big.copy(), 5)
-    print(f"sum of 10^7 float64: fluxion {t_flx * 1e3:.1f} ms, numpy.sum {t_np * 1e3:.1f} ms "
-          f"(ratio {t_flx / t_np:.1f}x), one numpy copy {t_ident * 1e3:.1f} ms")
-
-    rng = np.random.default_rng(1)
-    n, d, k = 1000, 4, 5
-    x = rng.normal(size=(n, d))
-    theta = rng.normal(size=k + 2 * k * d) * 0.1
-    g = fluxion.grad(fluxion.load(HERE / "gmm.flx").gmm)
-    t_grad = median_time(lambda: g(theta, x, k), 5)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump([theta.tolist(), x.tolist(), k], f)
-    cmd = [str(CLI), "run", str(HERE / "gmm.flx"), "--entry", "grad_gmm", "--args", "@" + f.name]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    cli_grad = np.array(json.loads(out.replace("NaN", '"NaN"'))) if out.startswith("[") else None
-    t_cli = median_time(lambda: subprocess.run(cmd, capture_output=True, check=True), 5)
-    if cli_grad is not None:
-        assert np.allclose(cli_grad, g(theta, x, k), rtol=1e-12, atol=1e-12)
-    print(f"GMM gradient (n={n}, d={d}, k={k}, {theta.size} parameters): Python {t_grad * 1e3:.1f} ms, "
-          f"CLI {t_cli * 1e3:.1f} ms (ratio Python/CLI {t_grad / t_cli:.2f})")
+    # The gradient of a 10^5-element loss: Python (native), the CLI (native, the
+    # whole process: start, compile from the cache, the run), JAX.
+    m = fluxion.compile(LOSS)
+    w = np.arange(100000) / 100000.0 - 0.5
+    g = fluxion.grad(m.loss)
+    t_grad = median_time(lambda: g(w), 11)
+    with tempfile.NamedTemporaryFile("w", suffix=".flx", delete=False) as f:
+        f.write(LOSS)
+    cmd = [str(CLI), "run", f.name, "--backend", "native"]
+    subprocess.run(cmd, capture_output=True, check=True)
+    t_cli = median_time(lambda: subprocess.run(cmd, capture_output=True, check=True), 11)
+    line = (f"gradient of a 10^5-element loss: Python (native) {t_grad * 1e3:.2f} ms, CLI "
+            f"process {t_cli * 1e3:.1f} ms (Python/CLI {t_grad / t_cli:.2f})")
+    jg = jax_loss()
+    if jg is not None:
+        jg(w)
+        t_jax = median_time(lambda: jg(w), 11)
+        line += f", JAX jit {t_jax * 1e3:.2f} ms (Python/JAX {t_grad / t_jax:.2f})"
+    print(line)
     print("CLI command:", " ".join(cmd))
+
+    # vmap of a gradient over 1,000 points against a Python loop of the same calls.
+    m = fluxion.compile("fn f(x: [Real], s: Real) -> Real { s * sum(map(|a| sin(a) * a, x)) }")
+    xs = np.random.default_rng(2).standard_normal((1000, 8))
+    vg = fluxion.vmap(fluxion.grad(m.f), in_axes=(0, None))
+    gf = fluxion.grad(m.f)
+    vg(xs, 1.5)
+    gf(xs[0], 1.5)
+    t_vmap = median_time(lambda: vg(xs, 1.5), 11)
+    t_loop = median_time(lambda: [gf(x, 1.5) for x in xs], 11)
+    print(f"vmap(grad) over 1,000 points of 8: {t_vmap * 1e3:.2f} ms, a Python loop "
+          f"{t_loop * 1e3:.2f} ms (ratio loop/vmap {t_loop / t_vmap:.1f}x)")
 
 
 if __name__ == "__main__":

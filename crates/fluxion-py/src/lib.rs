@@ -446,7 +446,13 @@ fn _function(
 #[pyfunction]
 #[pyo3(signature = (path, backend=None))]
 fn load(py: Python<'_>, path: std::path::PathBuf, backend: Option<&str>) -> PyResult<PyModuleObj> {
-    let text = std::fs::read_to_string(&path)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err((
+            e.raw_os_error().unwrap_or(0),
+            e.to_string(),
+            path.display().to_string(),
+        ))
+    })?;
     compile(py, &text, &path.display().to_string(), backend)
 }
 

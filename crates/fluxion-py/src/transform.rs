@@ -33,6 +33,9 @@ pub enum Transform {
     Jet(u32),
     /// `f` mapped over the leading axis of the chosen arguments (`vmap`).
     Vmap,
+    /// The Jacobian of `f: .. -> [Real]` in one argument of any tangent type `T(A)`,
+    /// as its rows `[T(A)]` (one pullback per output: `fluxion.jax`'s second order).
+    JacobianRows,
 }
 
 impl Transform {
@@ -47,6 +50,7 @@ impl Transform {
             ("taylor", Some(k)) => Transform::Taylor(k),
             ("jet", Some(r)) => Transform::Jet(r),
             ("vmap", _) => Transform::Vmap,
+            ("jacobian_rows", _) => Transform::JacobianRows,
             _ => return None,
         })
     }
@@ -62,6 +66,7 @@ impl Transform {
             Transform::Taylor(_) => "taylor",
             Transform::Jet(_) => "jet",
             Transform::Vmap => "vmap",
+            Transform::JacobianRows => "jacobian_rows",
         }
     }
 }
@@ -143,6 +148,10 @@ pub fn wrapper(
             a == real_vec && ret == Type::Real,
             "a function from [Real] to Real",
         )?,
+        Transform::JacobianRows => need(
+            array_depth(&ret).is_some(),
+            "a function returning an array of reals ([Real], [[Real]], ...)",
+        )?,
         _ => {}
     }
     let call = format!("{fname}({})", names.join(", "));
@@ -202,6 +211,14 @@ pub fn wrapper(
             format!("({r_s}, [{tr_s}])"),
             format!("jet({lambda}, {x}, __directions, {r})"),
         ),
+        Transform::JacobianRows => {
+            let depth = array_depth(&ret).unwrap_or(1);
+            (
+                String::new(),
+                format!("{}{ta_s}{}", "[".repeat(depth), "]".repeat(depth)),
+                jacobian_rows(&lambda, &x, depth),
+            )
+        }
         Transform::Vmap => unreachable!("vmap_wrapper"),
     };
     let source = format!(
@@ -258,6 +275,36 @@ fn vmap_wrapper(
         args.join(", ")
     );
     (wname, source)
+}
+
+/// How deep `ty` nests arrays around `Real` (`[[Real]]`: 2), if it is such a type.
+fn array_depth(ty: &Type) -> Option<usize> {
+    match ty {
+        Type::Array(e) if **e == Type::Real => Some(1),
+        Type::Array(e) => array_depth(e).map(|d| d + 1),
+        _ => None,
+    }
+}
+
+/// The Jacobian of `lambda` at `x`, whose result `__y` nests `depth` arrays of reals,
+/// as the pullbacks of every one-hot cotangent, indexed as `__y` is: for depth 1,
+/// `build(length(__y), |__k1| __pullback(build(length(__y), |__l1| if __l1 == __k1
+/// { 1.0 } else { 0.0 })))`.
+fn jacobian_rows(lambda: &str, x: &str, depth: usize) -> String {
+    // `build(length(__y[i1]..[i(j-1)]), |ij: Int| inner)` for j = depth down to 1.
+    let nest = |var: &str, inner: String| {
+        (1..=depth).rev().fold(inner, |inner, j| {
+            let at: String = (1..j).map(|i| format!("[{var}{i}]")).collect();
+            format!("build(length(__y{at}), |{var}{j}: Int| {inner})")
+        })
+    };
+    let same: Vec<String> = (1..=depth).map(|i| format!("__l{i} == __k{i}")).collect();
+    let one_hot = nest(
+        "__l",
+        format!("if {} {{ 1.0 }} else {{ 0.0 }}", same.join(" && ")),
+    );
+    let rows = nest("__k", format!("__pullback({one_hot})"));
+    format!("{{ let (__y, __pullback) = vjp({lambda}, {x}); {rows} }}")
 }
 
 /// A name the wrapper can reuse as a parameter (not `_`, not generated).

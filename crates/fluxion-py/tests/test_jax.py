@@ -18,6 +18,9 @@ fn loss(w: [Real], x: [[Real]], y: [Real]) -> Real {
 }
 fn feature(w: [Real]) -> [Real] { map(|a| sin(a) * a, w) }
 fn scale(s: Real, w: [Real]) -> Real { s * sum(map(|a| a * a, w)) }
+fn affine(w: [Real], b: Real) -> Real { sum(map(|a| tanh(a * b + 0.3) * a, w)) + b * b * b }
+fn sq(v: [Real]) -> [Real] { map(|a| a * a * a, v) }
+fn pick(v: [Real], n: Int) -> Real { v[n - 1] * v[0] }
 """
 
 RNG = np.random.default_rng(3)
@@ -88,6 +91,42 @@ def test_vector_results_and_scalar_arguments(m):
     )
     scale = fjax.function(m.scale)
     close(jax.grad(scale)(2.0, W), jnp.sum(W**2))
+
+
+def test_second_order_in_real_arguments_and_of_vector_results(m):
+    affine = fjax.function(m.affine)
+
+    def jax_affine(w, b):
+        return jnp.sum(jnp.tanh(w * b + 0.3) * w) + b**3
+
+    v = jnp.concatenate([W, jnp.array([0.8])])
+    h = jax.hessian(lambda v: affine(v[:-1], v[-1]))(v)
+    close(h, jax.hessian(lambda v: jax_affine(v[:-1], v[-1]))(v), 1e-10)
+    close(jax.grad(jax.grad(affine, argnums=1), argnums=1)(W, 0.8),
+          jax.grad(jax.grad(jax_affine, argnums=1), argnums=1)(W, 0.8), 1e-10)
+    sq = fjax.function(m.sq)
+    z = jnp.array([0.5, -1.5, 2.0])
+    f = lambda s: jnp.sum(sq(s * z))
+    close(jax.grad(jax.grad(f))(1.3), jax.grad(jax.grad(lambda s: jnp.sum((s * z) ** 3)))(1.3))
+
+
+def test_second_order_in_a_matrix_argument(m):
+    loss = fjax.function(m.loss)
+    x, y = X[:3], Y[:3]
+    close(
+        jax.hessian(loss, argnums=1)(W, x, y),
+        jax.hessian(jax_loss, argnums=1)(W, x, y),
+        1e-10,
+    )
+
+
+def test_a_given_result_shape_serves_the_derivatives_too(m):
+    # Zeros are not a valid input (`v[n - 1]` with n = 0): the shape is given.
+    pick = fjax.function(m.pick, result_shape=())
+    v = jnp.arange(1.0, 4.0)
+    close(pick(v, 2), 2.0)
+    close(jax.grad(pick)(v, 2), fluxion.grad(m.pick)(np.asarray(v), 2))
+    close(jax.hessian(pick)(v, 2), [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
 
 
 def test_errors(m):

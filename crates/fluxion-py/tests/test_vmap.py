@@ -64,5 +64,7 @@ def test_vmap_argument_errors(m):
         fluxion.vmap(m.loss, in_axes=(0,))
     with pytest.raises(fluxion.FluxionArgumentError, match="maps no argument"):
         fluxion.vmap(m.loss, in_axes=None)
+    with pytest.raises(fluxion.FluxionArgumentError, match="not an array"):
+        fluxion.vmap(m.scalar)(3.0)
     with pytest.raises(fluxion.FluxionArgumentError, match="expected"):
         fluxion.vmap(m.loss, in_axes=(0, None))(["no"], S)

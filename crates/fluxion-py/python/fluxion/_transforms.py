@@ -252,6 +252,12 @@ class _Vmapped:
 
     def __call__(self, *args: Any) -> Any:
         if len(args) == self.n:
+            for i in self.batched:
+                if not hasattr(args[i], "__len__"):
+                    raise FluxionArgumentError(
+                        f"vmap: argument {i} is mapped (in_axes 0) but is not an array or "
+                        f"a sequence: {type(args[i]).__name__}"
+                    )
             sizes = sorted({len(args[i]) for i in self.batched})
             if len(sizes) > 1:
                 raise FluxionArgumentError(

@@ -3,18 +3,24 @@
 ``fluxion.jax.function(m.f)`` returns a function JAX can ``jit``, ``grad``, ``jvp``,
 ``vmap`` and nest: its value comes from Fluxion through ``jax.pure_callback``, and its
 derivatives from Fluxion's own operators. Its JVP rule is ``J(x)·t``, with the
-Jacobian ``J`` made by Fluxion (``grad`` of a ``Real`` result: one reverse pass;
-``jacobian`` of a ``[Real]`` result) and itself lifted the same way, lazily, so the
+Jacobian ``J`` made by Fluxion (``grad`` of a ``Real`` result: one reverse pass; one
+pullback per output of an array result) and itself lifted the same way, lazily, so the
 tangent is a linear JAX expression that JAX can transpose (``jax.grad``) and
 differentiate again (Hessians). A callback has no transpose of its own, which is why
 the rule is not a callback of Fluxion's ``jvp``.
 
 Parameters take ``Real``, ``Int``, ``[Real]`` or ``[[Real]]`` values (JAX arrays of
-rank 0, 1 or 2); the result is a ``Real`` or a ``[Real]``. Fluxion computes in
-float64, so JAX must too: ``jax.config.update("jax_enable_x64", True)``. The shape of
-the result is found by calling the function once on zeros of the arguments' shapes
-(when it is first traced for those shapes); give ``result_shape`` where zeros are
-not a valid input. Needs JAX (``pip install ./crates/fluxion-py[jax]``).
+rank 0, 1 or 2); the result is a ``Real`` or an array of reals (``[Real]``,
+``[[Real]]``, ...). The Jacobian in an argument has the result's shape followed by the
+argument's (made by Fluxion's ``grad`` for a ``Real`` result, and by one pullback per
+output for an array), so derivatives of every order exist. Fluxion
+computes in float64, so JAX must too: ``jax.config.update("jax_enable_x64", True)``.
+The shape of the result is found by calling the function once on zeros of the
+arguments' shapes (when it is first traced for those shapes); give ``result_shape``
+where zeros are not a valid input (derivatives then need no call either). A Fluxion
+error inside a JAX computation reaches the caller as JAX's error for a failed
+callback, with Fluxion's diagnostic in its message. Needs JAX
+(``pip install ./crates/fluxion-py[jax]``).
 """
 
 from __future__ import annotations
@@ -25,14 +31,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _transforms
 from ._fluxion import FluxionArgumentError, FluxionUnsupportedError, Function
 
 __all__ = ["function"]
 
 
-def function(f: Function, *, result_shape: tuple[int, ...] | None = None) -> Callable[..., Any]:
-    """``f`` as a JAX function (see the module's documentation)."""
+def function(f: Function, *, result_shape: Any = None) -> Callable[..., Any]:
+    """``f`` as a JAX function (see the module's documentation). ``result_shape``: the
+    shape of the result, a tuple of ints (``()`` for a ``Real``) or anything with a
+    ``.shape``; by default it is found by calling ``f`` on zeros."""
     if not isinstance(f, Function):
         raise FluxionArgumentError(
             f"fluxion.jax.function expects a Fluxion function (m.f), found {type(f).__name__}"
@@ -42,7 +49,10 @@ def function(f: Function, *, result_shape: tuple[int, ...] | None = None) -> Cal
             "fluxion.jax needs JAX in float64, as Fluxion computes: "
             'jax.config.update("jax_enable_x64", True)'
         )
-    return _lift(f, result_shape)
+    if result_shape is None:
+        return _lift(f, None)
+    fixed = tuple(getattr(result_shape, "shape", result_shape))
+    return _lift(f, lambda args: fixed)
 
 
 def _to_fluxion(x: np.ndarray) -> Any:
@@ -51,28 +61,34 @@ def _to_fluxion(x: np.ndarray) -> Any:
     return x.item() if x.ndim == 0 else x
 
 
-def _lift(f: Function, result_shape: tuple[int, ...] | None) -> Callable[..., Any]:
+def _lift(
+    f: Function, shape_of: Callable[[tuple[Any, ...]], tuple[int, ...]] | None
+) -> Callable[..., Any]:
+    """`f` lifted; `shape_of(args)` gives its result's shape (`None`: by a call on zeros,
+    once per argument shapes)."""
     n = len(f.parameters)
-    shapes: dict[Any, jax.ShapeDtypeStruct] = {}
+    probed: dict[Any, tuple[int, ...]] = {}
     derivatives: dict[int, Callable[..., Any]] = {}
 
     def host(*xs: np.ndarray) -> np.ndarray:
         return np.asarray(f(*[_to_fluxion(x) for x in xs]), dtype=np.float64)
 
-    def out_struct(args: tuple[Any, ...]) -> jax.ShapeDtypeStruct:
-        if result_shape is not None:
-            return jax.ShapeDtypeStruct(tuple(result_shape), jnp.float64)
-        key = tuple((tuple(a.shape), str(a.dtype)) for a in args)
-        if key not in shapes:
-            zeros = [np.zeros(a.shape, a.dtype) for a in args]
-            shapes[key] = jax.ShapeDtypeStruct(host(*zeros).shape, jnp.float64)
-        return shapes[key]
+    def out_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
+        if shape_of is not None:
+            return tuple(shape_of(args))
+        key = tuple((tuple(jnp.shape(a)), str(jnp.result_type(a))) for a in args)
+        if key not in probed:
+            zeros = [np.zeros(jnp.shape(a), jnp.result_type(a)) for a in args]
+            probed[key] = host(*zeros).shape
+        return probed[key]
 
     def derivative(i: int, scalar: bool) -> Callable[..., Any]:
-        """The Jacobian of `f` in argument `i`, lifted (made on first use)."""
+        """The Jacobian of `f` in argument `i` (shape: the result's, then argument
+        `i`'s), lifted, made on first use: Fluxion's `grad` for a `Real` result, its
+        rows by pullbacks for a `[Real]` one."""
         if i not in derivatives:
-            d = _transforms.grad(f, argnums=i) if scalar else _transforms.jacobian(f, argnums=i)
-            derivatives[i] = _lift(d, None)
+            d = f.derive("grad" if scalar else "jacobian_rows", [i])
+            derivatives[i] = _lift(d, lambda args: out_shape(args) + tuple(jnp.shape(args[i])))
         return derivatives[i]
 
     @jax.custom_jvp
@@ -80,24 +96,19 @@ def _lift(f: Function, result_shape: tuple[int, ...] | None) -> Callable[..., An
         if len(args) != n:
             raise FluxionArgumentError(f"`{f.name}` takes {n} argument(s), {len(args)} given")
         args = tuple(jnp.asarray(a) for a in args)
-        return jax.pure_callback(host, out_struct(args), *args, vmap_method="sequential")
+        out = jax.ShapeDtypeStruct(out_shape(args), jnp.float64)
+        return jax.pure_callback(host, out, *args, vmap_method="sequential")
 
     def rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         y = lifted(*primals)
-        scalar = y.ndim == 0
         t_out = jnp.zeros_like(y)
         for i, (x, t) in enumerate(zip(primals, tangents)):
             if isinstance(t, jax.custom_derivatives.SymbolicZero):
                 continue
-            if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating):
+            if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
                 continue
-            if not scalar and jnp.ndim(x) != 1:
-                raise FluxionUnsupportedError(
-                    f"fluxion.jax: the derivative of `{f.name}` ([Real] result) in an "
-                    "argument that is not a [Real]"
-                )
-            j = derivative(i, scalar)(*primals)
-            t_out = t_out + (jnp.sum(j * t) if scalar else j @ t)
+            j = derivative(i, y.ndim == 0)(*primals)
+            t_out = t_out + jnp.tensordot(j, t, axes=jnp.ndim(t))
         return y, t_out
 
     lifted.defjvp(rule, symbolic_zeros=True)
