@@ -1571,3 +1571,19 @@ fn repeated_runs_decode_once_and_free_everything() {
         }
     }
 }
+
+/// A result of no words (`()`, a tuple of units) comes back from native code as a null
+/// pointer; making a slice of it was undefined behaviour, which debug builds abort on
+/// (found by the Python package's tests: `ident_unit(None)`).
+#[test]
+fn a_result_of_no_words_is_read_natively() {
+    for src in [
+        "fn main() -> () { () }",
+        "fn main() -> ((), ()) { ((), ()) }",
+        "fn id(u: ()) -> () { u } fn main() -> () { id(()) }",
+    ] {
+        for mode in MODES {
+            assert!(natively_as_interpreted(src, mode).is_ok(), "{src}");
+        }
+    }
+}

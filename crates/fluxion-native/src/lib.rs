@@ -288,8 +288,14 @@ impl NativeProgram {
                 needs_interpreter: status == 2,
             });
         }
-        // SAFETY: on success `out` holds `n_out` words.
-        let words = unsafe { std::slice::from_raw_parts(out, n_out) };
+        // A result of no words (`()`) may come back as a null pointer, which no slice
+        // may be made from, even an empty one.
+        let words: &[u64] = if out.is_null() || n_out == 0 {
+            &[]
+        } else {
+            // SAFETY: on success `out` holds `n_out` words.
+            unsafe { std::slice::from_raw_parts(out, n_out) }
+        };
         let value = read(words);
         // SAFETY: `out` came from the library's allocator; `words` is not used after.
         unsafe { (self.free)(out) };
