@@ -123,24 +123,45 @@ fn close(ad: f64, fd: f64) -> bool {
 }
 
 /// Central differences of `f: [Real] -> [Real]` (or `-> Real`) at `x`: column j is
-/// the derivative along coordinate j.
+/// the derivative along coordinate j. Every point is evaluated in one run (one
+/// compilation: the evaluations, not the differences, are what costs).
 pub fn fd_jacobian(src: &str, f: &str, x: &[f64]) -> Result<Vec<Vec<f64>>, String> {
-    let mut cols = Vec::new();
-    for j in 0..x.len() {
-        let h = FD_STEP * x[j].abs().max(1.0);
+    let steps: Vec<f64> = x.iter().map(|v| FD_STEP * v.abs().max(1.0)).collect();
+    let mut calls = Vec::with_capacity(2 * x.len());
+    for (j, h) in steps.iter().enumerate() {
         let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
         plus[j] += h;
         minus[j] -= h;
-        let fp = eval_reals(src, &format!("{f}({})", literal(&plus)), AdMode::Fwd)?;
-        let fm = eval_reals(src, &format!("{f}({})", literal(&minus)), AdMode::Fwd)?;
-        cols.push(
-            fp.iter()
-                .zip(&fm)
-                .map(|(a, b)| (a - b) / (2.0 * h))
-                .collect(),
-        );
+        calls.push(format!("{f}({})", literal(&plus)));
+        calls.push(format!("{f}({})", literal(&minus)));
     }
-    Ok(cols)
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    let all = eval_reals(src, &format!("({}, ())", calls.join(", ")), AdMode::Fwd)?;
+    if all.len() % calls.len() != 0 {
+        return Err(format!(
+            "finite differences of {f} at {x:?}: results of different lengths"
+        ));
+    }
+    let m = all.len() / calls.len();
+    Ok(steps
+        .iter()
+        .enumerate()
+        .map(|(j, h)| {
+            let fp = &all[2 * j * m..(2 * j + 1) * m];
+            let fm = &all[(2 * j + 1) * m..(2 * j + 2) * m];
+            fp.iter()
+                .zip(fm)
+                .map(|(a, b)| (a - b) / (2.0 * h))
+                .collect()
+        })
+        .collect())
+}
+
+/// The central-difference gradient of `f: [Real] -> Real` at `x`.
+pub fn fd_gradient(src: &str, f: &str, x: &[f64]) -> Result<Vec<f64>, String> {
+    Ok(fd_jacobian(src, f, x)?.into_iter().map(|c| c[0]).collect())
 }
 
 /// Checks `grad(f, x)` (f: [Real] -> Real) in `mode` against central differences.
@@ -150,9 +171,26 @@ pub fn check_gradient(
     x: &[f64],
     mode: impl Into<RunOptions>,
 ) -> Result<(), String> {
+    check_gradient_against(src, f, x, mode, &fd_gradient(src, f, x)?)
+}
+
+/// [`check_gradient`] against central differences computed once for every mode
+/// checked ([`fd_gradient`]).
+pub fn check_gradient_against(
+    src: &str,
+    f: &str,
+    x: &[f64],
+    mode: impl Into<RunOptions>,
+    fd: &[f64],
+) -> Result<(), String> {
     let ad = eval_reals(src, &format!("grad({f}, {})", literal(x)), mode)?;
-    let fd: Vec<f64> = fd_jacobian(src, f, x)?.into_iter().map(|c| c[0]).collect();
-    if ad.len() != fd.len() || !ad.iter().zip(&fd).all(|(a, b)| close(*a, *b)) {
+    compare_gradient(f, x, &ad, fd)
+}
+
+/// Whether a gradient `ad` of `f` at `x` agrees with central differences `fd`, to the
+/// tolerance their truncation and rounding allow (`FD_TOLERANCE`).
+pub fn compare_gradient(f: &str, x: &[f64], ad: &[f64], fd: &[f64]) -> Result<(), String> {
+    if ad.len() != fd.len() || !ad.iter().zip(fd).all(|(a, b)| close(*a, *b)) {
         return Err(format!(
             "grad of {f} at {x:?}: AD {ad:?}, finite differences {fd:?}"
         ));
@@ -193,18 +231,20 @@ pub fn check_transpose(
     mode: impl Into<RunOptions>,
 ) -> Result<(), String> {
     let mode = mode.into();
-    let ju = eval_reals(
+    // J·u then Jᵀ·w, in one run.
+    let both = eval_reals(
         src,
-        &format!("jvp({f}, {}, {}).1", literal(x), literal(u)),
+        &format!(
+            "(jvp({f}, {x}, {u}).1, vjp({f}, {x}).1({w}))",
+            x = literal(x),
+            u = literal(u),
+            w = literal(w)
+        ),
         mode,
     )?;
-    let jtw = eval_reals(
-        src,
-        &format!("vjp({f}, {}).1({})", literal(x), literal(w)),
-        mode,
-    )?;
+    let (ju, jtw) = both.split_at(w.len().min(both.len()));
     let lhs: f64 = ju.iter().zip(w).map(|(a, b)| a * b).sum();
-    let rhs: f64 = u.iter().zip(&jtw).map(|(a, b)| a * b).sum();
+    let rhs: f64 = u.iter().zip(jtw).map(|(a, b)| a * b).sum();
     // Both sides sum the same products J_ij·u_j·w_i in different orders, so they
     // differ by rounding only: a few ulps of the terms' total magnitude.
     let scale: f64 = ju.iter().zip(w).map(|(a, b)| (a * b).abs()).sum::<f64>() + 1.0;

@@ -9,9 +9,32 @@
 //! operator with a line of [`AGREEMENTS`].
 
 use fluxion_driver::gradcheck::{
-    check_gradient, check_transpose, eval_reals, parse_reals, runnable_stage, skeleton,
+    check_transpose, compare_gradient, eval_reals, fd_gradient, parse_reals, runnable_stage,
+    skeleton,
 };
 use fluxion_driver::{AdMode, FwdMode, OptLevel, RunOptions, compile, with_big_stack};
+
+/// The time each oracle has taken in this process, by name (`generated.rs` prints it,
+/// so the costly oracle is known when the suite grows slow).
+static TIMES: std::sync::Mutex<Vec<(String, std::time::Duration)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Adds the time since `start` to oracle `name`'s total.
+fn charge(name: &str, start: std::time::Instant) {
+    let mut times = TIMES.lock().unwrap_or_else(|e| e.into_inner());
+    let spent = start.elapsed();
+    match times.iter_mut().find(|(n, _)| n == name) {
+        Some((_, t)) => *t += spent,
+        None => times.push((name.to_string(), spent)),
+    }
+}
+
+/// Each oracle's total time so far, the costliest first.
+pub fn oracle_times() -> Vec<(String, std::time::Duration)> {
+    let mut times = TIMES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    times.sort_by_key(|t| std::cmp::Reverse(t.1));
+    times
+}
 
 /// The algorithms behind `grad`, `vjp`, ... that are checked: every reverse mode that
 /// is built (`AdMode::implemented`), the reference (`fwd`, JVPs by dual numbers) first,
@@ -135,8 +158,9 @@ pub fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
     // 2. Per mode: gradient against finite differences, the transpose identity,
     //    value_and_grad against the value; every mode against the first.
     let mut reference: Option<(RunOptions, Vec<f64>)> = None;
+    let start = std::time::Instant::now();
+    let fd = fd_gradient(src, "f", x).map_err(|m| fail("finite differences", m))?;
     for mode in ad_modes() {
-        check_gradient(src, "f", x, mode).map_err(|m| fail(format!("gradient {mode:?}"), m))?;
         let with_fv = format!("{src}{FV}");
         check_transpose(&with_fv, "fv", x, &direction(&U, x.len()), &W, mode)
             .map_err(|m| fail(format!("transpose {mode:?}"), m))?;
@@ -154,6 +178,7 @@ pub fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
         }
         let (vg, grad) = both.split_at(x.len() + 1);
         let grad = grad.to_vec();
+        compare_gradient("f", x, &grad, &fd).map_err(|m| fail(format!("gradient {mode:?}"), m))?;
         // The value is `f`'s, bit for bit — unless `f` applies an operator itself: the
         // inner operator then runs inside the outer one's translation, where a reverse
         // mode may compute it another way (reverse-over-reverse by forward mode), so
@@ -182,6 +207,8 @@ pub fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
             }
         }
     }
+    charge("gradients, transposes, modes", start);
+    let start = std::time::Instant::now();
     // 2b. The optimiser changes nothing: value, gradient, Hessian and a JVP with
     //     `--opt 1` and `--opt 0` have the same shape and the same reals to 1e-12
     //     relative (its rules are exact identities of the primal, but a derivative of
@@ -228,15 +255,18 @@ pub fn check(src: &str, x: &[f64]) -> Result<Vec<f64>, Failure> {
             ));
         }
     }
+    charge("optimiser", start);
     // 3. Agreements between operators.
-    for (name, expr, reference) in AGREEMENTS {
-        agreement(src, x, expr, reference).map_err(|m| fail(format!("agreement: {name}"), m))?;
-    }
+    let start = std::time::Instant::now();
+    agreements(src, x).map_err(|(name, m)| fail(format!("agreement: {name}"), m))?;
+    charge("agreements", start);
     // 3b. Where `f` applies no operator itself: `sparsity` of the vector variant holds
     //     every nonzero of its Jacobian, and `sparse_jacobian` is that Jacobian at the
     //     pattern.
     if !applies_operator(src) {
+        let start = std::time::Instant::now();
         sparsity_oracle(src, x).map_err(|m| fail("sparsity", m))?;
+        charge("sparsity", start);
     }
     // 4. The printed Core re-parses, type-checks and computes the same value and
     //    gradient; the printed forward stage re-parses, type-checks, and its `f_fwd`
@@ -361,6 +391,35 @@ pub fn substitute(template: &str, x: &[f64]) -> String {
         .replace("{x}", &literal(x))
         .replace("{v}", &literal(&direction(&V, x.len())))
         .replace("{u}", &literal(&direction(&U, x.len())))
+}
+
+/// Every line of [`AGREEMENTS`] (each side a `Real`) in one run; where that run
+/// fails, line by line, so the failure names its agreement.
+pub fn agreements(src: &str, x: &[f64]) -> Result<(), (&'static str, String)> {
+    let sides: Vec<String> = AGREEMENTS
+        .iter()
+        .flat_map(|(_, e, r)| [substitute(e, x), substitute(r, x)])
+        .collect();
+    match eval_reals(src, &format!("({})", sides.join(", ")), AdMode::Fwd) {
+        Ok(all) if all.len() == sides.len() => {
+            for (k, (name, _, _)) in AGREEMENTS.iter().enumerate() {
+                let (a, b) = (all[2 * k], all[2 * k + 1]);
+                if !close(a, b) {
+                    return Err((
+                        name,
+                        format!("{} = {a:?}, but {} = {b:?}", sides[2 * k], sides[2 * k + 1]),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        _ => {
+            for (name, expr, reference) in AGREEMENTS {
+                agreement(src, x, expr, reference).map_err(|m| (*name, m))?;
+            }
+            Ok(())
+        }
+    }
 }
 
 pub fn agreement(src: &str, x: &[f64], expr: &str, reference: &str) -> Result<(), String> {
