@@ -148,6 +148,12 @@ impl Compiled {
         })
     }
 
+    /// [`Compiled::function`] of a name the bindings made sure exists.
+    fn called(&self, name: &str) -> Result<Signature, FxError> {
+        self.function(name)
+            .ok_or_else(|| FxError::new(Kind::Internal, format!("no function `{name}`")))
+    }
+
     /// The user's top-level functions, in source order.
     pub fn function_names(&self) -> Vec<String> {
         let mut codes: Vec<(CodeId, String)> = self
@@ -203,9 +209,7 @@ impl Compiled {
         }
         let entry = on_eval_thread(py, || {
             let module = self.expanded(mode)?;
-            let sig = self
-                .function(name)
-                .ok_or_else(|| FxError::new(Kind::Internal, format!("no function `{name}`")))?;
+            let sig = self.called(name)?;
             Ok(fluxion_driver::compile_native(
                 &module,
                 sig.code,
@@ -231,18 +235,8 @@ impl Compiled {
         label: &str,
         args: &[Py<PyAny>],
     ) -> PyResult<Option<Py<PyAny>>> {
-        let sig = self.function(name).ok_or_else(|| {
-            FxError::new(Kind::Internal, format!("no function `{name}`")).into_pyerr(py)
-        })?;
-        let convert = |py: Python<'_>| -> Result<Vec<Value>, CallError> {
-            args.iter()
-                .zip(sig.params.iter().zip(&sig.names))
-                .map(|(a, (t, n))| {
-                    to_value(a.bind(py), t, module, &ValuePath::Root(n))
-                        .map_err(|e| in_call(e, label))
-                })
-                .collect()
-        };
+        let sig = self.called(name).map_err(|e| e.into_pyerr(py))?;
+        let convert = |py: Python<'_>| sig.arguments(py, args, module, label);
         let run = |values: &[Value], stack: usize| {
             let library = library_lock(program);
             let _held = lock(&library);
@@ -313,18 +307,8 @@ impl Compiled {
     ) -> PyResult<Py<PyAny>> {
         on_eval_thread(py, || {
             let module = self.expanded(mode)?;
-            let sig = self
-                .function(name)
-                .ok_or_else(|| FxError::new(Kind::Internal, format!("no function `{name}`")))?;
-            let values = Python::attach(|py| {
-                args.iter()
-                    .zip(sig.params.iter().zip(&sig.names))
-                    .map(|(a, (t, n))| {
-                        to_value(a.bind(py), t, &module, &ValuePath::Root(n))
-                            .map_err(|e| in_call(e, label))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })?;
+            let sig = self.called(name)?;
+            let values = Python::attach(|py| sig.arguments(py, &args, &module, label))?;
             let options = RunOptions {
                 mode,
                 memory_limit: Some(memory_limit()),
@@ -365,6 +349,25 @@ pub struct Signature {
     pub names: Vec<String>,
     pub params: Vec<Type>,
     pub ret: Type,
+}
+
+impl Signature {
+    /// The Python arguments (matched to the parameters) as values of `module`, for a
+    /// call of the function errors call `label`: the one conversion of both backends.
+    fn arguments(
+        &self,
+        py: Python<'_>,
+        args: &[Py<PyAny>],
+        module: &Module,
+        label: &str,
+    ) -> Result<Vec<Value>, CallError> {
+        args.iter()
+            .zip(self.params.iter().zip(&self.names))
+            .map(|(a, (t, n))| {
+                to_value(a.bind(py), t, module, &ValuePath::Root(n)).map_err(|e| in_call(e, label))
+            })
+            .collect()
+    }
 }
 
 /// Prefixes a conversion error with the function it was an argument of.
