@@ -26,6 +26,7 @@
 //! from `calculus.rs`; generated code is ordinary Core (it passes the verifier and can
 //! itself be transformed).
 
+mod activity;
 pub mod ahead;
 mod builder;
 mod calculus;

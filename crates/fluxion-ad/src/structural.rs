@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 
 use fluxion_core::{
-    Arm, Atom, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap, VarId,
+    Arm, Atom, Binding, Body, CodeId, CodeKind, Lit, Module, Prim, Rhs, Type, TypeMap, VarId,
 };
 
 use crate::AdError;
@@ -206,6 +206,11 @@ pub(crate) fn translate_code<L: Layer>(
         return Ok(*id);
     }
     let original = m.code(code).clone();
+    // The body as translated: extrema of maps rewritten so that activity analysis
+    // finds the map primal-only (`activity.rs`); the original code stays as it is.
+    let mut source = original.body.clone();
+    crate::activity::rewrite_extrema(m, &mut source);
+    let primal_only = crate::activity::primal_only(m, &source, layer.map());
     // A closure made with another count of captures than its code has is a bug
     // upstream; an error here, not an index out of bounds below.
     if let Some(cs) = &captures
@@ -239,10 +244,12 @@ pub(crate) fn translate_code<L: Layer>(
         layer,
         parts: Parts::default(),
         deferrable: if layer.defers_single_use() {
-            single_use_reals(b.m, &original.body)
+            single_use_reals(b.m, &source)
         } else {
             HashSet::new()
         },
+        primal_only,
+        primals: Vec::new(),
     };
     let mut new_captures = Vec::new();
     for (i, c) in original.captures.iter().enumerate() {
@@ -259,7 +266,7 @@ pub(crate) fn translate_code<L: Layer>(
         t.env.insert(*p, Atom::Var(v));
         params.push(v);
     }
-    let mut body = t.nested(&mut b, &original.body)?;
+    let mut body = t.nested(&mut b, &source)?;
     fluxion_opt::eliminate_dead_bindings(b.m, &mut body);
     b.finish_code(id, new_captures, params, ret, body);
     Ok(id)
@@ -275,6 +282,11 @@ struct Translate<'l, L: Layer> {
     /// Original real variables whose one use is as an argument of a real primitive of
     /// their own block (see [`single_use_reals`]).
     deferrable: HashSet<VarId>,
+    /// Original variables computed on primals (`activity.rs`): their `env` entry is a
+    /// primal value, not a translated one.
+    primal_only: HashSet<VarId>,
+    /// The primals taken of translated variables, one map per open block.
+    primals: Vec<HashMap<VarId, Atom>>,
 }
 
 impl<L: Layer> Translate<'_, L> {
@@ -290,7 +302,11 @@ impl<L: Layer> Translate<'_, L> {
     fn body_into(&mut self, b: &mut Builder, body: &Body) -> Result<Atom, AdError> {
         for binding in &body.bindings {
             b.span = binding.span;
-            let a = self.rhs(b, &binding.rhs, binding.var)?;
+            let a = if self.primal_only.contains(&binding.var) {
+                self.on_primals(b, binding)
+            } else {
+                self.rhs(b, &binding.rhs, binding.var)?
+            };
             self.env.insert(binding.var, a);
         }
         Ok(self.atom(b, &body.result))
@@ -298,9 +314,85 @@ impl<L: Layer> Translate<'_, L> {
 
     fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
         self.parts.blocks.push(HashMap::new());
+        self.primals.push(HashMap::new());
         let out = b.try_block(|b| self.body_into(b, body));
+        self.primals.pop();
         self.parts.blocks.pop();
         out
+    }
+
+    /// A primal-only binding: a copy of the original, reading its free variables'
+    /// primals.
+    fn on_primals(&mut self, b: &mut Builder, binding: &Binding) -> Atom {
+        let mut renamed = HashMap::new();
+        for x in crate::activity::free_vars_of(&binding.rhs) {
+            let a = self.primal_value(b, x);
+            renamed.insert(x, var_of(b, a));
+        }
+        let rhs = fluxion_opt::copy_rhs(b.m, &binding.rhs, &renamed);
+        let ty = b.m.var_ty(binding.var).clone();
+        let hint = b.m.var(binding.var).name.clone();
+        b.emit(&hint, rhs, ty)
+    }
+
+    /// The primal value of original variable `x`: its own where it is primal-only or
+    /// its type has no perturbation, else the primal of its translation (taken once
+    /// per block).
+    fn primal_value(&mut self, b: &mut Builder, x: VarId) -> Atom {
+        let a = self.env[&x];
+        let ty = b.m.var_ty(x).clone();
+        if self.primal_only.contains(&x) || b.m.is_fixed(&ty, self.layer.map()) {
+            return a;
+        }
+        if let Some(p) = self.primals.iter().rev().find_map(|m| m.get(&x)) {
+            return *p;
+        }
+        let p = match &ty {
+            Type::Fn(params, ret) => match self.remade(b, x) {
+                Some(p) => p,
+                None => primal_function(b, self.layer, params, ret, a),
+            },
+            _ => primal_of(b, self.layer.map(), &ty, a),
+        };
+        if let Some(top) = self.primals.last_mut() {
+            top.insert(x, p);
+        }
+        p
+    }
+
+    /// Closure `x`, made in this code, made again on its captures' primals: the
+    /// original code copied (its captures renamed), where every capture has a primal
+    /// this way or by `primal_of` and the code runs no operator; else `None`.
+    fn remade(&mut self, b: &mut Builder, x: VarId) -> Option<Atom> {
+        let (code, captures) = self.closures.get(&x).cloned()?;
+        let map = self.layer.map();
+        if !crate::activity::code_operator_free(b.m, code, &mut HashMap::new()) {
+            return None;
+        }
+        let mut renamed = HashMap::new();
+        for c in &captures {
+            let Atom::Var(v) = c else { continue };
+            let ty = b.m.var_ty(*v);
+            let has_primal =
+                self.primal_only.contains(v) || b.m.is_fixed(ty, map) || !b.m.can_hold_fn(ty);
+            let p = if has_primal {
+                self.primal_value(b, *v)
+            } else {
+                self.remade(b, *v)?
+            };
+            renamed.insert(*v, var_of(b, p));
+        }
+        let rhs = fluxion_opt::copy_rhs(b.m, &Rhs::Closure(code, captures), &renamed);
+        let ty = b.m.var_ty(x).clone();
+        Some(b.emit("remade", rhs, ty))
+    }
+
+    /// The primal value of an original atom (a literal is its own).
+    fn primal_atom(&mut self, b: &mut Builder, a: &Atom) -> Atom {
+        match a {
+            Atom::Var(v) => self.primal_value(b, *v),
+            Atom::Lit(_) => *a,
+        }
     }
 
     /// The translation of an atom; a real literal becomes a constant.
@@ -320,6 +412,7 @@ impl<L: Layer> Translate<'_, L> {
     fn primal(&mut self, b: &mut Builder, a: &Atom) -> Atom {
         match a {
             Atom::Lit(Lit::Real(r)) => real(*r),
+            Atom::Var(v) if self.primal_only.contains(v) => self.env[v],
             _ => {
                 let d = self.atom(b, a);
                 primal_of(b, self.layer.map(), &Type::Real, d)
@@ -452,11 +545,8 @@ impl<L: Layer> Translate<'_, L> {
                 b.prim(p, &[x, y], Type::Bool)
             }
             Eq | Ne => {
-                let t = arg_ty.expect("binary");
-                let x = self.atom(b, &args[0]);
-                let y = self.atom(b, &args[1]);
-                let x = primal_of(b, map, &t, x);
-                let y = primal_of(b, map, &t, y);
+                let x = self.primal_atom(b, &args[0]);
+                let y = self.primal_atom(b, &args[1]);
                 b.prim(p, &[x, y], Type::Bool)
             }
             ToReal => {
@@ -470,8 +560,7 @@ impl<L: Layer> Translate<'_, L> {
             }
             Maximum | Minimum | Argmax if arg_ty == Some(Type::array(Type::Real)) => {
                 // The element at the first index attaining the extreme primal.
-                let a = self.atom(b, &args[0]);
-                let primals = primal_of(b, map, &Type::array(Type::Real), a);
+                let primals = self.primal_atom(b, &args[0]);
                 if p != Argmax {
                     empty_check(b, p, primals);
                 }
@@ -484,6 +573,7 @@ impl<L: Layer> Translate<'_, L> {
                 if p == Argmax {
                     i
                 } else {
+                    let a = self.atom(b, &args[0]);
                     b.emit(hint, Rhs::Prim(Index, vec![a, i]), lty)
                 }
             }
@@ -587,6 +677,59 @@ impl<L: Layer> Translate<'_, L> {
                 }
             }
         })
+    }
+}
+
+/// A primal function of translated closure `f` (its parameters' and result's types
+/// `params`, `ret` untranslated): `|xs| primal(f(lift(xs)))`, the arguments lifted with
+/// zero perturbation ([`lift_value`]). What a binding computed on primals calls where
+/// the original closure is a parameter or capture, not made in the code (`activity.rs`
+/// checks the types with [`crate::activity::wraps`]).
+fn primal_function<L: Layer>(
+    b: &mut Builder,
+    layer: &L,
+    params: &[Type],
+    ret: &Type,
+    f: Atom,
+) -> Atom {
+    let fv = var_of(b, f);
+    b.lambda("primal_call", &[fv], params.to_vec(), |b, xs| {
+        let args: Vec<Atom> = params
+            .iter()
+            .zip(xs)
+            .map(|(t, x)| lift_value(b, layer, t, *x))
+            .collect();
+        let lret = b.m.map_type(ret, layer.map());
+        let r = b.emit("lifted_call", Rhs::Call(Atom::Var(fv), args), lret);
+        primal_of(b, layer.map(), ret, r)
+    })
+}
+
+/// `v: ty` as a translated value whose perturbation is zero (the layer's constant for
+/// each real), for the types [`crate::activity::liftable`] accepts.
+fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Atom) -> Atom {
+    match ty {
+        Type::Real => layer.constant(b, v),
+        _ if b.m.is_fixed(ty, layer.map()) => v,
+        Type::Tuple(ts) => {
+            let parts = ts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let x = b.proj(&v, i);
+                    lift_value(b, layer, t, x)
+                })
+                .collect();
+            b.tuple("lifted", parts)
+        }
+        Type::Array(t) => {
+            let lty = b.m.map_type(ty, layer.map());
+            let f = b.lambda("lift", &[], vec![(**t).clone()], |b, ps| {
+                lift_value(b, layer, t, ps[0])
+            });
+            b.prim(Prim::Map, &[f, v], lty)
+        }
+        _ => unreachable!("activity.rs lifts only reals, tuples and arrays of them"),
     }
 }
 

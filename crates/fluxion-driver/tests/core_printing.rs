@@ -135,6 +135,12 @@ const AD_PROGRAMS: &[(&str, &str)] = &[
         "fwd_nested_operator",
         "fn main() -> Real { grad(|x| diff(|y| x * y * y, x), 2.0) }",
     ),
+    // The nearest of the `cs` differentiated alone; the distances to all of them, read
+    // by `argmax` only, on primals (fluxion-ad's activity.rs).
+    (
+        "fwd_nearest",
+        "fn f(x: Real, cs: [Real]) -> Real { minimum(map(|c| (c - x) * (c - x), cs)) }",
+    ),
 ];
 
 #[test]

@@ -5,7 +5,8 @@
 //! (`map`, `map2`, `build`, `sumbuild`, `fold`, `scan`, `iterate`).
 //!
 //! Only inert bindings float (`pure::is_total`: they cannot fail and have no
-//! effect), since the loop may call the lambda zero times; only from the top of the
+//! effect, or a `map` of a closure whose code is all inert), since the loop may call
+//! the lambda zero times; only from the top of the
 //! lambda's body (not from its branches); only from a lambda made at this one site, so
 //! that its capture list can grow. A lambda reads its enclosing scope under the
 //! variables' own ids, so a floated binding keeps its variable: it moves before the
@@ -23,7 +24,41 @@ use crate::pure::is_total;
 /// Floats the loop-invariant bindings of the lambdas `body`'s loops call.
 pub(crate) fn float_invariants(cx: &mut Context, body: &mut Body) {
     let loop_functions = loop_functions(body);
-    float_in(cx, body, &loop_functions);
+    let mut total = HashSet::new();
+    total_closures(cx.m, body, &mut total, &mut HashSet::new());
+    float_in(cx, body, &loop_functions, &total);
+}
+
+/// Adds to `total` the variables of `body` (branches included) bound to a closure
+/// whose code cannot fail: every binding of it inert, or a `map` of such a closure.
+/// A `map` of one is inert too, so it may float (a translation's primal of a captured
+/// array of pairs is such a map: `activity.rs` in fluxion-ad). `open` holds the codes
+/// being looked at (a function may close over itself).
+fn total_closures(
+    m: &fluxion_core::Module,
+    body: &Body,
+    total: &mut HashSet<VarId>,
+    open: &mut HashSet<CodeId>,
+) -> bool {
+    let mut all = true;
+    fluxion_core::visit::for_each_binding(body, &mut |b| match &b.rhs {
+        Rhs::Closure(code, _) => {
+            if open.insert(*code) {
+                if total_closures(m, &m.code(*code).body, total, open) {
+                    total.insert(b.var);
+                }
+                open.remove(code);
+            }
+        }
+        rhs if is_total(m, rhs) || total_map(rhs, total) => {}
+        _ => all = false,
+    });
+    all
+}
+
+/// A `map` of a closure that cannot fail.
+fn total_map(rhs: &Rhs, total: &HashSet<VarId>) -> bool {
+    matches!(rhs, Rhs::Prim(Prim::Map, args) if matches!(args[0], Atom::Var(f) if total.contains(&f)))
 }
 
 /// The variables passed as the per-element function of a higher-order built-in.
@@ -44,11 +79,16 @@ fn loop_functions(body: &Body) -> HashSet<VarId> {
     out
 }
 
-fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) {
+fn float_in(
+    cx: &mut Context,
+    body: &mut Body,
+    loop_functions: &HashSet<VarId>,
+    total: &HashSet<VarId>,
+) {
     let mut out = Vec::with_capacity(body.bindings.len());
     for mut b in std::mem::take(&mut body.bindings) {
         for_each_branch_mut(&mut b.rhs, &mut |branch| {
-            float_in(cx, branch, loop_functions)
+            float_in(cx, branch, loop_functions, total)
         });
         match &mut b.rhs {
             Rhs::Closure(code, args)
@@ -57,7 +97,7 @@ fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) 
                     && code.0 as usize >= cx.first
                     && Some(*code) != cx.current =>
             {
-                let floated = float_from(cx, *code, args);
+                let floated = float_from(cx, *code, args, total);
                 cx.changed |= !floated.is_empty();
                 out.extend(floated);
             }
@@ -70,7 +110,12 @@ fn float_in(cx: &mut Context, body: &mut Body, loop_functions: &HashSet<VarId>) 
 
 /// Takes the invariant inert bindings out of lambda `code`'s body, adding their
 /// variables to its captures and to the closure's `args`; returns them.
-fn float_from(cx: &mut Context, code: CodeId, args: &mut Vec<Atom>) -> Vec<Binding> {
+fn float_from(
+    cx: &mut Context,
+    code: CodeId,
+    args: &mut Vec<Atom>,
+    total: &HashSet<VarId>,
+) -> Vec<Binding> {
     let lambda = &cx.m.codes[code.0 as usize];
     // Captures read under their own ids: the closure must pass each as itself.
     if lambda.kind != fluxion_core::CodeKind::Lambda
@@ -94,7 +139,7 @@ fn float_from(cx: &mut Context, code: CodeId, args: &mut Vec<Atom>) -> Vec<Bindi
     let mut floated = Vec::new();
     let mut kept = Vec::with_capacity(body.bindings.len());
     for b in std::mem::take(&mut body.bindings) {
-        if floats(cx, &b.rhs, &invariant) {
+        if floats(cx, &b.rhs, &invariant, total) {
             invariant.insert(b.var);
             floated.push(b);
         } else {
@@ -120,8 +165,8 @@ fn float_from(cx: &mut Context, code: CodeId, args: &mut Vec<Atom>) -> Vec<Bindi
 /// Whether a binding may float: inert, every operand invariant, and not itself a
 /// plain copy or a literal (nothing to save), nor a closure whose captures are passed
 /// as other variables.
-fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>) -> bool {
-    if matches!(rhs, Rhs::Atom(_)) || !is_total(cx.m, rhs) {
+fn floats(cx: &Context, rhs: &Rhs, invariant: &HashSet<VarId>, total: &HashSet<VarId>) -> bool {
+    if matches!(rhs, Rhs::Atom(_)) || !(is_total(cx.m, rhs) || total_map(rhs, total)) {
         return false;
     }
     let atoms: Vec<Atom> = match rhs {

@@ -211,3 +211,18 @@ impl Copier<'_> {
         copy
     }
 }
+
+/// A copy of `rhs` that reads each variable of `renamed` under its new name; what it
+/// binds inside (branch bindings, arm fields, the lambdas made in it, whose codes are
+/// copied) is fresh. A translation computing a binding on primals uses it
+/// (fluxion-ad's `activity.rs`).
+pub fn copy_rhs(m: &mut Module, rhs: &Rhs, renamed: &HashMap<VarId, VarId>) -> Rhs {
+    let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
+    let mut copier = Copier {
+        m,
+        derived: &derived,
+        names: renamed.clone(),
+        projections: HashMap::new(),
+    };
+    copier.rhs(rhs)
+}

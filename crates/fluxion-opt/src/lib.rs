@@ -43,6 +43,7 @@ use std::collections::HashSet;
 
 use fluxion_core::{Body, CodeId, Module, VarId};
 
+pub use instantiate::copy_rhs;
 pub use uses::count_uses;
 
 /// Removes the dead bindings of `body` that cannot fail (what the AD passes use to

@@ -1,0 +1,360 @@
+//! Activity analysis for the structure-preserving layers (forward, Taylor, jets, deltas,
+//! dependencies): a binding whose value reaches the code's result only through
+//! primitives whose derivative is zero — comparisons, `argmax`, `length`, `to_int` —
+//! carries no perturbation that matters, so the translation computes it on primals (a
+//! copy of the original binding) instead of translating it. This is the "useful" half of
+//! the classic activity analysis of source-transformation AD; in the delta layer it
+//! keeps such values off the tape.
+//!
+//! The rewrite that exposes it ([`rewrite_extrema`]): `minimum(map(f, xs))` is
+//! `f(xs[i])` at the first index `i` attaining the minimum (`minimum` follows the first
+//! index, `docs/language.md` §5), so the map is left to find `i` — on primals — and one
+//! element is translated (k-means' nearest centroid: one translated distance per point
+//! instead of one per centroid).
+//!
+//! What must stay true: a primal-only variable is read by the translation only where a
+//! primal is wanted (the primitives of [`reads_primal`]) or by another primal-only
+//! binding (or inside one); its binding's free variables have primals (a primal-only
+//! variable, a value of a type without perturbation, a translated value without
+//! functions, whose primal `primal_of` takes, or a translated function whose arguments
+//! can be lifted, called on lifted arguments — [`wraps`]); and its right-hand side
+//! holds no operator or tape primitive, there or in any code it reaches.
+
+use std::collections::{HashMap, HashSet};
+
+use fluxion_core::{Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Type, TypeMap, VarId};
+
+use crate::builder::Builder;
+use crate::layer::negate_array;
+
+/// Primitives that read their arguments' primals only (the translation reads them so):
+/// their results carry no perturbation.
+pub(crate) fn reads_primal(p: Prim) -> bool {
+    use Prim::*;
+    matches!(p, Lt | Le | Gt | Ge | Eq | Ne | Argmax | ToInt | Length)
+}
+
+/// Rewrites, in `body` and its branches, `let m = minimum(ys)` (or `maximum`) where
+/// `ys = map(f, xs)` or `ys = build(n, f)` is bound before it in scope, used there
+/// alone, and `f` is a closure made in this code, into
+/// `if length(ys) == 0 { minimum([]) }; let i = argmax(-ys); let m = f'(xs[i])` (`f(i)`
+/// for `build`), `f'` a second closure of `f`'s code, so that `ys` (read by `argmax`
+/// alone) and `f` become primal-only. The same value: `minimum` is the element at the
+/// first index attaining it; an empty array fails with `minimum`'s own message.
+pub(crate) fn rewrite_extrema(m: &mut Module, body: &mut Body) {
+    let uses = fluxion_opt::count_uses(body);
+    let mut b = Builder::new(m, fluxion_core::Span::default());
+    rewrite_block(&mut b, body, &uses, &mut HashMap::new());
+}
+
+fn rewrite_block(
+    b: &mut Builder,
+    body: &mut Body,
+    uses: &HashMap<VarId, usize>,
+    scope: &mut HashMap<VarId, Rhs>,
+) {
+    let mut out = Vec::with_capacity(body.bindings.len());
+    let mut local = Vec::new();
+    for mut binding in std::mem::take(&mut body.bindings) {
+        fluxion_core::visit::for_each_branch_mut(&mut binding.rhs, &mut |inner| {
+            rewrite_block(b, inner, uses, scope)
+        });
+        if let Some(bindings) = extremum(b, &binding, uses, scope) {
+            out.extend(bindings);
+            continue;
+        }
+        if matches!(
+            binding.rhs,
+            Rhs::Closure(..) | Rhs::Prim(Prim::Map | Prim::Build, _)
+        ) {
+            scope.insert(binding.var, binding.rhs.clone());
+            local.push(binding.var);
+        }
+        out.push(binding);
+    }
+    for v in local {
+        scope.remove(&v);
+    }
+    body.bindings = out;
+}
+
+/// The bindings replacing `binding` when it is an extremum of a map or build of a known
+/// closure (see [`rewrite_extrema`]).
+fn extremum(
+    b: &mut Builder,
+    binding: &Binding,
+    uses: &HashMap<VarId, usize>,
+    scope: &HashMap<VarId, Rhs>,
+) -> Option<Vec<Binding>> {
+    let Rhs::Prim(p @ (Prim::Minimum | Prim::Maximum), args) = &binding.rhs else {
+        return None;
+    };
+    let Atom::Var(ys) = args[0] else { return None };
+    if b.m.var_ty(ys) != &Type::array(Type::Real) || uses.get(&ys) != Some(&1) {
+        return None;
+    }
+    let (f, element) = match scope.get(&ys)? {
+        Rhs::Prim(Prim::Map, a) => (a[0], Some(a[1])),
+        Rhs::Prim(Prim::Build, a) => (a[1], None),
+        _ => return None,
+    };
+    let Atom::Var(fv) = f else { return None };
+    let Rhs::Closure(code, captures) = scope.get(&fv)?.clone() else {
+        return None;
+    };
+    let (p, span) = (*p, binding.span);
+    b.span = span;
+    let body = b.block(|b| {
+        let n = b.prim(Prim::Length, &[Atom::Var(ys)], Type::Int);
+        let empty = b.cmp(Prim::Eq, n, Atom::Lit(Lit::Int(0)));
+        let fails = b.block(|b| {
+            let none = b.emit("empty", Rhs::Array(vec![]), Type::array(Type::Real));
+            b.prim(p, &[none], Type::Real);
+            Atom::Lit(Lit::Unit)
+        });
+        let unit = b.block(|_| Atom::Lit(Lit::Unit));
+        b.emit(
+            "checked",
+            Rhs::If(empty, Box::new(fails), Box::new(unit)),
+            Type::Unit,
+        );
+        let key = if p == Prim::Minimum {
+            negate_array(b, Atom::Var(ys))
+        } else {
+            Atom::Var(ys)
+        };
+        let i = b.prim(Prim::Argmax, &[key], Type::Int);
+        let arg = match element {
+            Some(xs) => {
+                let elem = match b.ty(&xs) {
+                    Type::Array(t) => (*t).clone(),
+                    _ => unreachable!("map over an array"),
+                };
+                b.prim(Prim::Index, &[xs, i], elem)
+            }
+            None => i,
+        };
+        let fty = b.m.var_ty(fv).clone();
+        let again = b.emit("again", Rhs::Closure(code, captures), fty);
+        b.bind(binding.var, Rhs::Call(again, vec![arg]));
+        Atom::Lit(Lit::Unit)
+    });
+    Some(body.bindings)
+}
+
+/// One use of a variable: the bindings it is under, innermost first (the binding whose
+/// right-hand side reads it, then those whose branches hold that one; empty for the
+/// code's result), and whether it is read for its primal only.
+struct Use {
+    chain: Vec<VarId>,
+    primal: bool,
+}
+
+/// The variables of `body` (a code's body, branches included, lambdas not: they are
+/// codes of their own) whose binding the translation by `map` computes on primals.
+/// The greatest set closed under the rules of the module doc: every binding that could
+/// be primal-only starts in, and one that breaks a rule leaves, until none does.
+pub(crate) fn primal_only(m: &Module, body: &Body, map: TypeMap) -> HashSet<VarId> {
+    let mut rhs_of: HashMap<VarId, &Rhs> = HashMap::new();
+    let mut uses: HashMap<VarId, Vec<Use>> = HashMap::new();
+    let mut inside: HashMap<VarId, Vec<VarId>> = HashMap::new();
+    collect(body, &mut Vec::new(), &mut rhs_of, &mut uses, &mut inside);
+    let mut clean = HashMap::new();
+    let mut set: HashSet<VarId> = rhs_of
+        .iter()
+        .filter(|(v, rhs)| {
+            let ty = m.var_ty(**v);
+            !m.is_fixed(ty, map)
+                && (!matches!(ty, Type::Fn(..)) || matches!(rhs, Rhs::Closure(..)))
+                && operator_free(m, rhs, &mut clean)
+        })
+        .map(|(v, _)| *v)
+        .collect();
+    let free: HashMap<VarId, Vec<VarId>> =
+        set.iter().map(|v| (*v, free_vars_of(rhs_of[v]))).collect();
+    let mut readers: HashMap<VarId, Vec<VarId>> = HashMap::new();
+    for (v, xs) in &free {
+        for x in xs {
+            readers.entry(*x).or_default().push(*v);
+        }
+    }
+    let keeps = |v: &VarId, set: &HashSet<VarId>| {
+        let used_well = uses.get(v).is_none_or(|us| {
+            us.iter()
+                .all(|u| u.primal || u.chain.iter().any(|c| set.contains(c)))
+        });
+        used_well
+            && free[v].iter().all(|x| {
+                set.contains(x) || {
+                    let t = m.var_ty(*x);
+                    m.is_fixed(t, map) || !m.can_hold_fn(t) || wraps(m, t, map)
+                }
+            })
+    };
+    // A worklist: a variable leaving changes the verdict of what it reads (their uses
+    // by it), of what reads it (their primals) and of what is bound in its branches
+    // (their uses under it).
+    let mut queue: Vec<VarId> = set.iter().copied().collect();
+    let mut queued: HashSet<VarId> = set.clone();
+    while let Some(v) = queue.pop() {
+        queued.remove(&v);
+        if !set.contains(&v) || keeps(&v, &set) {
+            continue;
+        }
+        set.remove(&v);
+        let affected = free[&v]
+            .iter()
+            .chain(readers.get(&v).into_iter().flatten())
+            .chain(inside.get(&v).into_iter().flatten());
+        for w in affected {
+            if set.contains(w) && queued.insert(*w) {
+                queue.push(*w);
+            }
+        }
+    }
+    set
+}
+
+/// Whether a translated function of type `ty` has a primal counterpart the
+/// translation can make (`structural.rs`'s `primal_function`): its arguments liftable,
+/// its result without functions.
+pub(crate) fn wraps(m: &Module, ty: &Type, map: TypeMap) -> bool {
+    match ty {
+        Type::Fn(params, ret) => params.iter().all(|p| liftable(m, p, map)) && !m.can_hold_fn(ret),
+        _ => false,
+    }
+}
+
+/// Whether a value of type `ty` can be lifted into the translation with zero
+/// perturbation by walking it: reals, values without perturbation, tuples and arrays
+/// of them.
+pub(crate) fn liftable(m: &Module, ty: &Type, map: TypeMap) -> bool {
+    match ty {
+        Type::Real => true,
+        _ if m.is_fixed(ty, map) => true,
+        Type::Tuple(ts) => ts.iter().all(|t| liftable(m, t, map)),
+        Type::Array(t) => liftable(m, t, map),
+        _ => false,
+    }
+}
+
+/// Each binding's right-hand side, each variable's uses, and the variables bound in
+/// each binding's branches (at any depth).
+fn collect<'a>(
+    body: &'a Body,
+    chain: &mut Vec<VarId>,
+    rhs_of: &mut HashMap<VarId, &'a Rhs>,
+    uses: &mut HashMap<VarId, Vec<Use>>,
+    inside: &mut HashMap<VarId, Vec<VarId>>,
+) {
+    let mut note = |a: &Atom, chain: &[VarId], primal: bool| {
+        if let Atom::Var(v) = a {
+            uses.entry(*v).or_default().push(Use {
+                chain: chain.to_vec(),
+                primal,
+            });
+        }
+    };
+    let mut nested: Vec<(VarId, &'a Body)> = Vec::new();
+    for binding in &body.bindings {
+        rhs_of.insert(binding.var, &binding.rhs);
+        for owner in chain.iter() {
+            inside.entry(*owner).or_default().push(binding.var);
+        }
+        chain.insert(0, binding.var);
+        match &binding.rhs {
+            Rhs::Atom(a) | Rhs::Proj(a, _) => note(a, chain, false),
+            Rhs::Prim(p, args) => args.iter().for_each(|a| note(a, chain, reads_primal(*p))),
+            Rhs::CallDirect(_, args)
+            | Rhs::Closure(_, args)
+            | Rhs::Tuple(args)
+            | Rhs::Array(args)
+            | Rhs::Ctor(_, _, args) => args.iter().for_each(|a| note(a, chain, false)),
+            Rhs::Call(f, args) => {
+                note(f, chain, false);
+                args.iter().for_each(|a| note(a, chain, false));
+            }
+            Rhs::If(c, t, e) => {
+                note(c, chain, false);
+                nested.push((binding.var, t));
+                nested.push((binding.var, e));
+            }
+            Rhs::Match(s, arms, default) => {
+                note(s, chain, false);
+                nested.extend(arms.iter().map(|arm| (binding.var, &arm.body)));
+                nested.extend(default.iter().map(|d| (binding.var, &**d)));
+            }
+        }
+        chain.remove(0);
+    }
+    note(&body.result, chain, false);
+    for (owner, inner) in nested {
+        chain.insert(0, owner);
+        collect(inner, chain, rhs_of, uses, inside);
+        chain.remove(0);
+    }
+}
+
+/// Whether `rhs`, its branches and every code it reaches (closures, direct calls) hold
+/// no operator or tape primitive (what a copy on primals cannot run). `clean` memoises
+/// per code.
+fn operator_free(m: &Module, rhs: &Rhs, clean: &mut HashMap<CodeId, bool>) -> bool {
+    let (ok, codes) = scan(&[one(rhs)]);
+    ok && codes.into_iter().all(|c| code_operator_free(m, c, clean))
+}
+
+pub(crate) fn code_operator_free(
+    m: &Module,
+    code: CodeId,
+    clean: &mut HashMap<CodeId, bool>,
+) -> bool {
+    if let Some(known) = clean.get(&code) {
+        return *known;
+    }
+    // A recursive code counts as clean while it is looked at (its own calls add nothing).
+    clean.insert(code, true);
+    let (ok, codes) = scan(&m.code(code).body.bindings);
+    let verdict = ok && codes.into_iter().all(|c| code_operator_free(m, c, clean));
+    clean.insert(code, verdict);
+    verdict
+}
+
+/// Whether `bindings` (branches included) run only copyable primitives, and the codes
+/// they close over or call.
+fn scan(bindings: &[Binding]) -> (bool, Vec<CodeId>) {
+    let (mut ok, mut codes) = (true, Vec::new());
+    fluxion_core::visit::for_each_binding_in(bindings, &mut |b| match &b.rhs {
+        Rhs::Prim(p, _) if !copyable(*p) => ok = false,
+        Rhs::CallDirect(c, _) | Rhs::Closure(c, _) => codes.push(*c),
+        _ => {}
+    });
+    (ok, codes)
+}
+
+/// `rhs` as a binding of its own (to walk it with the binding visitors).
+fn one(rhs: &Rhs) -> Binding {
+    Binding {
+        var: VarId(u32::MAX),
+        rhs: rhs.clone(),
+        span: Default::default(),
+    }
+}
+
+/// Primitives a copy on primals may run: not the operators, nor those of the tapes or
+/// CHAD's closures (their effects belong to the translation).
+fn copyable(p: Prim) -> bool {
+    let name = p.name();
+    !(p.is_differential()
+        || p.is_tape()
+        || name.starts_with("%delta")
+        || name.starts_with("%chad")
+        || name == "%capture")
+}
+
+/// The variables `rhs` reads from outside (its branches' and lambdas' included).
+pub(crate) fn free_vars_of(rhs: &Rhs) -> Vec<VarId> {
+    fluxion_core::visit::free_vars(&Body {
+        bindings: vec![one(rhs)],
+        result: Atom::Lit(Lit::Unit),
+    })
+}

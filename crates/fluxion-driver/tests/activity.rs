@@ -1,0 +1,155 @@
+//! Activity analysis (fluxion-ad's `activity.rs`): in k-means' cost Σᵢ minⱼ |cⱼ − pᵢ|²
+//! the distances to every centroid are read by `argmax` alone, so the translations
+//! compute them on primals and differentiate the nearest centroid's distance alone
+//! (the snapshots `delta_nearest`/`fwd_nearest` show the code). The oracle is derived
+//! by hand: away from ties the cost is a sum of quadratics, ∂/∂c_jk = Σ_{i near j}
+//! 2(c_jk − p_ik) and ∂²/∂c_jk² = 2·#{i near j}, with no mixed second partials, so the
+//! Hessian times the all-ones direction is that diagonal. Checked for `grad`, forward
+//! over reverse (`jvp` of a `grad`, GradBench's `dir`), `hessian`, in every mode, on
+//! both backends (natively the second order is reverse over forward, whose inner
+//! layer reads a lifted closure: `structural.rs`'s `primal_function`).
+
+use fluxion_driver::gradcheck::eval_literal;
+use fluxion_driver::{AdMode, Backend, RunOptions};
+
+const COST: &str = "
+fn sqdist(u: [Real], v: [Real]) -> Real {
+    sumbuild(length(u), |a| { let e = u[a] - v[a]; e * e })
+}
+fn cost(points: [[Real]], centroids: [[Real]]) -> Real {
+    sum(map(|p| minimum(map(|c| sqdist(c, p), centroids)), points))
+}
+fn far(points: [[Real]], centroids: [[Real]]) -> Real {
+    sum(map(|p| maximum(build(length(centroids), |j| sqdist(centroids[j], p))), points))
+}";
+
+const N: usize = 9;
+const K: usize = 3;
+const D: usize = 2;
+
+fn points() -> Vec<Vec<f64>> {
+    (0..N)
+        .map(|i| {
+            (0..D)
+                .map(|k| (1.7 * i as f64 + 0.9 * k as f64).sin() * 2.0)
+                .collect()
+        })
+        .collect()
+}
+
+fn centroids() -> Vec<Vec<f64>> {
+    (0..K)
+        .map(|j| {
+            (0..D)
+                .map(|k| (0.8 * j as f64 - 1.3 * k as f64 + 0.4).cos() * 1.5)
+                .collect()
+        })
+        .collect()
+}
+
+fn literal(rows: &[Vec<f64>]) -> String {
+    let rows: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let xs: Vec<String> = r.iter().map(|x| format!("{x:?}")).collect();
+            format!("[{}]", xs.join(", "))
+        })
+        .collect();
+    format!("[{}]", rows.join(", "))
+}
+
+fn numbers(text: &str) -> Vec<f64> {
+    text.split(['[', ']', ',', '(', ')'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<f64>()
+                .unwrap_or_else(|_| panic!("a number: {s} in {text}"))
+        })
+        .collect()
+}
+
+fn sq(u: &[f64], v: &[f64]) -> f64 {
+    u.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum()
+}
+
+/// The chosen centroid of each point (`nearest`: the minimum, else the maximum), first
+/// index on ties — and the test's points have none closer than 1e-3.
+fn chosen(points: &[Vec<f64>], cs: &[Vec<f64>], nearest: bool) -> Vec<usize> {
+    points
+        .iter()
+        .map(|p| {
+            let d: Vec<f64> = cs.iter().map(|c| sq(c, p)).collect();
+            let mut order: Vec<usize> = (0..cs.len()).collect();
+            order.sort_by(|&a, &b| d[a].total_cmp(&d[b]));
+            if !nearest {
+                order.reverse();
+            }
+            assert!((d[order[0]] - d[order[1]]).abs() > 1e-3, "a tie at {p:?}");
+            order[0]
+        })
+        .collect()
+}
+
+/// The gradient and Hessian diagonal in the centroids, by hand (see the module doc).
+fn by_hand(nearest: bool) -> (Vec<f64>, Vec<f64>) {
+    let (ps, cs) = (points(), centroids());
+    let (mut g, mut h) = (vec![0.0; K * D], vec![0.0; K * D]);
+    for (p, j) in ps.iter().zip(chosen(&ps, &cs, nearest)) {
+        for k in 0..D {
+            g[j * D + k] += 2.0 * (cs[j][k] - p[k]);
+            h[j * D + k] += 2.0;
+        }
+    }
+    (g, h)
+}
+
+fn close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: {got:?} against {want:?}");
+    for (a, b) in got.iter().zip(want) {
+        assert!(
+            (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+            "{what}: {got:?} against {want:?}"
+        );
+    }
+}
+
+#[test]
+fn the_nearest_centroid_alone_is_differentiated_in_every_mode() {
+    let (ps, cs) = (literal(&points()), literal(&centroids()));
+    let ones = literal(&vec![vec![1.0; D]; K]);
+    for (f, nearest) in [("cost", true), ("far", false)] {
+        let (g, h) = by_hand(nearest);
+        let grad = format!("grad(|c: [[Real]]| {f}({ps}, c), {cs})");
+        let hv =
+            format!("jvp(|c: [[Real]]| grad(|c2: [[Real]]| {f}({ps}, c2), c), {cs}, {ones}).1");
+        let flat = format!("{cs}[0]");
+        // The Hessian in the first centroid alone: diagonal, 2·#{{i near it}}.
+        let hessian = format!("hessian(|c0: [Real]| {f}({ps}, [c0, {cs}[1], {cs}[2]]), {flat})");
+        for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
+            for backend in [Backend::Interp, Backend::Native] {
+                let options = RunOptions {
+                    mode,
+                    backend,
+                    ..RunOptions::default()
+                };
+                let at = format!("{f}, {mode:?}, {backend:?}");
+                // One run (one native compilation) for the three.
+                let expr = format!("({grad}, {hv}, {hessian})");
+                let got = numbers(
+                    &eval_literal(COST, &expr, options)
+                        .unwrap_or_else(|e| panic!("{at}: {expr}: {e}")),
+                );
+                let (got_g, rest) = got.split_at(K * D);
+                let (got_h, got_hessian) = rest.split_at(K * D);
+                close(&format!("grad ({at})"), got_g, &g);
+                close(&format!("jvp of grad ({at})"), got_h, &h);
+                let mut first = vec![0.0; D * D];
+                for k in 0..D {
+                    first[k * D + k] = h[k];
+                }
+                close(&format!("hessian ({at})"), got_hessian, &first);
+            }
+        }
+    }
+}
