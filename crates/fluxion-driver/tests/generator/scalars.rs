@@ -39,7 +39,7 @@ impl Gen {
                 let py = paren(&y);
                 let (m, g) = (yb.m, yb.g);
                 let sq = |f: &str| format!("{{ let {z} = {y}; {f}(1.0 + {z} * {z}) }}");
-                let (e, b) = match self.rng.below(27) {
+                let (e, b) = match self.rng.below(29) {
                     // Non-smooth functions used where they are smooth (the branch taken
                     // never changes): abs, max, min, maximum, minimum.
                     22 => (format!("abs(2.0 + tanh({y}))"), B::real(3.0, g)),
@@ -61,6 +61,27 @@ impl Gen {
                         ),
                         B::real(m + 2.0, g),
                     ),
+                    // The extreme of a map or build of a closure, and a sum read by a
+                    // comparison alone: what activity analysis computes on primals
+                    // (fluxion-ad's activity.rs); the winner is fixed by the offsets.
+                    27 => {
+                        let k = self.fresh("k");
+                        (
+                            format!(
+                                "{{ let {z} = {y}; maximum(build(3, |{k}| {z} * 0.5 - to_real({k}))) }}"
+                            ),
+                            B::real(0.5 * m + 2.0, 0.5 * g),
+                        )
+                    }
+                    28 => {
+                        let (w, s) = (self.fresh("w"), self.fresh("s"));
+                        (
+                            format!(
+                                "{{ let {z} = {y}; let {w} = sum(map(|{s}| exp(tanh({s})), [{z}, 1.0])); minimum(map(|{s}| {z} + {s}, [2.0, 0.0, 1.0])) + (if {w} > 100.0 {{ 1.0 }} else {{ 0.0 }}) }}"
+                            ),
+                            B::real(m + 3.0, g),
+                        )
+                    }
                     0 => (format!("sin({y})"), B::real(1.0, g)),
                     1 => (format!("cos({y})"), B::real(1.0, g)),
                     2 => (format!("tanh({y})"), B::real(1.0, g)),
