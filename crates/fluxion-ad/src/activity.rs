@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use fluxion_core::{Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::builder::Builder;
-use crate::layer::negate_array;
+use crate::layer::{empty_check, negate_array};
 
 /// Primitives that read their arguments' primals only (the translation reads them so):
 /// their results carry no perturbation.
@@ -105,19 +105,7 @@ fn extremum(
     let (p, span) = (*p, binding.span);
     b.span = span;
     let body = b.block(|b| {
-        let n = b.prim(Prim::Length, &[Atom::Var(ys)], Type::Int);
-        let empty = b.cmp(Prim::Eq, n, Atom::Lit(Lit::Int(0)));
-        let fails = b.block(|b| {
-            let none = b.emit("empty", Rhs::Array(vec![]), Type::array(Type::Real));
-            b.prim(p, &[none], Type::Real);
-            Atom::Lit(Lit::Unit)
-        });
-        let unit = b.block(|_| Atom::Lit(Lit::Unit));
-        b.emit(
-            "checked",
-            Rhs::If(empty, Box::new(fails), Box::new(unit)),
-            Type::Unit,
-        );
+        empty_check(b, p, Atom::Var(ys));
         let key = if p == Prim::Minimum {
             negate_array(b, Atom::Var(ys))
         } else {

@@ -289,7 +289,8 @@ impl Delta {
                     |b| {
                         let primals = primal_of(b, TypeMap::Delta, &arr, a);
                         let s = b.prim(Prim::Sum, &[primals], elem.clone());
-                        self.lift_constant(b, elem, s)
+                        // A summable value as a translated constant (ids 0).
+                        crate::structural::lift_value(b, self, elem, s)
                     },
                     |b| {
                         let first = b.prim(Prim::Index, &[a, int(0)], le.clone());
@@ -353,32 +354,6 @@ impl Delta {
                 b.prim(Prim::Map2, &[add, u, v], lty)
             }
             _ => b.add(u, v),
-        }
-    }
-
-    /// A value `v: A` of a summable type as a translated constant (ids 0).
-    fn lift_constant(&self, b: &mut Builder, ty: &Type, v: Atom) -> Atom {
-        match ty {
-            Type::Real => self.constant(b, v),
-            Type::Tuple(ts) => {
-                let parts = ts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| {
-                        let x = b.proj(&v, i);
-                        self.lift_constant(b, t, x)
-                    })
-                    .collect();
-                b.tuple("c", parts)
-            }
-            Type::Array(t) => {
-                let f = b.lambda("lift", &[], vec![(**t).clone()], |b, ps| {
-                    self.lift_constant(b, t, ps[0])
-                });
-                let lty = b.m.map_type(ty, TypeMap::Delta);
-                b.prim(Prim::Map, &[f, v], lty)
-            }
-            _ => v,
         }
     }
 }

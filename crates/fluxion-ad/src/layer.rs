@@ -2,7 +2,7 @@
 //! names), the memo key of a translated code, and `primal(v)`, the primal part of a
 //! translated value.
 
-use fluxion_core::{Atom, CodeId, Prim, Rhs, Type, TypeMap, VarId};
+use fluxion_core::{Atom, CodeId, Lit, Prim, Rhs, Type, TypeMap, VarId};
 
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper, variant_fields};
@@ -101,4 +101,25 @@ pub(crate) fn primal_of(b: &mut Builder, layer: TypeMap, ty: &Type, v: Atom) -> 
 pub(crate) fn negate_array(b: &mut Builder, a: Atom) -> Atom {
     let f = b.lambda("negate", &[], vec![Type::Real], |b, ps| b.neg(ps[0]));
     b.prim(Prim::Map, &[f, a], Type::array(Type::Real))
+}
+
+/// An empty array makes `maximum`/`minimum` (`p`) fail with their own message where a
+/// translation finds the extreme by `argmax`, whose message would name `argmax`:
+/// `if length(xs) == 0 { p([]) }`, O(1) where the array is not empty. The failing call
+/// reads an empty literal, not `xs`, so `xs` stays read by `length` alone (it may be
+/// computed on primals: `activity.rs`).
+pub(crate) fn empty_check(b: &mut Builder, p: Prim, xs: Atom) {
+    let n = b.prim(Prim::Length, &[xs], Type::Int);
+    let empty = b.cmp(Prim::Eq, n, int(0));
+    let fails = b.block(|b| {
+        let none = b.emit("empty", Rhs::Array(vec![]), Type::array(Type::Real));
+        b.prim(p, &[none], Type::Real);
+        Atom::Lit(Lit::Unit)
+    });
+    let unit = b.block(|_| Atom::Lit(Lit::Unit));
+    b.emit(
+        "checked",
+        Rhs::If(empty, Box::new(fails), Box::new(unit)),
+        Type::Unit,
+    );
 }

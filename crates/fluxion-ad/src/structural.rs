@@ -26,7 +26,7 @@ use crate::AdError;
 use crate::builder::{Builder, real};
 use crate::calculus::{self, RealRule};
 use crate::helpers::var_of;
-use crate::layer::{Captures, layer_name, negate_array, primal_of, translation_key};
+use crate::layer::{Captures, empty_check, layer_name, negate_array, primal_of, translation_key};
 
 /// What distinguishes one structure-preserving layer from another: how a real is
 /// represented and how real primitives act on that representation.
@@ -408,18 +408,6 @@ impl<L: Layer> Translate<'_, L> {
         atoms.iter().map(|a| self.atom(b, a)).collect()
     }
 
-    /// The primal part of a real-typed original atom.
-    fn primal(&mut self, b: &mut Builder, a: &Atom) -> Atom {
-        match a {
-            Atom::Lit(Lit::Real(r)) => real(*r),
-            Atom::Var(v) if self.primal_only.contains(v) => self.env[v],
-            _ => {
-                let d = self.atom(b, a);
-                primal_of(b, self.layer.map(), &Type::Real, d)
-            }
-        }
-    }
-
     fn rhs(&mut self, b: &mut Builder, rhs: &Rhs, var: VarId) -> Result<Atom, AdError> {
         // The binding's own span: translating an `if`'s or a `match`'s arms moves the
         // builder's to their bindings, and a failing match is reported at its own.
@@ -540,8 +528,8 @@ impl<L: Layer> Translate<'_, L> {
             }
             // Comparisons of reals compare primals.
             Lt | Le | Gt | Ge if on_reals => {
-                let x = self.primal(b, &args[0]);
-                let y = self.primal(b, &args[1]);
+                let x = self.primal_atom(b, &args[0]);
+                let y = self.primal_atom(b, &args[1]);
                 b.prim(p, &[x, y], Type::Bool)
             }
             Eq | Ne => {
@@ -555,7 +543,7 @@ impl<L: Layer> Translate<'_, L> {
                 self.layer.constant(b, r)
             }
             ToInt => {
-                let x = self.primal(b, &args[0]);
+                let x = self.primal_atom(b, &args[0]);
                 b.prim(ToInt, &[x], Type::Int)
             }
             Maximum | Minimum | Argmax if arg_ty == Some(Type::array(Type::Real)) => {
@@ -706,8 +694,9 @@ fn primal_function<L: Layer>(
 }
 
 /// `v: ty` as a translated value whose perturbation is zero (the layer's constant for
-/// each real), for the types [`crate::activity::liftable`] accepts.
-fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Atom) -> Atom {
+/// each real), for the types [`crate::activity::liftable`] accepts (summable types
+/// among them: the delta layer's empty sum).
+pub(crate) fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Atom) -> Atom {
     match ty {
         Type::Real => layer.constant(b, v),
         _ if b.m.is_fixed(ty, layer.map()) => v,
@@ -731,24 +720,6 @@ fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Atom) -> Atom 
         }
         _ => unreachable!("activity.rs lifts only reals, tuples and arrays of them"),
     }
-}
-
-/// An empty array makes `maximum`/`minimum` fail with their own message (the
-/// translation finds the extreme by `argmax`, whose message would name `argmax`):
-/// `if length(xs) == 0 { p(xs) }`, O(1) where the array is not empty.
-fn empty_check(b: &mut Builder, p: Prim, primals: Atom) {
-    let n = b.prim(Prim::Length, &[primals], Type::Int);
-    let empty = b.prim(Prim::Eq, &[n, Atom::Lit(Lit::Int(0))], Type::Bool);
-    let fails = b.block(|b| {
-        b.prim(p, &[primals], Type::Real);
-        Atom::Lit(Lit::Unit)
-    });
-    let unit = b.block(|_| Atom::Lit(Lit::Unit));
-    b.emit(
-        "checked",
-        Rhs::If(empty, Box::new(fails), Box::new(unit)),
-        Type::Unit,
-    );
 }
 
 /// Whether `p(args)` of type `ty` is a real primitive on reals: what the layer's
