@@ -23,7 +23,7 @@ pub use fluxion_interp as interp;
 pub use fluxion_interp::CountingAlloc;
 /// The native backend, and calls of its programs with values (`abi.rs`).
 pub mod native_backend {
-    pub use crate::abi::CallValues;
+    pub use crate::abi::{CallValues, decode_values, encode_value};
     pub use fluxion_native::*;
 }
 pub use fluxion_opt::{OptLevel, Report as OptReport};

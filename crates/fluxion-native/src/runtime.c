@@ -1144,6 +1144,43 @@ static void fx_write_real(fx_writer *w, double d) {
   fx_write(w, x);
 }
 
+/* An array of 8-byte numbers (Real as bits, Int) in the argument stream: its length,
+ * then its elements in the stream — or, the length's top bit set, one word holding the
+ * address of the caller's buffer of them (a NumPy array's, read in place: the caller
+ * keeps it alive during the call). One copy either way, by memcpy. */
+#define FX_BORROWED ((uint64_t)1 << 63)
+static fx_arr *fx_read_numbers(fx_reader *r) {
+  uint64_t w = fx_read(r);
+  int64_t n = (int64_t)(w & ~FX_BORROWED);
+  fx_arr *a = fx_arr_new(n, 8, "an argument", 0, 0, 0);
+  const uint64_t *from;
+  if (w & FX_BORROWED) {
+    from = (const uint64_t *)(uintptr_t)fx_read(r);
+  } else {
+    if ((uint64_t)n > r->len - r->pos) fx_fail(0, 0, 0, "internal error: the argument stream is too short");
+    from = r->words + r->pos;
+    r->pos += (size_t)n;
+  }
+  if (n) memcpy(FX_DATA(a, uint64_t), from, (size_t)n * 8);
+  return a;
+}
+/* An array of 8-byte numbers into the result stream: its length, then its elements. */
+static void fx_write_numbers(fx_writer *w, fx_arr *x) {
+  int64_t n = FX_LEN(x);
+  fx_write(w, (uint64_t)n);
+  if (!n) return;
+  if (w->cap - w->len < (size_t)n) {
+    size_t cap = w->len + (size_t)n;
+    cap += cap / 2;
+    uint64_t *words = (uint64_t *)realloc(w->words, cap * 8);
+    if (!words) fx_fail(0, 0, 0, "out of memory writing the result");
+    w->words = words;
+    w->cap = cap;
+  }
+  memcpy(w->words + w->len, FX_DATA(x, uint64_t), (size_t)n * 8);
+  w->len += (size_t)n;
+}
+
 /* Frees a result stream the entry returned. */
 void fx_free_words(uint64_t *words) { free(words); }
 

@@ -1,17 +1,22 @@
 //! A compiled Fluxion module as the Python objects share it, and how its functions
 //! run: natively (the default where a C compiler is present) or in the interpreter.
 //!
-//! Natively, each function is compiled once per AD mode and kept ([`NativeEntry`]);
-//! a call converts its arguments on the caller's thread (one copy of each array),
-//! runs the machine code there with the GIL released and what is left of that
-//! thread's stack ([`caller_stack`]), and converts the result: no thread is spawned. A call that
+//! Both backends take a call's arguments as the entry ABI's word stream
+//! (`to_words.rs`) and give the result as one (`from_words.rs`): one conversion each
+//! way. Natively, each function is compiled once per AD mode and kept
+//! ([`NativeEntry`]); a call converts its arguments on the caller's thread (a
+//! contiguous NumPy array is read in place, and copied once by the native code), runs
+//! the machine code there with the GIL released and what is left of that thread's
+//! stack ([`caller_stack`]), and converts the result from the stream the native code
+//! wrote: no thread is spawned. A call that
 //! runs out of that stack runs again on a big-stack evaluation thread (programs have
 //! no effects, so the second run is the same run); one the native code hands over, or
 //! a function it cannot compile, runs in the interpreter with a warning.
 //!
-//! In the interpreter, everything runs on a big-stack evaluation thread with the GIL
-//! released: interpreter values are `Rc` (not `Send`), so they live and die there;
-//! it re-attaches to Python to convert the arguments and the result. Each call
+//! In the interpreter, everything runs on a big-stack evaluation thread (kept between
+//! calls: `eval_thread.rs`) with the GIL released: interpreter values are `Rc` (not `Send`), so they live and die there;
+//! it re-attaches to Python to convert the arguments and the result, decoding the
+//! argument stream into values and encoding the result value into a stream. Each call
 //! evaluates a copy of the module expanded for its AD mode (the interpreter adds
 //! run-time AD translations to its module), so concurrent calls share nothing mutable.
 
@@ -20,19 +25,22 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use fluxion_driver::core::{CodeId, Module, Type};
-use fluxion_driver::interp::Value;
-use fluxion_driver::native_backend::{CallValues, NativeProgram, RuntimeError, Toolchain};
-use fluxion_driver::value_path::ValuePath;
-use fluxion_driver::{
-    AdMode, Backend, Diagnostic, FwdMode, OptLevel, Phase, Program, RunOptions, SourceFile,
+use fluxion_driver::interp::Interp;
+use fluxion_driver::native_backend::{
+    NativeProgram, RuntimeError, Toolchain, decode_values, encode_value,
 };
+use fluxion_driver::value_path::ValuePath;
+use fluxion_driver::{AdMode, Backend, Diagnostic, FwdMode, OptLevel, Phase, Program, SourceFile};
 use pyo3::prelude::*;
 
 use crate::errors::{CallError, FxError, Kind};
-use crate::to_python::to_python;
-use crate::to_value::to_value;
+use crate::from_words::{refuse_functions, to_python};
+use crate::to_words::Words;
 
 pub struct Compiled {
+    /// This module's number in the process (no two alive or dead share one): the key
+    /// of the interpreters evaluation threads keep for it.
+    id: u64,
     /// The file name diagnostics show and the user's text (with any generated
     /// wrappers appended), from which derived modules are compiled.
     pub name: String,
@@ -64,6 +72,11 @@ fn caller_stack() -> Option<usize> {
     (left >= LEAST).then_some(left)
 }
 
+/// The length, in words, of the last native call's argument stream: a contiguous
+/// NumPy array adds two (`fluxion._fluxion.argument_words()`, which the test that
+/// arrays are read in place reads).
+pub static ARGUMENT_WORDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// How many functions this process has compiled natively (each once per module and
 /// AD mode): `fluxion._fluxion.native_compiles()`, which tests of the cache read.
 pub static NATIVE_COMPILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -84,7 +97,9 @@ impl Compiled {
     pub fn compile(name: &str, text: &str) -> Result<Compiled, FxError> {
         let program = fluxion_driver::compile(name, text)
             .map_err(|f| FxError::from_diagnostics(&f.diagnostics, &f.sources))?;
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Ok(Compiled {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             name: name.to_string(),
             text: text.to_string(),
             module: program.module,
@@ -236,12 +251,22 @@ impl Compiled {
         args: &[Py<PyAny>],
     ) -> PyResult<Option<Py<PyAny>>> {
         let sig = self.called(name).map_err(|e| e.into_pyerr(py))?;
-        let convert = |py: Python<'_>| sig.arguments(py, args, module, label);
-        let run = |values: &[Value], stack: usize| {
+        refuse_functions(&sig.ret, module).map_err(|e| e.into_pyerr(py))?;
+        // The stream may point into the arguments' NumPy buffers: `args` keeps them
+        // alive until the call returns.
+        let convert = |py: Python<'_>| sig.arguments(py, args, module, label, Words::native());
+        // The result read straight from the native code's stream, the GIL taken back
+        // for it (no thread holding the GIL waits for the locks held here).
+        let run = |words: &[u64], stack: usize| {
+            ARGUMENT_WORDS.store(words.len() as u64, std::sync::atomic::Ordering::Relaxed);
             let library = library_lock(program);
             let _held = lock(&library);
             catch_unwind(AssertUnwindSafe(|| {
-                program.call(module, values, stack, memory_limit() as u64)
+                program.call_words(words, stack, memory_limit() as u64, |out| {
+                    Some(Python::attach(|py| {
+                        to_python(py, out, &sig.ret, module).map(Bound::unbind)
+                    }))
+                })
             }))
             .unwrap_or_else(|p| Err(RuntimeError::internal(&panic_message(p))))
         };
@@ -249,20 +274,17 @@ impl Compiled {
         // too little stack, or the run on it ran out.
         let on_big_stack = || {
             on_eval_thread(py, || {
-                let values = Python::attach(convert)?;
-                let result = run(&values, fluxion_driver::stack_budget());
-                self.native_result(result, &sig.ret, module)
+                let words = Python::attach(convert)?;
+                self.native_result(run(&words, fluxion_driver::stack_budget()))
             })
         };
         let result = match caller_stack() {
             None => on_big_stack()?,
             Some(stack) => {
-                let values = OnThisThread(convert(py).map_err(|e| e.into_pyerr(py))?);
-                match py.detach(|| OnThisThread(run(values.get(), stack))).0 {
+                let words = convert(py).map_err(|e| e.into_pyerr(py))?;
+                match py.detach(|| run(&words, stack)) {
                     Err(e) if e.message.starts_with("stack depth exceeded") => on_big_stack()?,
-                    r => self
-                        .native_result(r, &sig.ret, module)
-                        .map_err(|e| e.into_pyerr(py))?,
+                    r => self.native_result(r).map_err(|e| e.into_pyerr(py))?,
                 }
             }
         };
@@ -272,18 +294,14 @@ impl Compiled {
         }
     }
 
-    /// The Python value of a native call's result; `Err(note)` when the run must be
-    /// handed to the interpreter.
+    /// A native call's result; `Err(note)` when the run must be handed to the
+    /// interpreter.
     fn native_result(
         &self,
-        result: Result<Value, RuntimeError>,
-        ret: &Type,
-        module: &Module,
+        result: Result<Result<Py<PyAny>, CallError>, RuntimeError>,
     ) -> Result<Result<Py<PyAny>, String>, CallError> {
         match result {
-            Ok(value) => {
-                Python::attach(|py| to_python(py, &value, ret, module).map(|v| Ok(v.unbind())))
-            }
+            Ok(value) => value.map(Ok),
             Err(e) if e.needs_interpreter => Ok(Err(format!(
                 "running in the interpreter: {} (at run time)",
                 e.message
@@ -308,20 +326,73 @@ impl Compiled {
         on_eval_thread(py, || {
             let module = self.expanded(mode)?;
             let sig = self.called(name)?;
-            let values = Python::attach(|py| sig.arguments(py, &args, &module, label))?;
-            let options = RunOptions {
-                mode,
-                memory_limit: Some(memory_limit()),
-                ..RunOptions::default()
-            };
-            let out = fluxion_driver::call((*module).clone(), sig.code, values, options)
-                .map_err(|d| FxError::from_diagnostics(&[d], &self.sources))?;
-            let result = Python::attach(|py| {
-                to_python(py, &out.value, &out.ty, &out.interp.module()).map(Bound::unbind)
+            let words =
+                Python::attach(|py| sig.arguments(py, &args, &module, label, Words::inline()))?;
+            let values = decode_values(&words, &sig.params, &module).ok_or_else(|| {
+                FxError::new(
+                    Kind::Internal,
+                    "internal error: a malformed argument stream",
+                )
             })?;
-            Ok(result)
+            let mut interp = kept_interpreter(self.id, mode)
+                .unwrap_or_else(|| fluxion_driver::interpreter((*module).clone(), mode.into()));
+            interp.set_stack_limit(fluxion_driver::stack_budget());
+            interp.set_memory_limit(memory_limit());
+            let span = module.code(sig.code).span;
+            let value = interp.run_code(sig.code, values, span).map_err(|e| {
+                // A failed run may leave state behind (its tapes): not kept.
+                FxError::from_diagnostics(
+                    &[Diagnostic::new(Phase::Runtime, Some(e.span), e.message)],
+                    &self.sources,
+                )
+            })?;
+            let ty = module.code(sig.code).ret.clone();
+            let words = {
+                let m = interp.module();
+                refuse_functions(&ty, &m)?;
+                encode_value(&value, &ty, &m).ok_or_else(|| {
+                    FxError::new(Kind::Internal, "internal error: a result not of its type")
+                })?
+            };
+            drop(value);
+            let result = Python::attach(|py| {
+                to_python(py, &words, &ty, &interp.module()).map(Bound::unbind)
+            });
+            keep_interpreter(self.id, mode, interp);
+            result
         })
     }
+}
+
+/// How many interpreters an evaluation thread keeps (the most recently used).
+const KEPT_INTERPRETERS: usize = 8;
+
+thread_local! {
+    /// The interpreters kept on this evaluation thread, by module id and AD mode,
+    /// most recent last: a call reuses one (its compiled codes and run-time
+    /// translations) instead of copying the module into a new one.
+    static INTERPRETERS: std::cell::RefCell<Vec<((u64, AdMode), Interp)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The interpreter kept for module `id` and `mode` on this thread, taken out.
+fn kept_interpreter(id: u64, mode: AdMode) -> Option<Interp> {
+    INTERPRETERS.with(|k| {
+        let mut k = k.borrow_mut();
+        let i = k.iter().position(|(key, _)| *key == (id, mode))?;
+        Some(k.remove(i).1)
+    })
+}
+
+/// Keeps an interpreter that ran to completion for the next call on this thread.
+fn keep_interpreter(id: u64, mode: AdMode, interp: Interp) {
+    INTERPRETERS.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.len() >= KEPT_INTERPRETERS {
+            k.remove(0);
+        }
+        k.push(((id, mode), interp));
+    });
 }
 
 /// The module compiled from `text` under `name`, shared by every `compile` of the same
@@ -352,21 +423,23 @@ pub struct Signature {
 }
 
 impl Signature {
-    /// The Python arguments (matched to the parameters) as values of `module`, for a
-    /// call of the function errors call `label`: the one conversion of both backends.
+    /// The Python arguments (matched to the parameters) as one stream of `words` for
+    /// `module`, for a call of the function errors call `label`: the one conversion
+    /// of both backends.
     fn arguments(
         &self,
         py: Python<'_>,
         args: &[Py<PyAny>],
         module: &Module,
         label: &str,
-    ) -> Result<Vec<Value>, CallError> {
-        args.iter()
-            .zip(self.params.iter().zip(&self.names))
-            .map(|(a, (t, n))| {
-                to_value(a.bind(py), t, module, &ValuePath::Root(n)).map_err(|e| in_call(e, label))
-            })
-            .collect()
+        mut words: Words,
+    ) -> Result<Vec<u64>, CallError> {
+        for (a, (t, n)) in args.iter().zip(self.params.iter().zip(&self.names)) {
+            words
+                .push(a.bind(py), t, module, &ValuePath::Root(n))
+                .map_err(|e| in_call(e, label))?;
+        }
+        Ok(words.words)
     }
 }
 
@@ -402,7 +475,7 @@ pub fn on_eval_thread<T: Send>(
 ) -> PyResult<T> {
     let result = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
-            fluxion_driver::with_big_stack(|| {
+            crate::eval_thread::run(|| {
                 catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
             })
         }))
@@ -429,23 +502,6 @@ fn panic_error(payload: Box<dyn std::any::Any + Send>) -> CallError {
     )
     .into()
 }
-
-/// A value that stays on the thread that made it, carried through `Python::detach`
-/// (whose closure must be `Send`).
-struct OnThisThread<T>(T);
-
-impl<T> OnThisThread<T> {
-    /// The value (a method, so a closure captures the wrapper, not its field).
-    fn get(&self) -> &T {
-        &self.0
-    }
-}
-
-// SAFETY: `Python::detach` runs its closure on the calling thread, before it returns;
-// the interpreter values (`Rc`) inside are made, used and dropped on that one thread.
-unsafe impl<T> Send for OnThisThread<T> {}
-// SAFETY: as above: shared only with the closure, on the same thread.
-unsafe impl<T> Sync for OnThisThread<T> {}
 
 /// The lock of a compiled library: its runtime keeps its state (stack limit, memory
 /// count, tapes) in the library's globals, and one library (one file in the cache,

@@ -2,15 +2,18 @@
 //! arrays in and out. The Python half of the package (`python/fluxion/`) adds the
 //! JAX-style transformations over [`Function::derive`].
 //!
-//! - `compiled.rs`: the shared compiled module and the evaluation thread;
-//! - `to_value.rs`, `to_python.rs`, `variant.rs`: conversions;
+//! - `compiled.rs`: the shared compiled module and how its functions run;
+//! - `eval_thread.rs`: the big-stack evaluation threads, kept between calls;
+//! - `to_words.rs`, `from_words.rs`, `variant.rs`: conversions to and from the entry
+//!   ABI's word stream, which both backends take and give;
 //! - `transform.rs`: transformations as generated Fluxion source;
 //! - `errors.rs`: the `fluxion.Error` hierarchy.
 
 mod compiled;
 mod errors;
-mod to_python;
-mod to_value;
+mod eval_thread;
+mod from_words;
+mod to_words;
 mod transform;
 mod variant;
 
@@ -463,6 +466,14 @@ fn native_compiles() -> u64 {
     compiled::NATIVE_COMPILES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The length, in words, of the last native call's argument stream: a contiguous
+/// NumPy array adds two whatever its size (read in place), any other array its length
+/// and one.
+#[pyfunction]
+fn argument_words() -> u64 {
+    compiled::ARGUMENT_WORDS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[pymodule]
 fn _fluxion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -471,6 +482,7 @@ fn _fluxion(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(native_compiles, m)?)?;
+    m.add_function(wrap_pyfunction!(argument_words, m)?)?;
     m.add_function(wrap_pyfunction!(_function, m)?)?;
     Ok(())
 }

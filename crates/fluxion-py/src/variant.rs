@@ -2,16 +2,13 @@
 //! `python/fluxion/_variant.py`) out, and in a `Variant`, a dict as in `--json`
 //! (`{"Circle": [1.0]}`) or the constructor's name for a nullary one (`"Nil"`).
 
-use std::rc::Rc;
-
 use fluxion_driver::core::{EnumId, Module};
-use fluxion_driver::interp::Value;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use crate::errors::{CallError, FxError, Kind};
-use crate::to_value::{describe, sequence, to_value};
+use crate::to_words::{Words, describe, sequence};
 use fluxion_driver::value_path::ValuePath as Path;
 
 static VARIANT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -35,13 +32,14 @@ pub fn make_variant<'py>(
     variant_class(py)?.call(PyTuple::new(py, args)?, Some(&kwargs))
 }
 
-/// Converts a Python enum value to a value of enum `e`.
-pub fn to_enum_value(
+/// Appends a Python enum value as a value of enum `e`: its tag, then its fields.
+pub fn push_enum(
+    words: &mut Words,
     obj: &Bound<'_, PyAny>,
     e: EnumId,
     module: &Module,
     path: &Path<'_>,
-) -> Result<Value, CallError> {
+) -> Result<(), CallError> {
     let py = obj.py();
     let def = module.enum_def(e);
     let bad = || -> CallError {
@@ -101,11 +99,9 @@ pub fn to_enum_value(
         )
         .into());
     }
-    let values = fields
-        .iter()
-        .zip(&variant.fields)
-        .enumerate()
-        .map(|(i, (x, t))| to_value(x, t, module, &Path::Field(path, &name, i)))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Value::Enum(tag as u32, Rc::from(values)))
+    words.words.push(tag as u64);
+    for (i, (x, t)) in fields.iter().zip(&variant.fields).enumerate() {
+        words.push(x, t, module, &Path::Field(path, &name, i))?;
+    }
+    Ok(())
 }

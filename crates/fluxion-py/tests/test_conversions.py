@@ -134,3 +134,34 @@ def test_large_array_is_one_buffer(m):
     big = np.random.default_rng(0).random(10_000_000)
     out = m.ident_reals(big)
     assert out.shape == big.shape and out[123456] == big[123456]
+
+
+def test_contiguous_arrays_are_read_in_place_by_native_code():
+    """A C-contiguous float64/int64 array reaches native code as its address (two words
+    of the argument stream: its length and where it is), whatever its size; native code
+    copies it once into its own array. Anything else is copied into the stream."""
+    m = fluxion.compile(
+        "fn first(x: [Real]) -> Real { x[0] + x[length(x) - 1] }\n"
+        "fn corner(x: [[Real]]) -> Real { x[0][0] + x[length(x) - 1][1] }\n"
+        "fn last(x: [Int]) -> Int { x[length(x) - 1] }\n"
+        "fn negated(x: [Real]) -> [Real] { map(|a| -a, x) }",
+        backend="native",
+    )
+    words = fluxion._fluxion.argument_words
+    big = np.arange(10.0**6)
+    assert m.first(big) == 999999.0 and words() == 2
+    assert m.last(np.arange(5 * 10**5)) == 5 * 10**5 - 1 and words() == 2
+    a = np.arange(3000.0).reshape(1000, 3)
+    assert m.corner(a) == 2998.0 and words() == 1 + 2 * 1000  # each row in place
+    # Copied into the stream, element by element: a strided view, a Fortran-order
+    # matrix, a list.
+    assert m.first(big[::2]) == 999998.0 and words() == 1 + 500000
+    assert m.corner(np.asfortranarray(a)) == 2998.0 and words() == 1 + 4 * 1000
+    assert m.first([1.0, 2.0, 4.0]) == 5.0 and words() == 1 + 3
+    # Read, never written or kept: the result is a new array, the input unchanged.
+    x = np.linspace(-1.0, 1.0, 11)
+    before = x.copy()
+    out = m.negated(x)
+    out[0] = 42.0
+    np.testing.assert_array_equal(x, before)
+    np.testing.assert_array_equal(m.negated(x), -before)

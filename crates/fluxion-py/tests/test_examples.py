@@ -48,3 +48,12 @@ def test_plot_of_derivatives(tmp_path):
     out = tmp_path / "d.png"
     ex.main(str(out))
     assert out.stat().st_size > 1000
+
+
+def test_dask_gradient_over_chunks_equals_the_whole_gradient():
+    pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    ex = load("dask_gradient")
+    g, whole = ex.main()
+    # The same sums in another order: rounding only (values of order 1, 20,000 rows).
+    np.testing.assert_allclose(g, whole, rtol=1e-12, atol=1e-14)
+    assert np.linalg.norm(whole) > 0.1

@@ -3,6 +3,7 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import fluxion
 
@@ -40,3 +41,24 @@ def test_gil_is_released_while_fluxion_runs():
         t.join()
     # The ticker ran while Fluxion computed (with the GIL held it could not).
     assert len(ticks) > 5
+
+
+def test_interpreter_threads_and_interpreters_are_kept_between_calls():
+    """In the interpreter a call reuses a kept big-stack thread and the interpreter it
+    ran on (not a new thread and a copy of the module): a failed run does not leave its
+    state to the next, a deep recursion still has the big stack, and concurrent calls
+    each get a thread."""
+    m = fluxion.compile(
+        "fn r(n: Int) -> Int { if n == 0 { 0 } else { 1 + r(n - 1) } }\n"
+        "fn pick(xs: [Real], i: Int) -> Real { xs[i] * xs[i] }",
+        backend="interp",
+    )
+    g = fluxion.grad(m.pick, ad="delta")
+    xs = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(g(xs, 1), [0.0, 4.0, 0.0])
+    with pytest.raises(fluxion.FluxionRuntimeError, match="index"):
+        g(xs, 7)  # fails part-way through a reverse pass
+    np.testing.assert_array_equal(g(xs, 2), [0.0, 0.0, 6.0])
+    assert m.r(200_000) == 200_000 and m.r(3) == 3 and m.r(200_000) == 200_000
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(m.r, [50_000] * 8)) == [50_000] * 8

@@ -819,6 +819,9 @@ impl<'m> Types<'m> {
                 }
                 s + "  return x;"
             }
+            Type::Array(e) if matches!(**e, Type::Real | Type::Int) => {
+                "  return fx_read_numbers(r);".into()
+            }
             Type::Array(e) => {
                 let d = self.helper(Helper::Decode, e);
                 let size = self.elem_size(e);
@@ -867,6 +870,9 @@ impl<'m> Types<'m> {
                     let _ = writeln!(s, "  {e}(w, x.f{i});");
                 }
                 s
+            }
+            Type::Array(e) if matches!(**e, Type::Real | Type::Int) => {
+                "  fx_write_numbers(w, (fx_arr *)x);".into()
             }
             Type::Array(e) => {
                 let enc = self.helper(Helper::Encode, e);

@@ -46,3 +46,9 @@ class Module:
 
 def compile(source: str, name: str = "<string>") -> Module: ...
 def load(path: str | PathLike[str]) -> Module: ...
+def native_compiles() -> int:
+    """How many native programs this process has made (compiled or loaded from the
+    cache) so far."""
+def argument_words() -> int:
+    """The length, in 64-bit words, of the last native call's argument stream (a
+    contiguous NumPy array read in place adds two)."""
