@@ -53,8 +53,13 @@ pub struct Compiled {
     /// Modules with a generated transformation wrapper, by their source.
     derived: Mutex<HashMap<String, Arc<Compiled>>>,
     /// The functions compiled natively so far, by AD mode and name.
-    native: Mutex<HashMap<(AdMode, String), Arc<NativeEntry>>>,
+    native: Mutex<HashMap<NativeKey, Arc<NativeEntry>>>,
+    /// A lock per function being compiled natively, which its first callers take turns on.
+    compiling: Mutex<HashMap<NativeKey, Arc<Mutex<()>>>>,
 }
+
+/// A function natively compiled or being compiled: its AD mode and name.
+type NativeKey = (AdMode, String);
 
 /// A function compiled to machine code for one AD mode — the program and the module it
 /// was compiled from (which types its values) — or the note saying why it was not
@@ -107,6 +112,7 @@ impl Compiled {
             expanded: Mutex::default(),
             derived: Mutex::default(),
             native: Mutex::default(),
+            compiling: Mutex::default(),
         })
     }
 
@@ -222,21 +228,33 @@ impl Compiled {
         if let Some(e) = lock(&self.native).get(&key) {
             return Ok(e.clone());
         }
-        let entry = on_eval_thread(py, || {
-            let module = self.expanded(mode)?;
-            let sig = self.called(name)?;
-            Ok(fluxion_driver::compile_native(
-                &module,
-                sig.code,
-                &Toolchain::default(),
-                OptLevel::On,
-                FwdMode::default(),
-            ))
-        })?;
-        NATIVE_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let entry = Arc::new(entry);
-        lock(&self.native).insert(key, entry.clone());
-        Ok(entry)
+        // One compile per key: threads making the same first call at once wait for
+        // the first one's (without the GIL, which the compile does not need).
+        let gate = lock(&self.compiling)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let entry = py.detach(|| {
+            let _turn = lock(&gate);
+            if let Some(e) = lock(&self.native).get(&key) {
+                return Ok(e.clone());
+            }
+            let entry = Arc::new(evaluate(|| {
+                let module = self.expanded(mode)?;
+                let sig = self.called(name)?;
+                Ok(fluxion_driver::compile_native(
+                    &module,
+                    sig.code,
+                    &Toolchain::default(),
+                    OptLevel::On,
+                    FwdMode::default(),
+                ))
+            })?);
+            NATIVE_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            lock(&self.native).insert(key.clone(), entry.clone());
+            Ok(entry)
+        });
+        entry.map_err(|e: CallError| e.into_pyerr(py))
     }
 
     /// A native call on the caller's thread; `None` when the native code hands the
@@ -473,15 +491,17 @@ pub fn on_eval_thread<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, CallError> + Send,
 ) -> PyResult<T> {
-    let result = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| {
-            crate::eval_thread::run(|| {
-                catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
-            })
-        }))
-        .unwrap_or_else(|p| Err(panic_error(p)))
-    });
-    result.map_err(|e| e.into_pyerr(py))
+    py.detach(|| evaluate(f)).map_err(|e| e.into_pyerr(py))
+}
+
+/// [`on_eval_thread`] where the GIL is released already.
+fn evaluate<T: Send>(f: impl FnOnce() -> Result<T, CallError> + Send) -> Result<T, CallError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        crate::eval_thread::run(|| {
+            catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
+        })
+    }))
+    .unwrap_or_else(|p| Err(panic_error(p)))
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {

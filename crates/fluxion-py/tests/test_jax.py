@@ -132,3 +132,16 @@ def test_a_given_result_shape_serves_the_derivatives_too(m):
 def test_errors(m):
     with pytest.raises(fluxion.FluxionArgumentError):
         fjax.function(lambda w: w)
+
+
+def test_a_result_shape_that_depends_on_values_is_an_error_not_a_wrong_answer():
+    # On zeros the result is empty; on [3, 2] it has three elements: the probed shape
+    # is wrong, and the call says so instead of returning an empty array.
+    m = fluxion.compile("fn f(x: [Real]) -> [Real] { build(to_int(x[0]), |i| x[1] * to_real(i)) }")
+    with pytest.raises(fluxion.FluxionArgumentError, match="empty result"):
+        fjax.function(m.f)(jnp.array([3.0, 2.0]))
+    close(fjax.function(m.f, result_shape=(3,))(jnp.array([3.0, 2.0])), [0.0, 2.0, 4.0])
+    # Non-empty on zeros, another shape at the call: the callback says so.
+    g = fluxion.compile("fn g(x: [Real]) -> [Real] { build(to_int(x[0]) + 1, |i| x[1]) }")
+    with pytest.raises(Exception, match="result_shape"):
+        np.asarray(fjax.function(g.g)(jnp.array([2.0, 5.0])))

@@ -62,3 +62,11 @@ def test_interpreter_threads_and_interpreters_are_kept_between_calls():
     assert m.r(200_000) == 200_000 and m.r(3) == 3 and m.r(200_000) == 200_000
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert list(pool.map(m.r, [50_000] * 8)) == [50_000] * 8
+
+
+def test_concurrent_first_calls_compile_once():
+    m = fluxion.compile("fn f(x: Real) -> Real { sin(x) * x + 0.0314159 }", backend="native")
+    before = fluxion._fluxion.native_compiles()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert len(set(pool.map(m.f, [1.0] * 8))) == 1
+    assert fluxion._fluxion.native_compiles() == before + 1

@@ -21,6 +21,9 @@ def test_grad_in_each_argument(m):
     (only,) = fluxion.grad(m.loss, argnums=(0,))(W, S)
     close(only, gw)
     close(fluxion.grad(m.loss, argnums=-1)(W, S), ds)
+    for bad in (-3, 2):
+        with pytest.raises(fluxion.FluxionArgumentError, match="out of range"):
+            fluxion.grad(m.loss, argnums=bad)
 
 
 def test_value_and_grad(m):

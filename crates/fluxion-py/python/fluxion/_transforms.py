@@ -50,7 +50,11 @@ def _argnums(f: Function, argnums: ArgNums | None) -> tuple[list[int], bool]:
 def _index(i: int, n: int) -> int:
     if not isinstance(i, int) or isinstance(i, bool):
         raise FluxionArgumentError(f"argnums must be ints, found {i!r}")
-    return i + n if -n <= i < 0 else i
+    if not -n <= i < n:
+        raise FluxionArgumentError(
+            f"argnums {i} is out of range for a function of {n} parameter(s)"
+        )
+    return i + n if i < 0 else i
 
 
 def _single(nums: list[int], tupled: bool) -> bool:

@@ -17,7 +17,9 @@ output for an array), so derivatives of every order exist. Fluxion
 computes in float64, so JAX must too: ``jax.config.update("jax_enable_x64", True)``.
 The shape of the result is found by calling the function once on zeros of the
 arguments' shapes (when it is first traced for those shapes); give ``result_shape``
-where zeros are not a valid input (derivatives then need no call either). A Fluxion
+where zeros are not a valid input or the result's shape depends on the arguments'
+values (derivatives then need no call either; a result empty on zeros must be given,
+and a result of another shape than the one found or given is an error). A Fluxion
 error inside a JAX computation reaches the caller as JAX's error for a failed
 callback, with Fluxion's diagnostic in its message. Needs JAX
 (``pip install ./crates/fluxion-py[jax]``).
@@ -25,6 +27,7 @@ callback, with Fluxion's diagnostic in its message. Needs JAX
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import jax
@@ -70,8 +73,18 @@ def _lift(
     probed: dict[Any, tuple[int, ...]] = {}
     derivatives: dict[int, Callable[..., Any]] = {}
 
-    def host(*xs: np.ndarray) -> np.ndarray:
-        return np.asarray(f(*[_to_fluxion(x) for x in xs]), dtype=np.float64)
+    def host(expected: tuple[int, ...] | None, *xs: np.ndarray) -> np.ndarray:
+        y = np.asarray(f(*[_to_fluxion(x) for x in xs]), dtype=np.float64)
+        # JAX does not check an empty declared result: a value-dependent shape would
+        # otherwise come back as the probe's, silently.
+        if expected is not None and y.shape != expected:
+            raise FluxionArgumentError(
+                f"`{f.name}` gave a result of shape {y.shape} where {expected} was "
+                "expected (its shape on zeros of the arguments' shapes, or result_shape): "
+                "a result whose shape depends on the arguments' values needs "
+                "result_shape=... matching it"
+            )
+        return y
 
     def out_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
         if shape_of is not None:
@@ -79,7 +92,16 @@ def _lift(
         key = tuple((tuple(jnp.shape(a)), str(jnp.result_type(a))) for a in args)
         if key not in probed:
             zeros = [np.zeros(jnp.shape(a), jnp.result_type(a)) for a in args]
-            probed[key] = host(*zeros).shape
+            shape = host(None, *zeros).shape
+            # JAX never runs a callback whose declared result is empty, so an empty
+            # result on zeros cannot be checked against the real one: it must be said.
+            if 0 in shape:
+                raise FluxionArgumentError(
+                    f"`{f.name}` gives an empty result (shape {shape}) on zeros of the "
+                    "arguments' shapes; if that is its shape for every argument, say so "
+                    "with result_shape=..., which JAX needs where it depends on values"
+                )
+            probed[key] = shape
         return probed[key]
 
     def derivative(i: int, scalar: bool) -> Callable[..., Any]:
@@ -96,8 +118,11 @@ def _lift(
         if len(args) != n:
             raise FluxionArgumentError(f"`{f.name}` takes {n} argument(s), {len(args)} given")
         args = tuple(jnp.asarray(a) for a in args)
-        out = jax.ShapeDtypeStruct(out_shape(args), jnp.float64)
-        return jax.pure_callback(host, out, *args, vmap_method="sequential")
+        shape = out_shape(args)
+        out = jax.ShapeDtypeStruct(shape, jnp.float64)
+        return jax.pure_callback(
+            functools.partial(host, shape), out, *args, vmap_method="sequential"
+        )
 
     def rule(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
         y = lifted(*primals)
