@@ -1128,14 +1128,19 @@ static double fx_read_real(fx_reader *r) {
   memcpy(&d, &w, 8);
   return d;
 }
+/* Room for `more` words in the result stream (its capacity doubled, from 64, as often
+ * as that needs). */
+static void fx_reserve(fx_writer *w, size_t more) {
+  if (w->cap - w->len >= more) return;
+  size_t cap = w->cap ? w->cap * 2 : 64;
+  while (cap - w->len < more) cap *= 2;
+  uint64_t *words = (uint64_t *)realloc(w->words, cap * 8);
+  if (!words) fx_fail(0, 0, 0, "out of memory writing the result");
+  w->words = words;
+  w->cap = cap;
+}
 static void fx_write(fx_writer *w, uint64_t x) {
-  if (w->len == w->cap) {
-    size_t cap = w->cap ? w->cap * 2 : 64;
-    uint64_t *words = (uint64_t *)realloc(w->words, cap * 8);
-    if (!words) fx_fail(0, 0, 0, "out of memory writing the result");
-    w->words = words;
-    w->cap = cap;
-  }
+  fx_reserve(w, 1);
   w->words[w->len++] = x;
 }
 static void fx_write_real(fx_writer *w, double d) {
@@ -1169,14 +1174,7 @@ static void fx_write_numbers(fx_writer *w, fx_arr *x) {
   int64_t n = FX_LEN(x);
   fx_write(w, (uint64_t)n);
   if (!n) return;
-  if (w->cap - w->len < (size_t)n) {
-    size_t cap = w->len + (size_t)n;
-    cap += cap / 2;
-    uint64_t *words = (uint64_t *)realloc(w->words, cap * 8);
-    if (!words) fx_fail(0, 0, 0, "out of memory writing the result");
-    w->words = words;
-    w->cap = cap;
-  }
+  fx_reserve(w, (size_t)n);
   memcpy(w->words + w->len, FX_DATA(x, uint64_t), (size_t)n * 8);
   w->len += (size_t)n;
 }

@@ -14,10 +14,11 @@
 //! a function it cannot compile, runs in the interpreter with a warning.
 //!
 //! In the interpreter, everything runs on a big-stack evaluation thread (kept between
-//! calls: `eval_thread.rs`) with the GIL released: interpreter values are `Rc` (not `Send`), so they live and die there;
-//! it re-attaches to Python to convert the arguments and the result, decoding the
-//! argument stream into values and encoding the result value into a stream. Each call
-//! evaluates a copy of the module expanded for its AD mode (the interpreter adds
+//! calls: `eval_thread.rs`) with the GIL released: interpreter values are `Rc` (not
+//! `Send`), so they live and die there; it re-attaches to Python to convert the
+//! arguments and the result, decoding the argument stream into values and encoding
+//! the result value into a stream. Each thread keeps the interpreters it ran, each
+//! with its own copy of the module expanded for its AD mode (the interpreter adds
 //! run-time AD translations to its module), so concurrent calls share nothing mutable.
 
 use std::collections::HashMap;
@@ -52,14 +53,13 @@ pub struct Compiled {
     expanded: Mutex<HashMap<AdMode, Arc<Module>>>,
     /// Modules with a generated transformation wrapper, by their source.
     derived: Mutex<HashMap<String, Arc<Compiled>>>,
-    /// The functions compiled natively so far, by AD mode and name.
-    native: Mutex<HashMap<NativeKey, Arc<NativeEntry>>>,
-    /// A lock per function being compiled natively, which its first callers take turns on.
-    compiling: Mutex<HashMap<NativeKey, Arc<Mutex<()>>>>,
+    /// The functions compiled natively, by AD mode and name: a slot per function
+    /// called so far, filled by its first call (callers arriving meanwhile wait on it).
+    native: Mutex<HashMap<(AdMode, String), NativeSlot>>,
 }
 
-/// A function natively compiled or being compiled: its AD mode and name.
-type NativeKey = (AdMode, String);
+/// A function's native program once compiled.
+type NativeSlot = Arc<Mutex<Option<Arc<NativeEntry>>>>;
 
 /// A function compiled to machine code for one AD mode — the program and the module it
 /// was compiled from (which types its values) — or the note saying why it was not
@@ -112,7 +112,6 @@ impl Compiled {
             expanded: Mutex::default(),
             derived: Mutex::default(),
             native: Mutex::default(),
-            compiling: Mutex::default(),
         })
     }
 
@@ -224,19 +223,15 @@ impl Compiled {
         mode: AdMode,
         name: &str,
     ) -> PyResult<Arc<NativeEntry>> {
-        let key = (mode, name.to_string());
-        if let Some(e) = lock(&self.native).get(&key) {
-            return Ok(e.clone());
-        }
-        // One compile per key: threads making the same first call at once wait for
-        // the first one's (without the GIL, which the compile does not need).
-        let gate = lock(&self.compiling)
-            .entry(key.clone())
+        let slot = lock(&self.native)
+            .entry((mode, name.to_string()))
             .or_default()
             .clone();
+        // Threads making the same first call at once wait for the first one's compile
+        // (without the GIL, which the compile does not need).
         let entry = py.detach(|| {
-            let _turn = lock(&gate);
-            if let Some(e) = lock(&self.native).get(&key) {
+            let mut slot = lock(&slot);
+            if let Some(e) = &*slot {
                 return Ok(e.clone());
             }
             let entry = Arc::new(evaluate(|| {
@@ -251,7 +246,7 @@ impl Compiled {
                 ))
             })?);
             NATIVE_COMPILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            lock(&self.native).insert(key.clone(), entry.clone());
+            *slot = Some(entry.clone());
             Ok(entry)
         });
         entry.map_err(|e: CallError| e.into_pyerr(py))

@@ -20,14 +20,14 @@ use crate::variant::make_variant;
 
 type Result<T> = std::result::Result<T, CallError>;
 
-/// The value of type `ty` that `words` hold, all of them, as Python objects.
+/// The value of type `ty` that `words` hold, all of them, as Python objects (`ty` holds
+/// no function: the caller refused those, [`refuse_functions`]).
 pub fn to_python<'py>(
     py: Python<'py>,
     words: &[u64],
     ty: &Type,
     module: &Module,
 ) -> Result<Bound<'py, PyAny>> {
-    refuse_functions(ty, module)?;
     let mut r = Reader { words, pos: 0 };
     let v = r.value(py, ty, module)?;
     if r.pos != words.len() {
