@@ -6,6 +6,7 @@
 //! ([`print`], whose output is Fluxion source) and the verifier ([`verify`]).
 //! Closures survive lowering: a lambda is a [`Code`] plus captured values.
 
+pub mod inline_site;
 pub mod module;
 pub mod prim;
 pub mod print;
@@ -14,6 +15,7 @@ pub mod ty;
 pub mod verify;
 pub mod visit;
 
+pub use inline_site::{INLINE_SITE_SOURCE, InlineSite};
 pub use module::Module;
 pub use prim::{MAX_ARRAY_LEN, Prim};
 pub use term::*;

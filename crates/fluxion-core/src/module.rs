@@ -38,6 +38,9 @@ pub struct Module {
     /// `delta_twice.rs`). A closure it missed hands the run to the module as written,
     /// which clears this.
     pub twice: std::collections::HashSet<VarId>,
+    /// The calls of prelude functions the optimiser inlined, which spans of the copied
+    /// code name (`inline_site.rs`).
+    pub inline_sites: Vec<crate::InlineSite>,
 }
 
 impl Module {

@@ -139,7 +139,58 @@ fn faults_in_prelude_functions_are_reported_at_the_users_call() {
             err.starts_with(&format!("user.flx:1:{col}: runtime error:")),
             "{src}:\n{err}"
         );
-        assert!(err.contains("a prelude function"), "{err}");
+        assert_eq!(
+            err.lines()
+                .next()
+                .unwrap_or("")
+                .matches("a prelude function")
+                .count(),
+            1,
+            "{err}"
+        );
         assert!(!err.contains("<prelude>"), "{err}");
+    }
+}
+
+/// Prelude functions are inlined into the user's code before differentiating (issue
+/// 32: flat code differentiates into flat code), and a fault inside the copy is still
+/// the user's mistake at the call, naming the function — in the primal, under
+/// forward and reverse mode, in both backends (the native side in `native_backend.rs`).
+#[test]
+fn a_fault_in_an_inlined_prelude_function_is_reported_at_the_users_call() {
+    let src = "fn f(x: [Real]) -> Real {\n    let y = vsub(x, [1.0]);\n    dot(y, y)\n}\n\
+               fn main() -> Real { f([1.0, 2.0]) }\n\
+               fn g() -> [Real] { grad(f, [1.0, 2.0]) }\n\
+               fn h() -> Real { diff(|t: Real| f([t, t]), 1.0) }\n";
+    let opt = with_big_stack(move || {
+        compile("user.flx", src)
+            .ok()
+            .expect("compiles")
+            .show("opt", Some("f"))
+            .expect("prints")
+    });
+    assert!(
+        !opt.contains("vsub(") && !opt.contains("dot("),
+        "not inlined:\n{opt}"
+    );
+    for entry in ["main", "g", "h"] {
+        let err = with_big_stack(move || {
+            let program = compile("user.flx", src).map_err(|f| f.render())?;
+            program.run(entry, None).map(|_| ()).map_err(|f| f.render())
+        })
+        .expect_err(entry);
+        assert!(
+            err.starts_with("user.flx:2:13: runtime error: map2: arrays of different lengths"),
+            "{entry}: {err}"
+        );
+        assert_eq!(
+            err.lines()
+                .next()
+                .unwrap_or("")
+                .matches("(in `vsub`, a prelude function)")
+                .count(),
+            1,
+            "{entry}: {err}"
+        );
     }
 }

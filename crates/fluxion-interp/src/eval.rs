@@ -286,10 +286,21 @@ impl Interp {
     /// outermost one.
     #[cold]
     fn attribute_to_caller(&self, e: RuntimeError, id: CodeId, call: Span) -> RuntimeError {
+        // A fault in a prelude function's inlined copy in this code: at its call.
+        if e.span.is_inline_site() {
+            let (span, message) = self.module().attribute(e.span, e.message);
+            return RuntimeError { span, message };
+        }
         match self.library_source {
             // Derivative code the compiler made (a push forward's helpers) has no
             // place of its own: its fault is the operator's, at the user's call.
             Some(lib) if e.span == Span::default() && call.source != lib => RuntimeError {
+                span: call,
+                message: e.message,
+            },
+            // A call inside a prelude function's inlined copy: the copy's site names
+            // the function (`Module::attribute`).
+            Some(lib) if e.span.source == lib && call.is_inline_site() => RuntimeError {
                 span: call,
                 message: e.message,
             },

@@ -136,6 +136,9 @@ pub struct NativeProgram {
     pub compile_time: Duration,
     /// Whether the library came from the cache.
     pub cached: bool,
+    /// The module's inline sites: a fault in an inlined prelude function's copy is
+    /// reported at the user's call (`fluxion_core::inline_site`).
+    sites: Vec<fluxion_core::InlineSite>,
 }
 
 impl NativeProgram {
@@ -180,6 +183,7 @@ impl NativeProgram {
             path: built.path,
             compile_time: built.compile_time,
             cached: built.cached,
+            sites: m.inline_sites.clone(),
         })
     }
 
@@ -277,14 +281,19 @@ impl NativeProgram {
         };
         if status != 0 {
             let len = err.message.iter().position(|b| *b == 0).unwrap_or(512);
-            return Err(RuntimeError {
-                message: String::from_utf8_lossy(&err.message[..len])
-                    .replace('\u{1}', &fluxion_core::print::format_real(err.real)),
-                span: Span {
+            let (span, message) = fluxion_core::inline_site::attribute(
+                &self.sites,
+                Span {
                     source: err.source,
                     start: err.start,
                     end: err.end,
                 },
+                String::from_utf8_lossy(&err.message[..len])
+                    .replace('\u{1}', &fluxion_core::print::format_real(err.real)),
+            );
+            return Err(RuntimeError {
+                message,
+                span,
                 needs_interpreter: status == 2,
             });
         }

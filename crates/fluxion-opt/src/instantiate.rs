@@ -9,7 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use fluxion_core::{Arm, Atom, Binding, Body, Code, CodeId, CodeKind, Module, Rhs, Span, VarId};
+use fluxion_core::{
+    Arm, Atom, Binding, Body, Code, CodeId, CodeKind, Module, PRELUDE_SOURCE, Rhs, Span, VarId,
+};
 
 /// `code`'s body as bindings for one call: copies `let c' = capture` and `let p' =
 /// argument` first, then the body under fresh names; returns them and the result.
@@ -35,11 +37,19 @@ pub(crate) fn instantiate_projecting(
     span: Span,
 ) -> (Vec<Binding>, Atom) {
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
+    // A prelude function's body put into the user's code: its faults are the call's
+    // (`fluxion_core::inline_site`).
+    let site = if m.code(code).span.source == PRELUDE_SOURCE {
+        m.inline_site(code, span)
+    } else {
+        None
+    };
     let mut copier = Copier {
         m,
         derived: &derived,
         names: HashMap::new(),
         projections: HashMap::new(),
+        site,
     };
     let source = copier.m.code(code).clone();
     if let Some((i, parts)) = projected {
@@ -99,6 +109,9 @@ struct Copier<'m> {
     names: HashMap<VarId, VarId>,
     /// A tuple parameter given by its components: `p.i` is the i-th.
     projections: HashMap<VarId, Vec<Option<Atom>>>,
+    /// The inline site the copied prelude spans become, if the copy is put into the
+    /// user's code.
+    site: Option<Span>,
 }
 
 impl Copier<'_> {
@@ -107,6 +120,14 @@ impl Copier<'_> {
         let copy = self.m.fresh_var(info.name, info.ty);
         self.names.insert(v, copy);
         copy
+    }
+
+    /// The span of a copy of what was at `span`.
+    fn span(&self, span: Span) -> Span {
+        match self.site {
+            Some(site) if span.source == PRELUDE_SOURCE && span != Span::default() => site,
+            _ => span,
+        }
     }
 
     fn var(&self, v: VarId) -> VarId {
@@ -132,7 +153,7 @@ impl Copier<'_> {
             bindings.push(Binding {
                 var,
                 rhs,
-                span: b.span,
+                span: self.span(b.span),
             });
         }
         Body {
@@ -201,7 +222,7 @@ impl Copier<'_> {
             params,
             ret: source.ret,
             body,
-            span: source.span,
+            span: self.span(source.span),
         });
         // A copy of a translation translates the same original (delta mode reads it to
         // apply another layer to a closure it holds).
@@ -223,6 +244,7 @@ pub fn copy_rhs(m: &mut Module, rhs: &Rhs, renamed: &HashMap<VarId, VarId>) -> R
         derived: &derived,
         names: renamed.clone(),
         projections: HashMap::new(),
+        site: None,
     };
     copier.rhs(rhs)
 }

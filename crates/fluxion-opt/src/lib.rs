@@ -163,14 +163,20 @@ impl Context<'_> {
     }
 
     /// Whether the body of `code` may be copied into this code's `span` source: not
-    /// a code on a cycle (or this one: it would unfold), and not a code of another
-    /// source (the prelude) that can fail, whose faults are reported at the call.
+    /// a code on a cycle (or this one: it would unfold), and, for code of another
+    /// source that can fail, a copy into the user's code (whose faults are reported
+    /// at the call: a prelude copy's spans name their inline site,
+    /// `fluxion_core::inline_site`) — not user code into the prelude or generated code.
     pub(crate) fn may_copy(&self, code: CodeId, at: fluxion_core::Span) -> bool {
         if self.recursive.contains(&code) || Some(code) == self.current {
             return false;
         }
         let source = self.m.code(code);
-        source.span.source == at.source || fuse::inert_body(self.m, &source.body)
+        source.span.source == at.source
+            || ((source.span.source == fluxion_core::PRELUDE_SOURCE
+                || source.span.is_inline_site())
+                && at.source != fluxion_core::PRELUDE_SOURCE)
+            || fuse::inert_body(self.m, &source.body)
     }
 }
 
