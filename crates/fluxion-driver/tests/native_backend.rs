@@ -569,6 +569,30 @@ fn the_c_of_an_array_of_pairs() {
     insta::assert_snapshot!(generated);
 }
 
+/// A `range` read only by the `fold`s and `scan`s over it is never made natively (the
+/// loops count its indices: `analysis::loop_ranges`); one read otherwise still is. The
+/// values are the interpreter's, derivatives included.
+#[test]
+fn folds_and_scans_over_a_range_count_without_the_array() {
+    let src = "fn f(x: [Real], m: Int) -> Real {
+    let t = x[0];
+    let idx = range(m);
+    let powers = scan(|p, _j| p * t, 1.0, idx);
+    let s = fold(|a, j| a + x[j % length(x)] * powers[j], 0.0, idx);
+    s + to_real(length(range(m + 1)))
+}
+fn main() -> (Real, [Real]) { (f([0.5, -1.5], 5), grad(|x: [Real]| f(x, 5), [0.5, -1.5])) }";
+    let c = delta_c_of_main(src);
+    let lines = |made: &str| {
+        c.lines()
+            .filter(|l| l.contains(made) && l.contains("\"range\", "))
+            .count()
+    };
+    assert!(lines("fx_arr_check(") >= 1, "no range counted:\n{c}");
+    assert!(lines("fx_arr_new(") >= 1, "no range made:\n{c}");
+    assert_native_with_the_interpreters_values(&[src]);
+}
+
 /// Each runtime fault of the interpreter is the same error, at the same place, natively.
 /// The first line of a rendered runtime error: `prog.flx:LINE:COL: runtime error: …`.
 fn first_line(result: Result<String, String>) -> String {
@@ -692,6 +716,9 @@ fn runtime_errors_are_the_interpreters() {
         "fn main() -> Real { let xs = [1.0, 2.0]; sumbuild(3, |j| sumbuild(j + 1, |t| xs[t] * xs[j])) }",
         // A runaway tail call: the C compiler must not make it a loop (it would hang).
         "fn spin(n: Int) -> Int { spin(n) }\nfn main() -> Int { spin(0) }",
+        // A range a fold counts through is never made, but is refused as `range` is.
+        "fn main() -> Real { fold(|a, j| a + to_real(j), 0.0, range(0 - length([1]))) }",
+        "fn main() -> Real { fold(|a, j| a + to_real(j), 0.0, range(100000000000000)) }",
     ];
     for src in programs {
         let result = natively_as_interpreted(src, AdMode::Chad);

@@ -76,6 +76,7 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         terms_variants: Vec::new(),
         terms_of: None,
         many_pushes: false,
+        loop_ranges: HashSet::new(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -147,6 +148,7 @@ impl Emitter<'_> {
         self.owned.clear();
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
+        self.loop_ranges = crate::analysis::loop_ranges(&code.body);
         self.made_here.clear();
         let mut pushes = 0;
         fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {

@@ -37,6 +37,9 @@ pub(crate) struct Emitter<'m> {
     /// code): each is then an out-of-line call (`fx_tape_push1/2`), since hundreds of
     /// inlined room checks took GCC minutes at -O3.
     pub(crate) many_pushes: bool,
+    /// In the function being emitted, the `range(n)` arrays never made: their variable
+    /// holds `n`, and the `fold`s and `scan`s over them count (`analysis::loop_ranges`).
+    pub(crate) loop_ranges: HashSet<VarId>,
 }
 
 /// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions

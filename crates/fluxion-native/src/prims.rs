@@ -211,7 +211,11 @@ pub(crate) fn emit(
             let inc_acc = e.types().inc(&acc_ty, "acc");
             let dec_acc = e.types().dec(&acc_ty, "acc");
             let f = if p == Iterate { &args[1] } else { &args[0] };
+            // A range never made (`Emitter::loop_ranges`): its variable is its length.
+            let counted =
+                p != Iterate && matches!(&args[2], Atom::Var(x) if e.loop_ranges.contains(x));
             let call = match xs {
+                Some(_) if counted => e.call_closure(f, &["acc".into(), "i".into()]),
                 Some(xs) => {
                     let x = e.types().get(&elem(&aty(2)), xs, "i");
                     e.call_closure(f, &["acc".into(), x])
@@ -229,6 +233,7 @@ pub(crate) fn emit(
                     );
                     a[0].clone()
                 }
+                (_, Some(xs)) if counted => xs.clone(),
                 (_, Some(xs)) => format!("FX_LEN({xs})"),
                 _ => "0".into(),
             };
@@ -331,6 +336,14 @@ pub(crate) fn emit(
         }
         RowsOf => {
             decl(s, format!("fx_rows_of({}, {sp})", a[0]));
+        }
+        Range if e.loop_ranges.contains(&v) => {
+            line(
+                s,
+                format!("fx_arr_check({}, sizeof(fx_int), \"range\", {sp});", a[0]),
+            );
+            let _ = writeln!(s, "{pad}fx_int {name} = {};", a[0]);
+            return Ok(false);
         }
         Range => {
             decl(
