@@ -797,6 +797,27 @@ fn main() -> [Real] { grad(f, [1.0, 2.0]) }",
     }
 }
 
+/// A generated helper (a push forward of a prelude function: no span of its own) is
+/// not inlined into the user's code as prelude code is: its fault stays the operator's,
+/// at the user's line, never a `<prelude>` location (it was, natively, when it was).
+#[test]
+fn a_generated_helpers_fault_is_reported_at_the_operator() {
+    let src =
+        "fn main() -> [Real] {\n  grad(|x: [Real]| jvp(logsumexp, x, x).1, slice([1.0], 0, 0))\n}";
+    for mode in MODES {
+        for backend in [Backend::Interp, Backend::Native] {
+            let (result, _) = run(src, mode, backend);
+            let err = first_line(result);
+            assert!(
+                err.starts_with("prog.flx:2:"),
+                "--ad {}: {err}",
+                mode.name()
+            );
+            assert!(err.contains("maximum of an empty array"), "{err}");
+        }
+    }
+}
+
 /// Results and literals of any size: a two-million-constructor list comes back (the
 /// result is read without recursion), a 5,000-element literal compiles in moments (it
 /// is static data, not a statement per element).

@@ -39,7 +39,8 @@ pub(crate) fn instantiate_projecting(
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
     // A prelude function's body put into the user's code: its faults are the call's
     // (`fluxion_core::inline_site`).
-    let site = if m.code(code).span.source == PRELUDE_SOURCE {
+    let from = m.code(code).span;
+    let site = if from.source == PRELUDE_SOURCE && from != Span::default() {
         m.inline_site(code, span)
     } else {
         None
