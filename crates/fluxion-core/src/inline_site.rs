@@ -27,6 +27,12 @@ pub struct InlineSite {
 }
 
 impl Span {
+    /// Whether this span is a place in the prelude (not generated code, which has no
+    /// span and shares the prelude's source id).
+    pub fn is_prelude(&self) -> bool {
+        self.source == PRELUDE_SOURCE && *self != Span::default()
+    }
+
     /// Whether this span names an inline site rather than a place in a source.
     pub fn is_inline_site(&self) -> bool {
         self.source >= INLINE_SITE_SOURCE

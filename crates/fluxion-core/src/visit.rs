@@ -160,6 +160,50 @@ pub fn free_vars(body: &Body) -> Vec<VarId> {
     out
 }
 
+/// How often each variable is used in `body`: operands, branch results, and the
+/// captures of closures made here (a lambda's uses count once, at its `Closure`).
+pub fn count_uses(body: &Body) -> std::collections::HashMap<VarId, usize> {
+    let mut uses = std::collections::HashMap::new();
+    count(body, &mut uses);
+    uses
+}
+
+fn count(body: &Body, uses: &mut std::collections::HashMap<VarId, usize>) {
+    let atom = |a: &Atom, uses: &mut std::collections::HashMap<VarId, usize>| {
+        if let Atom::Var(v) = a {
+            *uses.entry(*v).or_default() += 1;
+        }
+    };
+    for b in &body.bindings {
+        match &b.rhs {
+            Rhs::Atom(a) | Rhs::Proj(a, _) => atom(a, uses),
+            Rhs::Prim(_, args)
+            | Rhs::Tuple(args)
+            | Rhs::Array(args)
+            | Rhs::Ctor(_, _, args)
+            | Rhs::Closure(_, args)
+            | Rhs::CallDirect(_, args) => args.iter().for_each(|a| atom(a, uses)),
+            Rhs::Call(f, args) => {
+                atom(f, uses);
+                args.iter().for_each(|a| atom(a, uses));
+            }
+            Rhs::If(c, t, e) => {
+                atom(c, uses);
+                count(t, uses);
+                count(e, uses);
+            }
+            Rhs::Match(s, arms, default) => {
+                atom(s, uses);
+                arms.iter().for_each(|arm| count(&arm.body, uses));
+                if let Some(d) = default {
+                    count(d, uses);
+                }
+            }
+        }
+    }
+    atom(&body.result, uses);
+}
+
 /// Over the bindings of `codes`: the code of every variable bound to a closure, or to
 /// a copy of one (variables are bound once in a module, so this holds wherever the
 /// variable is used), and the codes some closure is made of.

@@ -1,6 +1,8 @@
 //! What a new user meets on the first day (issue 14): the prelude is lexically scoped,
 //! and messages name the file and point at the mistake.
 
+#[path = "common/messages.rs"]
+mod messages;
 use fluxion_driver::gradcheck::eval_literal;
 use fluxion_driver::{AdMode, compile, with_big_stack};
 
@@ -140,11 +142,7 @@ fn faults_in_prelude_functions_are_reported_at_the_users_call() {
             "{src}:\n{err}"
         );
         assert_eq!(
-            err.lines()
-                .next()
-                .unwrap_or("")
-                .matches("a prelude function")
-                .count(),
+            messages::on_the_first_line(&err, "a prelude function"),
             1,
             "{err}"
         );
@@ -184,11 +182,7 @@ fn a_fault_in_an_inlined_prelude_function_is_reported_at_the_users_call() {
             "{entry}: {err}"
         );
         assert_eq!(
-            err.lines()
-                .next()
-                .unwrap_or("")
-                .matches("(in `vsub`, a prelude function)")
-                .count(),
+            messages::on_the_first_line(&err, "(in `vsub`, a prelude function)"),
             1,
             "{entry}: {err}"
         );

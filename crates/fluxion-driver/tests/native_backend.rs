@@ -7,6 +7,8 @@
 // The generator is shared with `generated.rs`, which uses all of it.
 #[allow(dead_code)]
 mod generator;
+#[path = "common/messages.rs"]
+mod messages;
 
 use std::path::{Path, PathBuf};
 
@@ -780,11 +782,7 @@ fn main() -> [Real] { grad(f, [1.0, 2.0]) }",
             assert!(notes.is_empty(), "{what}: {notes:?}");
             let err = interp.clone().expect_err(&what);
             assert_eq!(
-                err.lines()
-                    .next()
-                    .unwrap_or("")
-                    .matches("a prelude function")
-                    .count(),
+                messages::on_the_first_line(&err, "a prelude function"),
                 1,
                 "{what}: {err}"
             );

@@ -98,58 +98,20 @@ pub(crate) fn enters_code(m: &Module, body: &Body) -> bool {
 /// over: never made, the loop counts its indices (llsq's powers of `t` by a running
 /// product over `range(m - 1)` were an array allocated and filled per data point).
 pub(crate) fn loop_ranges(body: &Body) -> HashSet<VarId> {
-    fn walk(
-        body: &Body,
-        ranges: &mut HashSet<VarId>,
-        looped: &mut HashMap<VarId, usize>,
-        uses: &mut HashMap<VarId, usize>,
-    ) {
-        let read = |a: &Atom, uses: &mut HashMap<VarId, usize>| {
-            if let Atom::Var(v) = a {
-                *uses.entry(*v).or_default() += 1;
-            }
-        };
-        for b in &body.bindings {
-            match &b.rhs {
-                Rhs::Prim(Prim::Range, args) => {
-                    ranges.insert(b.var);
-                    args.iter().for_each(|a| read(a, uses));
-                }
-                Rhs::Prim(p, args) => {
-                    if let (Prim::Fold | Prim::Scan, Some(Atom::Var(xs))) = (p, args.get(2)) {
-                        *looped.entry(*xs).or_default() += 1;
-                    }
-                    args.iter().for_each(|a| read(a, uses));
-                }
-                Rhs::If(c, t, e) => {
-                    read(c, uses);
-                    walk(t, ranges, looped, uses);
-                    walk(e, ranges, looped, uses);
-                }
-                Rhs::Match(a, arms, d) => {
-                    read(a, uses);
-                    arms.iter()
-                        .for_each(|arm| walk(&arm.body, ranges, looped, uses));
-                    if let Some(d) = d {
-                        walk(d, ranges, looped, uses);
-                    }
-                }
-                Rhs::Atom(a) | Rhs::Proj(a, _) => read(a, uses),
-                Rhs::Call(f, args) => {
-                    read(f, uses);
-                    args.iter().for_each(|a| read(a, uses));
-                }
-                Rhs::Closure(_, args)
-                | Rhs::CallDirect(_, args)
-                | Rhs::Tuple(args)
-                | Rhs::Array(args)
-                | Rhs::Ctor(_, _, args) => args.iter().for_each(|a| read(a, uses)),
+    let mut ranges = HashSet::new();
+    let mut looped: HashMap<VarId, usize> = HashMap::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| match &b.rhs {
+        Rhs::Prim(Prim::Range, _) => {
+            ranges.insert(b.var);
+        }
+        Rhs::Prim(Prim::Fold | Prim::Scan, args) => {
+            if let Some(Atom::Var(xs)) = args.get(2) {
+                *looped.entry(*xs).or_default() += 1;
             }
         }
-        read(&body.result, uses);
-    }
-    let (mut ranges, mut looped, mut uses) = (HashSet::new(), HashMap::new(), HashMap::new());
-    walk(body, &mut ranges, &mut looped, &mut uses);
+        _ => {}
+    });
+    let uses = fluxion_core::visit::count_uses(body);
     ranges.retain(|v| looped.get(v).is_some_and(|n| uses.get(v) == Some(n)));
     ranges
 }

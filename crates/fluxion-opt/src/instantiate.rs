@@ -9,9 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use fluxion_core::{
-    Arm, Atom, Binding, Body, Code, CodeId, CodeKind, Module, PRELUDE_SOURCE, Rhs, Span, VarId,
-};
+use fluxion_core::{Arm, Atom, Binding, Body, Code, CodeId, CodeKind, Module, Rhs, Span, VarId};
 
 /// `code`'s body as bindings for one call: copies `let c' = capture` and `let p' =
 /// argument` first, then the body under fresh names; returns them and the result.
@@ -39,8 +37,7 @@ pub(crate) fn instantiate_projecting(
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
     // A prelude function's body put into the user's code: its faults are the call's
     // (`fluxion_core::inline_site`).
-    let from = m.code(code).span;
-    let site = if from.source == PRELUDE_SOURCE && from != Span::default() {
+    let site = if m.code(code).span.is_prelude() {
         m.inline_site(code, span)
     } else {
         None
@@ -126,7 +123,7 @@ impl Copier<'_> {
     /// The span of a copy of what was at `span`.
     fn span(&self, span: Span) -> Span {
         match self.site {
-            Some(site) if span.source == PRELUDE_SOURCE && span != Span::default() => site,
+            Some(site) if span.is_prelude() => site,
             _ => span,
         }
     }

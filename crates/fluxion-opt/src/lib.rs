@@ -173,10 +173,9 @@ impl Context<'_> {
         }
         let source = self.m.code(code);
         source.span.source == at.source
-            || (((source.span.source == fluxion_core::PRELUDE_SOURCE
-                // Not generated code (no span): its faults are its operator's.
-                && source.span != fluxion_core::Span::default())
-                || source.span.is_inline_site())
+            // A prelude function or a copy of one (not generated code: its faults are
+            // its operator's), into the user's code.
+            || ((source.span.is_prelude() || source.span.is_inline_site())
                 && at.source != fluxion_core::PRELUDE_SOURCE)
             || fuse::inert_body(self.m, &source.body)
     }

@@ -5,49 +5,7 @@ use std::collections::HashMap;
 
 use fluxion_core::{Atom, Body, CodeId, Rhs, VarId};
 
-/// How often each variable is used in `body`: operands, branch results, and the
-/// captures of closures made here (a lambda's uses count once, at its `Closure`).
-pub fn count_uses(body: &Body) -> HashMap<VarId, usize> {
-    let mut uses = HashMap::new();
-    count(body, &mut uses);
-    uses
-}
-
-fn count(body: &Body, uses: &mut HashMap<VarId, usize>) {
-    let atom = |a: &Atom, uses: &mut HashMap<VarId, usize>| {
-        if let Atom::Var(v) = a {
-            *uses.entry(*v).or_default() += 1;
-        }
-    };
-    for b in &body.bindings {
-        match &b.rhs {
-            Rhs::Atom(a) | Rhs::Proj(a, _) => atom(a, uses),
-            Rhs::Prim(_, args)
-            | Rhs::Tuple(args)
-            | Rhs::Array(args)
-            | Rhs::Ctor(_, _, args)
-            | Rhs::Closure(_, args)
-            | Rhs::CallDirect(_, args) => args.iter().for_each(|a| atom(a, uses)),
-            Rhs::Call(f, args) => {
-                atom(f, uses);
-                args.iter().for_each(|a| atom(a, uses));
-            }
-            Rhs::If(c, t, e) => {
-                atom(c, uses);
-                count(t, uses);
-                count(e, uses);
-            }
-            Rhs::Match(s, arms, default) => {
-                atom(s, uses);
-                arms.iter().for_each(|arm| count(&arm.body, uses));
-                if let Some(d) = default {
-                    count(d, uses);
-                }
-            }
-        }
-    }
-    atom(&body.result, uses);
-}
+pub use fluxion_core::visit::count_uses;
 
 /// Whether `rhs`'s own operands include `v`.
 pub(crate) fn mentions(rhs: &Rhs, v: VarId) -> bool {
