@@ -97,6 +97,48 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         let x = [1.0, 2.0, 3.0, 0.5];
         (grad(f, (x, 0.5)), grad(g, []), jvp(|y: [Real]| f(y, 0.5), x, [1.0, 0.0, -1.0, 2.0]).1)
      }",
+    // Small arrays (`unroll`, issue 33): literals, `build(3, ..)`, maps over a slice,
+    // `map2` of literals and of a literal with an array of unknown length, sums of
+    // them, an `if` of two literals, rows of a literal matrix, and a function taking
+    // and returning 3-vectors (inlined to be unrolled).
+    "fn cross(a: [Real], b: [Real]) -> [Real] {
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+     }
+     fn turn(r: [Real], p: [Real]) -> [Real] {
+        let t = dot(r, r);
+        if t > 1.0 { let w = scale(1.0 / sqrt(t), r); let c = cross(w, p); build(3, |i| p[i] + c[i] * w[i]) }
+        else { vadd(p, cross(r, p)) }
+     }
+     fn f(x: [Real]) -> Real {
+        let r = slice(x, 0, 3);
+        let p = vsub(x, [0.5, 1.0, 2.0]);
+        let q = turn(r, p);
+        let m = [[x[0], 1.0, x[1]], q, map(|y| y * y, r)];
+        let s = sumbuild(3, |i| m[i][i] * q[i]) + sum(map2(|a, b| a * b, m[1], m[2]));
+        s * sum(q) + norm2(turn(map(|y| 0.1 * y, r), q))
+     }
+     fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5]).1) }",
+    // Concatenated slices (`concat`): the determinant's minors (one `build`), slices
+    // that overlap or come in the other order (left as they are), of two arrays.
+    "fn minor(a: [Real], r: Int, cols: [Int]) -> Real {
+        let m = length(cols);
+        if m == 1 { a[r * 3 + cols[0]] } else {
+            sumbuild(m, |j| {
+                let rest = concat(slice(cols, 0, j), slice(cols, j + 1, m - j - 1));
+                (if j % 2 == 0 { 1.0 } else { -1.0 }) * a[r * 3 + cols[j]] * minor(a, r + 1, rest)
+            })
+        }
+     }
+     fn f(a: [Real]) -> Real {
+        let b = concat(slice(a, 2, 3), slice(a, 0, 4));
+        let c = concat(slice(a, 1, 3), slice(a, 3, 2));
+        let d = concat(slice(b, 0, 2), slice(a, 2, 1));
+        minor(a, 0, [0, 1, 2]) * sum(b) + dot(c, c) + sum(d)
+     }
+     fn main() -> ([Real], Real) {
+        let a = [2.0, 1.0, 0.5, 3.0, 1.5, 2.5, 0.25, 4.0, 1.0];
+        (grad(f, a), jvp(f, a, map(|x| x * 0.5 - 1.0, a)).1)
+     }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must
@@ -138,6 +180,17 @@ const FAILING_PROGRAMS: &[&str] = &[
     "fn main() -> [Real] { grad(|x: [Real]| sumbuild(3, |i| x[i] * x[i]), [1.0, 2.0]) }",
     // A prelude function inlined would point into the prelude.
     "fn main() -> Real { dot([1.0, 2.0], [1.0]) }",
+    // Small loops unrolled: the fault at the element that fails, after those before
+    // it; a literal read out of range; a slice out of range; lengths that differ.
+    "fn main() -> [Int] { map(|i| 10 / (i - 2), [0, 1, 2, 3]) }",
+    "fn main() -> Real { let x = [1.0, 2.0]; sumbuild(3, |i| x[2 - i] * 2.0) }",
+    "fn main() -> Real { let x = [1.0, 2.0, 3.0]; x[3] + x[0] }",
+    "fn main() -> Real { let x = [1.0, 2.0]; let s = slice(x, 0, 3); s[0] }",
+    "fn main() -> Real { dot([1.0, 2.0, 3.0], slice([1.0, 2.0, 3.0], 1, 2)) }",
+    "fn main() -> [Real] { let x = [1.0, 2.0, 3.0, 4.0]; vsub(x, [1.0, 2.0, 3.0]) }",
+    // Concatenated slices: the second slice out of range, then the first.
+    "fn main() -> [Int] { let c = [1, 2, 3]; let j = 2; concat(slice(c, 0, j), slice(c, j + 1, 3 - j)) }",
+    "fn main() -> [Int] { let c = [1, 2, 3]; let j = 4; concat(slice(c, 0, j), slice(c, j + 1, 0)) }",
 ];
 
 /// Recursive functions passed to loops in their own bodies (the code being optimised
@@ -314,6 +367,35 @@ fn snapshots_show_the_rules_firing() {
         "opt_build_index",
         shown(
             "fn f(x: [Real], k: Int) -> Real { build(length(x), |i| x[i] * 2.0)[k] }",
+            "opt",
+            AdMode::Delta
+        )
+    );
+    // Small arrays: the 3-vectors of a cross product and a `build(3, ..)` become
+    // scalars; the slice read at constant indices is its check only.
+    insta::assert_snapshot!(
+        "opt_small_arrays",
+        shown(
+            "fn cross(a: [Real], b: [Real]) -> [Real] {
+                [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+             }
+             fn f(x: [Real], p: [Real]) -> Real {
+                let w = scale(2.0, slice(x, 0, 3));
+                let c = cross(w, p);
+                dot(build(3, |i| p[i] + c[i] * w[i]), c)
+             }",
+            "opt",
+            AdMode::Delta
+        )
+    );
+    // Two slices of one array in order, read by their `concat` alone: one `build`
+    // reading the array, the slices their checks only.
+    insta::assert_snapshot!(
+        "opt_concat_of_slices",
+        shown(
+            "fn f(cols: [Int], j: Int) -> [Int] {
+                concat(slice(cols, 0, j), slice(cols, j + 1, length(cols) - j - 1))
+             }",
             "opt",
             AdMode::Delta
         )

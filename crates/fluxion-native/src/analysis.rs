@@ -115,3 +115,17 @@ pub(crate) fn loop_ranges(body: &Body) -> HashSet<VarId> {
     ranges.retain(|v| looped.get(v).is_some_and(|n| uses.get(v) == Some(n)));
     ranges
 }
+
+/// The `slice`s of `body` whose result nothing reads: kept by the optimiser because
+/// they can fail (`simplify` reads a literal index of a slice from the sliced array),
+/// they are their bounds check only, no array.
+pub(crate) fn unread_slices(body: &Body) -> HashSet<VarId> {
+    let uses = fluxion_core::visit::count_uses(body);
+    let mut slices = HashSet::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if matches!(b.rhs, Rhs::Prim(Prim::Slice, _)) && !uses.contains_key(&b.var) {
+            slices.insert(b.var);
+        }
+    });
+    slices
+}

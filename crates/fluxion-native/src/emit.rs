@@ -77,6 +77,7 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         terms_of: None,
         many_pushes: false,
         loop_ranges: HashSet::new(),
+        unread_slices: HashSet::new(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -149,6 +150,7 @@ impl Emitter<'_> {
         let code = self.m.code(c);
         self.on_stack = non_escaping_closures(&code.body);
         self.loop_ranges = crate::analysis::loop_ranges(&code.body);
+        self.unread_slices = crate::analysis::unread_slices(&code.body);
         self.made_here.clear();
         let mut pushes = 0;
         fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {

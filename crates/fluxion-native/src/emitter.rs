@@ -40,6 +40,9 @@ pub(crate) struct Emitter<'m> {
     /// In the function being emitted, the `range(n)` arrays never made: their variable
     /// holds `n`, and the `fold`s and `scan`s over them count (`analysis::loop_ranges`).
     pub(crate) loop_ranges: HashSet<VarId>,
+    /// In the function being emitted, the `slice`s nothing reads: their check only
+    /// (`analysis::unread_slices`).
+    pub(crate) unread_slices: HashSet<VarId>,
 }
 
 /// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions

@@ -372,6 +372,9 @@ pub(crate) fn emit(
                             a[0], a[1], a[2]
                         ),
                     );
+                    if e.unread_slices.contains(&v) {
+                        return Ok(false);
+                    }
                     (a[1].clone(), a[2].clone())
                 }
                 _ => {

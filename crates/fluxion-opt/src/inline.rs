@@ -9,9 +9,12 @@
 //!
 //! What is inlined: codes that are not recursive (no cycle through calls or closures
 //! reaches them from themselves), either small (at most [`SMALL`] bindings) or a lambda
-//! whose closure is used by this call alone (it dies, so nothing is duplicated). Each
+//! whose closure is used by this call alone, or a top-level function called at one
+//! site in the module (either dies, so nothing is duplicated). Each
 //! code may grow by its own size plus [`BUDGET`] bindings, so chains of small callees
-//! cannot blow up. The inlined bindings keep their spans: an error inside reports the
+//! cannot blow up. A callee that takes or returns a small array of known length is
+//! inlined up to [`SMALL_ARRAYS`] bindings, so that `unroll` and `simplify` can make
+//! its elements scalars. The inlined bindings keep their spans: an error inside reports the
 //! callee's location, as the call would.
 
 use std::collections::HashMap;
@@ -23,6 +26,10 @@ use crate::instantiate::instantiate;
 
 /// Callees of at most this many bindings are inlined wherever they are called.
 pub(crate) const SMALL: usize = 12;
+/// Callees of at most this many bindings are inlined where they pass a small array
+/// (`unroll::MAX_COUNT` elements at most, of known length) in or out: its elements
+/// become scalars only once its maker and reader are in one code.
+pub(crate) const SMALL_ARRAYS: usize = 3 * SMALL;
 /// Bindings each code may gain by inlining beyond its own size.
 pub(crate) const BUDGET: usize = 400;
 
@@ -100,7 +107,7 @@ impl Inliner<'_, '_> {
     /// `rhs` is one (the size taken from the run's growth budget).
     fn callee(&self, rhs: &Rhs, span: Span) -> Option<(CodeId, Vec<Atom>, Vec<Atom>, usize)> {
         let (code, captures, args, once) = match rhs {
-            Rhs::CallDirect(c, args) => (*c, Vec::new(), args.clone(), false),
+            Rhs::CallDirect(c, args) => (*c, Vec::new(), args.clone(), self.called_once(*c)),
             Rhs::Call(Atom::Var(f), args) => {
                 let (c, captures) = self.closures.get(f)?;
                 let once = self.uses.get(f) == Some(&1);
@@ -115,8 +122,40 @@ impl Inliner<'_, '_> {
         }
         // What a copy makes, the lambdas made in the body included.
         let size = crate::instantiate::deep_size(self.cx.m, code);
-        ((size <= SMALL || once) && size <= self.budget && self.cx.spend(size))
+        let limit = if self.small_arrays(code, &args) {
+            SMALL_ARRAYS
+        } else {
+            SMALL
+        };
+        ((size <= limit || once) && size <= self.budget && self.cx.spend(size))
             .then_some((code, captures, args, size))
+    }
+}
+
+impl Inliner<'_, '_> {
+    /// Whether top-level function `code` is called at this one site: its copy
+    /// replaces it (nothing is duplicated but an entry point the host may call).
+    fn called_once(&self, code: CodeId) -> bool {
+        let m = &self.cx.m;
+        code.0 as usize >= self.cx.first
+            && m.code(code).kind == fluxion_core::CodeKind::TopLevel
+            && self.cx.references.get(&code) == Some(&1)
+            && !m.derived_codes.values().any(|d| *d == code)
+    }
+
+    /// Whether a call of `code` with `args` passes a small array in (an argument of
+    /// literal length) or out (the body's result is an array literal).
+    fn small_arrays(&self, code: CodeId, args: &[Atom]) -> bool {
+        let small = |k: Option<i64>| k.is_some_and(|k| k <= crate::unroll::MAX_COUNT);
+        let body = &self.cx.m.code(code).body;
+        let returns_literal = body.bindings.iter().any(|b| {
+            Atom::Var(b.var) == body.result
+                && matches!(&b.rhs, Rhs::Array(items) if small(Some(items.len() as i64)))
+        });
+        returns_literal
+            || args
+                .iter()
+                .any(|a| small(self.cx.lengths.literal_length(*a)))
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use fluxion_core::{Atom, Module, Prim, Rhs, Type, VarId};
+use fluxion_core::{Atom, Lit, Module, Prim, Rhs, Type, VarId};
 
 /// Where an array's length comes from.
 #[derive(Clone, Copy)]
@@ -41,6 +41,18 @@ enum Len {
     Of(VarId),
 }
 
+/// A binding whose length follows from others' (`Lengths::collect`).
+enum Later {
+    /// `map2(f, xs, zs)`.
+    Map2(Atom, Atom),
+    /// An `if` ending in these arrays.
+    If(Atom, Atom),
+}
+
+/// Rounds of `Lengths::collect`'s second look (nesting deeper than this is rare; a
+/// fact it misses is only a loop not unrolled or fused).
+const MAX_ROUNDS: usize = 4;
+
 /// Chains longer than this are not followed (they do not occur; a bound keeps the
 /// walk linear however the program looks).
 const MAX_CHAIN: usize = 64;
@@ -48,6 +60,8 @@ const MAX_CHAIN: usize = 64;
 impl Lengths {
     pub(crate) fn collect(m: &Module, first: usize) -> Lengths {
         let mut known = Lengths::default();
+        // Bindings whose length is better known once the others' are (below).
+        let mut later: Vec<(VarId, Later)> = Vec::new();
         for code in &m.codes[first..] {
             fluxion_core::visit::for_each_binding(&code.body, &mut |b| {
                 let source = match &b.rhs {
@@ -56,8 +70,18 @@ impl Lengths {
                         Source::Count(args[0])
                     }
                     Rhs::Prim(Prim::Build, args) => Source::Count(args[0]),
+                    // A literal has its count; a slice that ran, the length asked for.
+                    Rhs::Array(items) => Source::Count(Atom::Lit(Lit::Int(items.len() as i64))),
+                    Rhs::Prim(Prim::Slice, args) => Source::Count(args[2]),
                     Rhs::Prim(Prim::Map, args) => Source::SameAs(args[1]),
-                    Rhs::Prim(Prim::Map2, args) => Source::SameAs(args[1]),
+                    Rhs::Prim(Prim::Map2, args) => {
+                        later.push((b.var, Later::Map2(args[1], args[2])));
+                        Source::SameAs(args[1])
+                    }
+                    Rhs::If(_, t, e) if matches!(m.var_ty(b.var), Type::Array(_)) => {
+                        later.push((b.var, Later::If(t.result, e.result)));
+                        return;
+                    }
                     // `%tdense(x, t)` checks that `t` has `x`'s shape; a real is dense.
                     Rhs::Prim(Prim::TanDense, _) if m.var_ty(b.var) == &Type::Real => {
                         known.dense_reals.insert(b.var);
@@ -83,6 +107,34 @@ impl Lengths {
                 };
                 known.arrays.insert(b.var, source);
             });
+        }
+        // A `map2` that ran had two operands of one length: its length is a literal
+        // if either's is. An `if` whose branches end in arrays of one known length has
+        // that length. (Rounds: an `if` nested in a branch is listed after it.)
+        for _ in 0..MAX_ROUNDS {
+            let mut changed = false;
+            for (v, what) in later.iter().rev() {
+                let literal = |l: &Len| matches!(l, Len::Count(Atom::Lit(_)));
+                if literal(&known.of_array(Atom::Var(*v), 0)) {
+                    continue;
+                }
+                let source = match *what {
+                    Later::Map2(xs, zs) => {
+                        let (lx, lz) = (known.of_array(xs, 0), known.of_array(zs, 0));
+                        (!literal(&lx) && literal(&lz)).then_some(Source::SameAs(zs))
+                    }
+                    Later::If(t, e) => (!known.arrays.contains_key(v)
+                        && known.of_array(t, 0) == known.of_array(e, 0))
+                    .then_some(Source::SameAs(t)),
+                };
+                if let Some(source) = source {
+                    known.arrays.insert(*v, source);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
         }
         known
     }
@@ -133,6 +185,23 @@ impl Lengths {
     /// Whether `Int`s `a` and `b`, used as lengths, are known equal.
     pub(crate) fn same_count(&self, a: Atom, b: Atom) -> bool {
         self.of_count(a, 0) == self.of_count(b, 0)
+    }
+
+    /// The length of array `xs` if it is known to be an `Int` literal.
+    pub(crate) fn literal_length(&self, xs: Atom) -> Option<i64> {
+        match self.of_array(xs, 0) {
+            Len::Count(Atom::Lit(Lit::Int(k))) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// The value of `Int` `n` used as a count, if it is known to be a literal (itself,
+    /// or the length of an array of literal length).
+    pub(crate) fn literal_count(&self, n: Atom) -> Option<i64> {
+        match self.of_count(n, 0) {
+            Len::Count(Atom::Lit(Lit::Int(k))) => Some(k),
+            _ => None,
+        }
     }
 
     /// Whether `n` is the length of some array (so it is a valid length: a loop of

@@ -13,8 +13,10 @@
 //!
 //! | pass | file | what |
 //! |---|---|---|
-//! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks |
+//! | `simplify` | `simplify.rs` | copy propagation, projections of known tuples, case of known constructor, `if` of a literal, constant folding, zero propagation through the linear building blocks, elements and lengths of array literals |
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
+//! | `unroll` | `unroll.rs` | a `build`/`map`/`map2`/`sumbuild`/`sum` of a literal count ≤ 4 becomes an array literal (or sum) of copies of its function's body; with `simplify`'s known literals, small arrays become scalars |
+//! | `concat` | `concat.rs` | `concat` of two slices of one array, in order, read by it alone, is one `build` reading the array |
 //! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
@@ -22,6 +24,7 @@
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail; captures a lambda no longer reads |
 
+mod concat;
 mod cse;
 mod dce;
 mod float;
@@ -34,6 +37,7 @@ mod pure;
 mod simplify;
 mod sink;
 mod subst;
+mod unroll;
 mod unzip;
 mod uses;
 
@@ -55,6 +59,7 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             captured: &HashSet::new(),
             recursive: &HashSet::new(),
             closure_sites: &std::collections::HashMap::new(),
+            references: &std::collections::HashMap::new(),
             current: None,
             first: usize::MAX,
             changed: false,
@@ -102,6 +107,9 @@ pub struct Context<'a> {
     pub recursive: &'a HashSet<CodeId>,
     /// How many `Closure`s of each code the module makes.
     pub closure_sites: &'a std::collections::HashMap<CodeId, usize>,
+    /// How many calls and closures of each code the optimised codes make
+    /// (`uses::code_references`).
+    pub references: &'a std::collections::HashMap<CodeId, usize>,
     /// The code being rewritten, if it is one of the module's.
     pub current: Option<CodeId>,
     /// The first code this run optimises: codes before it (translated, memoised) are
@@ -218,6 +226,14 @@ pub const PASSES: &[Pass] = &[
         run: simplify::simplify_body,
     },
     Pass {
+        name: "unroll",
+        run: unroll::unroll_small_loops,
+    },
+    Pass {
+        name: "concat",
+        run: concat::build_concats_of_slices,
+    },
+    Pass {
         name: "unzip",
         run: unzip::unzip_tuple_loops,
     },
@@ -310,6 +326,7 @@ pub fn optimize_codes_from(
             let start = Instant::now();
             let captured = captured_vars(m, first);
             let closure_sites = uses::closure_sites(m, first);
+            let references = uses::code_references(m, first);
             let lengths = lengths::Lengths::collect(m, first);
             // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
             // by the passes after it.
@@ -322,6 +339,7 @@ pub fn optimize_codes_from(
                     captured: &captured,
                     recursive: &recursive,
                     closure_sites: &closure_sites,
+                    references: &references,
                     current: Some(c),
                     first,
                     changed: false,

@@ -8,7 +8,7 @@
 //!   `%lfield` of a known constructor is its field;
 //! - constant folding: `+ - * /` and negation of real literals (the same IEEE operation
 //!   the interpreter performs, so the same bits), `+ - *` of `Int` literals where they
-//!   do not overflow, comparisons and `!` of `Int`/`Bool` literals;
+//!   do not overflow, `Int` `+ 0` and `- 0`, comparisons and `!` of `Int`/`Bool` literals;
 //! - zero propagation through the linear building blocks ([Knossos] §2.1.2 and §2.3, [CHAD] App. B's
 //!   simplifications): `%tplus(0, x) = x`, `%lscale(c, 0) = 0`, `%lproj(0, i) = 0`,
 //!   `%lfield(0, ..) = 0`, `%lindex(0, i) = 0`, `%lsum(0) = 0`, `%lslice(0, ..) = 0` —
@@ -42,6 +42,10 @@ enum Known {
     Ctor(u32, Vec<Atom>),
     /// The symbolic zero `%tzero()`.
     Zero,
+    /// An array literal's elements.
+    Array(Vec<Atom>),
+    /// `slice(array, start, len)` with literal start and length (it ran: in range).
+    Slice(Atom, i64, i64),
 }
 
 struct Simplifier<'c> {
@@ -124,6 +128,11 @@ impl Simplifier<'_> {
             Rhs::Tuple(args) => Known::Tuple(args.clone()),
             Rhs::Ctor(_, tag, args) => Known::Ctor(*tag, args.clone()),
             Rhs::Prim(Prim::TanZero, _) => Known::Zero,
+            Rhs::Array(items) => Known::Array(items.clone()),
+            Rhs::Prim(Prim::Slice, args) => match (args[1], args[2]) {
+                (Atom::Lit(Lit::Int(s)), Atom::Lit(Lit::Int(n))) => Known::Slice(args[0], s, n),
+                _ => return,
+            },
             _ => return,
         };
         self.known.insert(v, fact);
@@ -248,6 +257,31 @@ impl Simplifier<'_> {
                     Atom::Lit(Lit::Int(t)),
                     Atom::Lit(Lit::Int(j)),
                 ) if *tag as i64 == t => Some(Outcome::Rename(fields[j as usize])),
+                _ => keep(args),
+            },
+            // `0 + n`, `n + 0` and `n - 0` of `Int`s are `n` (no overflow; not so for
+            // reals: `0.0 + -0.0` is `0.0`).
+            Add if args[0] == Atom::Lit(Lit::Int(0)) => Some(Outcome::Rename(args[1])),
+            Add | Sub if args[1] == Atom::Lit(Lit::Int(0)) => Some(Outcome::Rename(args[0])),
+            // An element of a literal at a constant index in range is that element; a
+            // slice's, the sliced array's (the slice ran, so that index is in range).
+            Index => match (self.fact(&args[0]), args[1]) {
+                (Some(Known::Array(items)), Atom::Lit(Lit::Int(i)))
+                    if (0..items.len() as i64).contains(&i) =>
+                {
+                    Some(Outcome::Rename(items[i as usize]))
+                }
+                (Some(Known::Slice(xs, s, n)), Atom::Lit(Lit::Int(i)))
+                    if (0..*n).contains(&i) && s.checked_add(i).is_some() =>
+                {
+                    keep(vec![*xs, Atom::Lit(Lit::Int(s + i))])
+                }
+                _ => keep(args),
+            },
+            Length => match self.fact(&args[0]) {
+                Some(Known::Array(items)) => {
+                    Some(Outcome::Rename(Atom::Lit(Lit::Int(items.len() as i64))))
+                }
                 _ => keep(args),
             },
             _ => match fold(p, &args) {

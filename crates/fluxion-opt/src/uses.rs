@@ -58,6 +58,26 @@ pub(crate) fn closure_sites(m: &fluxion_core::Module, first: usize) -> HashMap<C
     sites
 }
 
+/// How many references (calls and closures) to each code the codes from `first` on
+/// make, a body kept as written (`Module::unresolved`) counting twice: a top-level
+/// function referenced once is called at one site only (older codes do not refer to
+/// the newer ones; what refers to a code by its translation's key, `derived_codes`,
+/// is not counted: such a code is never inlined as called once).
+pub(crate) fn code_references(m: &fluxion_core::Module, first: usize) -> HashMap<CodeId, usize> {
+    let mut refs = HashMap::new();
+    for code in &m.codes[first..] {
+        fluxion_core::visit::for_each_code_ref(&code.body, &mut |c| {
+            *refs.entry(c).or_default() += 1;
+        });
+    }
+    for body in m.unresolved.values() {
+        fluxion_core::visit::for_each_code_ref(body, &mut |c| {
+            *refs.entry(c).or_default() += 2;
+        });
+    }
+    refs
+}
+
 /// Whether a branch of `rhs` ends in `v` (a use `mentions` does not see).
 pub(crate) fn results_in(rhs: &Rhs, v: VarId) -> bool {
     let a = Atom::Var(v);
