@@ -1647,3 +1647,53 @@ fn a_result_of_no_words_is_read_natively() {
         }
     }
 }
+
+/// Small arrays made scalars and concatenated slices made one array (the optimiser's
+/// `unroll` and `concat`): values, derivatives and faults as the interpreter's; a
+/// slice read only at constant indices is natively its bounds check, no array.
+#[test]
+fn small_arrays_and_joined_slices_are_the_interpreters() {
+    let programs = [
+        "fn cross(a: [Real], b: [Real]) -> [Real] {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+fn f(x: [Real]) -> Real {
+    let r = slice(x, 0, 3);
+    let p = vsub(x, [0.5, 1.0, 2.0]);
+    let w = build(3, |i| p[i] + cross(r, p)[i] * r[i]);
+    sumbuild(3, |i| w[i] * w[i]) + sum(map2(|a, b| a * b, w, r))
+}
+fn main() -> (Real, [Real], Real) {
+    let x = [0.3, -1.2, 0.8];
+    (f(x), grad(f, x), jvp(f, x, [1.0, -1.0, 0.5]).1)
+}",
+        "fn minor(a: [Real], r: Int, cols: [Int]) -> Real {
+    let m = length(cols);
+    if m == 1 { a[r * 3 + cols[0]] } else {
+        sumbuild(m, |j| (if j % 2 == 0 { 1.0 } else { -1.0 }) * a[r * 3 + cols[j]]
+            * minor(a, r + 1, concat(slice(cols, 0, j), slice(cols, j + 1, m - j - 1))))
+    }
+}
+fn main() -> (Real, [Real]) {
+    let a = [2.0, 1.0, 0.5, 3.0, 1.5, 2.5, 0.25, 4.0, 1.0];
+    (minor(a, 0, [0, 1, 2]), grad(|a: [Real]| minor(a, 0, [0, 1, 2]), a))
+}",
+        // Faults: at the third element of an unrolled map, a slice out of range read
+        // at a constant index, a vector of the wrong length against a 3-vector, a
+        // joined slice out of range.
+        "fn main() -> [Int] { map(|i| 10 / (i - 2), [0, 1, 2, 3]) }",
+        "fn main() -> Real { let x = [1.0, 2.0]; let s = slice(x, 0, 3); s[0] }",
+        "fn main() -> [Real] { grad(|x: [Real]| sum(vsub(x, [1.0, 2.0, 3.0])), [1.0, 2.0, 3.0, 4.0]) }",
+        "fn main() -> [Int] { let c = [1, 2, 3]; let j = 2; concat(slice(c, 0, j), slice(c, j + 1, 3 - j)) }",
+    ];
+    for src in programs {
+        for mode in [AdMode::Delta, AdMode::Chad] {
+            let _ = natively_as_interpreted(src, mode);
+        }
+    }
+    let c = delta_c_of_main(
+        "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0]; let s = slice(x, 1, 3); s[0] * s[2] }",
+    );
+    assert!(c.contains("out of range for an array"), "no check:\n{c}");
+    assert!(!c.contains("\"slice\""), "the slice was made:\n{c}");
+}
