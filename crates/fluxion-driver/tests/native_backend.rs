@@ -1648,11 +1648,12 @@ fn a_result_of_no_words_is_read_natively() {
     }
 }
 
-/// Small arrays made scalars and concatenated slices made one array (the optimiser's
-/// `unroll` and `concat`): values, derivatives and faults as the interpreter's; a
-/// slice read only at constant indices is natively its bounds check, no array.
+/// Small arrays made scalars, concatenated slices made one array and a scan read by a
+/// sum made one fold (the optimiser's `unroll`, `concat` and `scan_sum`): values,
+/// derivatives and faults as the interpreter's; a slice read only at constant indices
+/// is natively its bounds check, no array.
 #[test]
-fn small_arrays_and_joined_slices_are_the_interpreters() {
+fn small_arrays_joined_slices_and_fused_scans_are_the_interpreters() {
     let programs = [
         "fn cross(a: [Real], b: [Real]) -> [Real] {
     [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
@@ -1685,6 +1686,16 @@ fn main() -> (Real, [Real]) {
         "fn main() -> Real { let x = [1.0, 2.0]; let s = slice(x, 0, 3); s[0] }",
         "fn main() -> [Real] { grad(|x: [Real]| sum(vsub(x, [1.0, 2.0, 3.0])), [1.0, 2.0, 3.0, 4.0]) }",
         "fn main() -> [Int] { let c = [1, 2, 3]; let j = 2; concat(slice(c, 0, j), slice(c, j + 1, 3 - j)) }",
+        // llsq's polynomial: the powers of `t` and the sum in one fold.
+        "fn f(x: [Real], t: Real) -> Real {
+    let powers = scan(|p, _j| p * t, 1.0, range(length(x) - 1));
+    x[0] + sumbuild(length(x) - 1, |j| x[j + 1] * powers[j])
+}
+fn main() -> (Real, [Real], Real) {
+    let x = [0.5, -1.0, 2.0, 0.25, 3.0, 1.5];
+    (f(x, 0.7), grad(|x: [Real]| f(x, 0.7), x), grad(|t: Real| f(x, t), 0.7))
+}",
+        "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let k = [1, 2, 0, 4, 5]; let p = scan(|a, y| a * y, 1.0, x); sumbuild(5, |j| p[j] / to_real(10 / k[j])) }",
     ];
     for src in programs {
         for mode in [AdMode::Delta, AdMode::Chad] {

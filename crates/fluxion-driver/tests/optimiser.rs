@@ -139,6 +139,23 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         let a = [2.0, 1.0, 0.5, 3.0, 1.5, 2.5, 0.25, 4.0, 1.0];
         (grad(f, a), jvp(f, a, map(|x| x * 0.5 - 1.0, a)).1)
      }",
+    // A scan read by a sum over its indices (`scan_sum`: one fold), over a range and
+    // over an array; and scans that stay: read twice, read at another index.
+    "fn f(x: [Real]) -> Real {
+        let t = x[1] * 0.5;
+        let m = length(x);
+        let powers = scan(|p, _j| p * t, 1.0, range(m - 1));
+        let a = x[0] + sumbuild(m - 1, |j| x[j + 1] * powers[j]);
+        let c = scan(|p, y| p * 0.5 + y * y, 0.0, x);
+        let b = sumbuild(length(x), |j| if j % 2 == 0 { sin(c[j]) } else { x[j] });
+        let d = scan(|p, y| p + y, 0.0, x);
+        let e = sumbuild(length(x), |j| d[j] * d[j]) + sumbuild(length(x) - 1, |j| d[j + 1] * x[j]);
+        a * a + b + e
+     }
+     fn main() -> ([Real], Real) {
+        let x = [0.3, -1.2, 0.8, 2.0, 0.6];
+        (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25, 2.0]).1)
+     }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must
@@ -191,6 +208,11 @@ const FAILING_PROGRAMS: &[&str] = &[
     // Concatenated slices: the second slice out of range, then the first.
     "fn main() -> [Int] { let c = [1, 2, 3]; let j = 2; concat(slice(c, 0, j), slice(c, j + 1, 3 - j)) }",
     "fn main() -> [Int] { let c = [1, 2, 3]; let j = 4; concat(slice(c, 0, j), slice(c, j + 1, 0)) }",
+    // A scan fused into its sum: the sum's term fails at its third index, after a
+    // failing read between them; a scan whose function can fail is not fused.
+    "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let k = [1, 2, 0, 4, 5]; let p = scan(|a, y| a * y, 1.0, x); sumbuild(5, |j| p[j] / to_real(10 / k[j])) }",
+    "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let p = scan(|a, y| a * y, 1.0, x); let z = x[7]; sumbuild(5, |j| p[j]) + z }",
+    "fn main() -> Real { let k = [1, 2, 0, 4, 5]; let p = scan(|a, i| a + to_real(10 / i), 1.0, k); sumbuild(5, |j| p[j] * to_real(k[4 - j] - 3)) }",
 ];
 
 /// Recursive functions passed to loops in their own bodies (the code being optimised
@@ -395,6 +417,18 @@ fn snapshots_show_the_rules_firing() {
         shown(
             "fn f(cols: [Int], j: Int) -> [Int] {
                 concat(slice(cols, 0, j), slice(cols, j + 1, length(cols) - j - 1))
+             }",
+            "opt",
+            AdMode::Delta
+        )
+    );
+    // A scan read only by a sum over its indices: one fold of the prefix and the sum.
+    insta::assert_snapshot!(
+        "opt_scan_sum",
+        shown(
+            "fn f(x: [Real], t: Real) -> Real {
+                let powers = scan(|p, _j| p * t, 1.0, range(length(x)));
+                sumbuild(length(x), |j| x[j] * powers[j])
              }",
             "opt",
             AdMode::Delta

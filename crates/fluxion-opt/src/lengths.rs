@@ -1,5 +1,5 @@
-//! What is known of array lengths, across the codes being optimised: `build(n, f)` and
-//! `replicate(n, x)` have length `n`, `map(f, xs)` and `map2(f, xs, zs)` the length of
+//! What is known of array lengths, across the codes being optimised: `build(n, f)`,
+//! `range(n)` and `replicate(n, x)` have length `n`, `map(f, xs)` and `map2(f, xs, zs)` the length of
 //! `xs`, and `let l = length(ys)` names one. Variables are unique and a fact about
 //! one holds wherever it is in scope (its binding ran), so a lambda may use what its
 //! enclosing code knows of the arrays it captures.
@@ -69,7 +69,7 @@ impl Lengths {
                         known.replicas.insert(b.var, (args[0], args[1]));
                         Source::Count(args[0])
                     }
-                    Rhs::Prim(Prim::Build, args) => Source::Count(args[0]),
+                    Rhs::Prim(Prim::Build | Prim::Range, args) => Source::Count(args[0]),
                     // A literal has its count; a slice that ran, the length asked for.
                     Rhs::Array(items) => Source::Count(Atom::Lit(Lit::Int(items.len() as i64))),
                     Rhs::Prim(Prim::Slice, args) => Source::Count(args[2]),

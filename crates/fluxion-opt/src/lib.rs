@@ -17,6 +17,7 @@
 //! | `inline` | `inline.rs` | calls of known, non-recursive callees (small, or a lambda used once) replaced by their bodies: beta reduction |
 //! | `unroll` | `unroll.rs` | a `build`/`map`/`map2`/`sumbuild`/`sum` of a literal count ≤ 4 becomes an array literal (or sum) of copies of its function's body; with `simplify`'s known literals, small arrays become scalars |
 //! | `concat` | `concat.rs` | `concat` of two slices of one array, in order, read by it alone, is one `build` reading the array |
+//! | `scan_sum` | `scan_sum.rs` | a `scan` of an inert function read only by a `sumbuild` over its indices is one `fold` carrying the prefix and the sum |
 //! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
@@ -34,6 +35,7 @@ mod instantiate;
 mod lambda;
 mod lengths;
 mod pure;
+mod scan_sum;
 mod simplify;
 mod sink;
 mod subst;
@@ -232,6 +234,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "concat",
         run: concat::build_concats_of_slices,
+    },
+    Pass {
+        name: "scan_sum",
+        run: scan_sum::fuse_scans_into_sums,
     },
     Pass {
         name: "unzip",
