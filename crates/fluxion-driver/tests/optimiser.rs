@@ -156,6 +156,21 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         let x = [0.3, -1.2, 0.8, 2.0, 0.6];
         (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25, 2.0]).1)
      }",
+    // `dot(r, r)` of a `build` (`twins`: one read, so the `build` fuses), past a read
+    // at the loop's index of an array of the loop's length (`read_in_range`).
+    "fn f(x: [Real]) -> Real {
+        let w = [0.5, 1.5, -1.0, 2.0, 0.25];
+        let s = sumbuild(length(w), |c| {
+            let r = build(length(x), |i| x[i] * exp(w[(i + c) % 5]));
+            let a = w[c];
+            a - 0.5 * dot(r, r)
+        });
+        s + norm2(map(|y| y * y, x))
+     }
+     fn main() -> ([Real], Real) {
+        let x = [0.3, -1.2, 0.8, 2.0, 0.6];
+        (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25, 2.0]).1)
+     }",
 ];
 
 /// Fusion interleaves two loops' calls: where both could fail, the first failure must
@@ -213,6 +228,10 @@ const FAILING_PROGRAMS: &[&str] = &[
     "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let k = [1, 2, 0, 4, 5]; let p = scan(|a, y| a * y, 1.0, x); sumbuild(5, |j| p[j] / to_real(10 / k[j])) }",
     "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let p = scan(|a, y| a * y, 1.0, x); let z = x[7]; sumbuild(5, |j| p[j]) + z }",
     "fn main() -> Real { let k = [1, 2, 0, 4, 5]; let p = scan(|a, i| a + to_real(10 / i), 1.0, k); sumbuild(5, |j| p[j] * to_real(k[4 - j] - 3)) }",
+    // A `build` squared by `dot` fails at its last element; a read at the loop's
+    // index between them, in range (the loop's own array) or not (a shorter one).
+    "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let w = [1.0, 2.0, 3.0, 4.0, 5.0]; sumbuild(length(w), |c| { let r = build(4, |i| x[i + c]); let a = w[c]; dot(r, r) * a }) }",
+    "fn main() -> Real { let x = [1.0, 2.0, 3.0, 4.0, 5.0]; let v = [1.0]; sumbuild(length(x), |c| { let r = build(5 - c, |i| x[i + c]); let a = v[c]; dot(r, r) * a }) }",
 ];
 
 /// Recursive functions passed to loops in their own bodies (the code being optimised

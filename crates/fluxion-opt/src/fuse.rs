@@ -283,7 +283,7 @@ impl Fuser<'_, '_> {
                     self.producers.insert(b.var, p);
                 }
             }
-            let inert = is_removable(self.cx.m, &b.rhs);
+            let inert = is_removable(self.cx.m, &b.rhs) || self.cx.read_in_range(&b.rhs);
             if !inert {
                 // A `map` of an inert function cannot fail; `build` and `map2` check
                 // lengths, so they can.

@@ -18,6 +18,7 @@
 //! | `unroll` | `unroll.rs` | a `build`/`map`/`map2`/`sumbuild`/`sum` of a literal count ≤ 4 becomes an array literal (or sum) of copies of its function's body; with `simplify`'s known literals, small arrays become scalars |
 //! | `concat` | `concat.rs` | `concat` of two slices of one array, in order, read by it alone, is one `build` reading the array |
 //! | `scan_sum` | `scan_sum.rs` | a `scan` of an inert function read only by a `sumbuild` over its indices is one `fold` carrying the prefix and the sum |
+//! | `twins` | `twins.rs` | `map2(f, xs, xs)` is `map(\|x\| f(x, x), xs)` (`dot(r, r)` reads `r` once, so its producer fuses) |
 //! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
@@ -39,6 +40,7 @@ mod scan_sum;
 mod simplify;
 mod sink;
 mod subst;
+mod twins;
 mod unroll;
 mod unzip;
 mod uses;
@@ -62,6 +64,7 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             recursive: &HashSet::new(),
             closure_sites: &std::collections::HashMap::new(),
             references: &std::collections::HashMap::new(),
+            loop_counts: &std::collections::HashMap::new(),
             current: None,
             first: usize::MAX,
             changed: false,
@@ -112,6 +115,10 @@ pub struct Context<'a> {
     /// How many calls and closures of each code the optimised codes make
     /// (`uses::code_references`).
     pub references: &'a std::collections::HashMap<CodeId, usize>,
+    /// The element functions of `build`/`sumbuild` loops and their counts
+    /// (`uses::loop_element_counts`): in such a code, a read at its index of an array
+    /// of the count's length cannot fail.
+    pub loop_counts: &'a std::collections::HashMap<CodeId, fluxion_core::Atom>,
     /// The code being rewritten, if it is one of the module's.
     pub current: Option<CodeId>,
     /// The first code this run optimises: codes before it (translated, memoised) are
@@ -170,6 +177,24 @@ impl Context<'_> {
             && Some(code) != self.current
             && (self.shadowed.borrow().contains(&code)
                 || fuse::inert_body(self.m, &self.m.code(code).body))
+    }
+
+    /// Whether `rhs`, in the code being rewritten, reads an array at that code's index
+    /// where the code is a loop's element function and the array has the loop's
+    /// length (`loop_counts`): such a read cannot fail.
+    pub(crate) fn read_in_range(&self, rhs: &fluxion_core::Rhs) -> bool {
+        let fluxion_core::Rhs::Prim(fluxion_core::Prim::Index, a) = rhs else {
+            return false;
+        };
+        let Some(code) = self.current else {
+            return false;
+        };
+        let Some(&n) = self.loop_counts.get(&code) else {
+            return false;
+        };
+        let index = self.m.code(code).params.first().copied();
+        index.is_some_and(|i| a[1] == fluxion_core::Atom::Var(i))
+            && self.lengths.has_length(a[0], n)
     }
 
     /// Whether the body of `code` may be copied into this code's `span` source: not
@@ -238,6 +263,10 @@ pub const PASSES: &[Pass] = &[
     Pass {
         name: "scan_sum",
         run: scan_sum::fuse_scans_into_sums,
+    },
+    Pass {
+        name: "twins",
+        run: twins::merge_twin_operands,
     },
     Pass {
         name: "unzip",
@@ -333,6 +362,7 @@ pub fn optimize_codes_from(
             let captured = captured_vars(m, first);
             let closure_sites = uses::closure_sites(m, first);
             let references = uses::code_references(m, first);
+            let loop_counts = uses::loop_element_counts(m, first, &closure_sites);
             let lengths = lengths::Lengths::collect(m, first);
             // Codes a pass adds (copies of lambdas an inlined body makes) are optimised
             // by the passes after it.
@@ -346,6 +376,7 @@ pub fn optimize_codes_from(
                     recursive: &recursive,
                     closure_sites: &closure_sites,
                     references: &references,
+                    loop_counts: &loop_counts,
                     current: Some(c),
                     first,
                     changed: false,

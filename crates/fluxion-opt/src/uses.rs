@@ -78,6 +78,37 @@ pub(crate) fn code_references(m: &fluxion_core::Module, first: usize) -> HashMap
     refs
 }
 
+/// The element functions of the `build` and `sumbuild` loops of the codes from `first`
+/// on, with their counts: a lambda made at one site (`closure_sites`) whose closure
+/// that loop alone uses, so wherever its body runs its index is below the count.
+pub(crate) fn loop_element_counts(
+    m: &fluxion_core::Module,
+    first: usize,
+    closure_sites: &HashMap<CodeId, usize>,
+) -> HashMap<CodeId, Atom> {
+    let mut counts = HashMap::new();
+    for code in &m.codes[first..] {
+        let uses = count_uses(&code.body);
+        let mut closures = HashMap::new();
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
+            Rhs::Closure(c, _) => {
+                closures.insert(b.var, *c);
+            }
+            Rhs::Prim(fluxion_core::Prim::Build | fluxion_core::Prim::Sumbuild, a) => {
+                if let Atom::Var(f) = a[1]
+                    && uses.get(&f) == Some(&1)
+                    && let Some(c) = closures.get(&f)
+                    && closure_sites.get(c) == Some(&1)
+                {
+                    counts.insert(*c, a[0]);
+                }
+            }
+            _ => {}
+        });
+    }
+    counts
+}
+
 /// Whether a branch of `rhs` ends in `v` (a use `mentions` does not see).
 pub(crate) fn results_in(rhs: &Rhs, v: VarId) -> bool {
     let a = Atom::Var(v);
