@@ -11,4 +11,5 @@ use crate::vjp_primitive::ByVjpPrimitive;
 /// The CHAD algorithm.
 pub(crate) static CHAD_MODE: ByVjpPrimitive = ByVjpPrimitive {
     prim: Prim::ChadVjp,
+    jacobian: None,
 };

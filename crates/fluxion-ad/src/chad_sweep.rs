@@ -63,7 +63,9 @@ pub fn unsupported(m: &Module, code: CodeId, map: TypeMap) -> Option<String> {
     let translated = |c: CodeId| m.derived_codes.contains_key(&translation_key(map, c));
     reaches_operator(m, code, translated).map(|(c, p)| {
         let what = match p {
-            Prim::ChadVjp | Prim::DeltaVjp => "a reverse-mode operator".to_string(),
+            Prim::ChadVjp | Prim::DeltaVjp | Prim::DeltaJacobian => {
+                "a reverse-mode operator".to_string()
+            }
             p => format!("`{}`", p.name()),
         };
         let (name, instead) = if map == TypeMap::Chad {
@@ -138,7 +140,7 @@ pub(crate) fn is_operator(p: Prim) -> bool {
         || p.is_tape()
         || matches!(
             p,
-            DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp | ChadOf | ClosureCapture
+            DeltaVjp | DeltaJacobian | DeltaJvp | DeltaTaylor | ChadVjp | ChadOf | ClosureCapture
         )
 }
 

@@ -11,4 +11,5 @@ use crate::vjp_primitive::ByVjpPrimitive;
 /// The delta algorithm.
 pub(crate) static DELTA_MODE: ByVjpPrimitive = ByVjpPrimitive {
     prim: Prim::DeltaVjp,
+    jacobian: Some(Prim::DeltaJacobian),
 };

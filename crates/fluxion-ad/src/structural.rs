@@ -600,8 +600,8 @@ impl<L: Layer> Translate<'_, L> {
             // them.
             DeltaJvp | DeltaTaylor | LinProj | LinField | LinOneHot | LinEmbed | LinSlice
             | LinSum | LinIndex | DeltaLift | ClosureCapture | DeltaOpen | DeltaInputs
-            | DeltaPrimal | DeltaGrad | Delta2Push | Delta2Sum | Delta2Lift | Delta2Open
-            | Delta2Inputs | Delta2Primal | Delta2Grad => {
+            | DeltaPrimal | DeltaGrad | DeltaRows | Delta2Push | Delta2Sum | Delta2Lift
+            | Delta2Open | Delta2Inputs | Delta2Primal | Delta2Grad => {
                 return Err(AdError::new(format!(
                     "internal error: `{}` reached a translation",
                     p.name()
@@ -623,6 +623,15 @@ impl<L: Layer> Translate<'_, L> {
                      not supported yet (even in a branch that does not run)"
                         .to_string(),
                 ));
+            }
+            // One tape swept per row cannot be carried through a layer: the rows of
+            // `%delta_vjp` each are (`vjp_primitive.rs`).
+            DeltaJacobian => {
+                let fty = b.m.atom_ty(&args[0]);
+                let targs = self.atoms(b, args);
+                let h = crate::vjp_primitive::jacobian_by_rows_code(b, &fty);
+                let h = translate_code(b.m, h, self.layer, None)?;
+                b.emit(hint, Rhs::CallDirect(h, targs), lty)
             }
             DeltaVjp | ChadVjp => {
                 let fty = b.m.atom_ty(&args[0]);

@@ -8,7 +8,10 @@
 //! - `vjp(f, x)            = (f(x), |w| %p(f, x, w).1)`: the pullback is an
 //!   ordinary closure (it can be stored, called twice, differentiated); each call
 //!   runs `f` again, so each costs one forward and one backward pass.
-//! - `jacobian(f, x)`: row i is `%p(f, x, eᵢ).1`, one reverse pass per output.
+//! - `jacobian(f, x)`: row i is `%p(f, x, eᵢ).1`, one reverse pass per output; under
+//!   delta `%delta_jacobian(f, x)`, which runs `f` once on one tape and sweeps it once
+//!   per output. Where a layer or the ahead-of-time resolution cannot carry that, it is
+//!   a call of [`jacobian_by_rows_code`], the rows again.
 //! - `hessian(f, x)`: forward-over-reverse, column j is `jvp(|y| grad(f, y), x, eⱼ).1`;
 //!   the forward layer carries `%p` through with a reverse pass of the
 //!   forward-translated function (`forward.rs`), so each column costs O(primal).
@@ -23,6 +26,8 @@ use crate::pullback_by_jvps::jacobian_by_jvps;
 /// The operators by the run-time vjp primitive `prim`.
 pub(crate) struct ByVjpPrimitive {
     pub(crate) prim: Prim,
+    /// The run-time Jacobian primitive `jacobian(f, x)` becomes, if the mode has one.
+    pub(crate) jacobian: Option<Prim>,
 }
 
 impl ByVjpPrimitive {
@@ -59,33 +64,72 @@ impl ReverseAlgorithm for ByVjpPrimitive {
     }
 
     fn jacobian(&self, b: &mut Builder, s: &Site) -> Atom {
-        let reals = Type::array(Type::Real);
-        let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
-        let m = b.prim(Prim::Length, &[y], Type::Int);
-        let m = var_of(b, m);
-        let row = b.lambda("jacobian_row", &[s.f, s.x, m], vec![Type::Int], |b, ps| {
-            let i = var_of(b, ps[0]);
-            let unit = b.lambda("unit", &[i], vec![Type::Int], |b, ps| {
-                let hit = b.cmp(Prim::Eq, ps[0], Atom::Var(i));
-                b.if_(hit, Type::Real, |_| real(1.0), |_| real(0.0))
-            });
-            let e = b.emit(
-                "e",
-                Rhs::Prim(Prim::Build, vec![Atom::Var(m), unit]),
-                reals.clone(),
-            );
-            let r = self.vjp_at(b, s, e);
-            b.proj(&r, 1)
-        });
-        b.prim(
-            Prim::Build,
-            &[Atom::Var(m), row],
-            Type::array(reals.clone()),
-        )
+        match self.jacobian {
+            Some(p) => b.prim(
+                p,
+                &[Atom::Var(s.f), Atom::Var(s.x)],
+                Type::array(Type::array(Type::Real)),
+            ),
+            None => jacobian_by_rows(b, s, self.prim),
+        }
     }
 
     /// Forward-over-reverse: the Jacobian of the gradient by columns of JVPs.
     fn hessian(&self, b: &mut Builder, s: &Site) -> Atom {
         crate::mode::hessian_by(b, s, self, &jacobian_by_jvps)
     }
+}
+
+/// `jacobian(f, x)` as `build(m, |i| p(f, x, eᵢ).1)` for `m = length(f(x))`: one run
+/// of the vjp primitive `p` per row.
+fn jacobian_by_rows(b: &mut Builder, s: &Site, p: Prim) -> Atom {
+    let reals = Type::array(Type::Real);
+    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
+    let m = b.prim(Prim::Length, &[y], Type::Int);
+    let m = var_of(b, m);
+    let row = b.lambda("jacobian_row", &[s.f, s.x, m], vec![Type::Int], |b, ps| {
+        let i = var_of(b, ps[0]);
+        let unit = b.lambda("unit", &[i], vec![Type::Int], |b, ps| {
+            let hit = b.cmp(Prim::Eq, ps[0], Atom::Var(i));
+            b.if_(hit, Type::Real, |_| real(1.0), |_| real(0.0))
+        });
+        let e = b.emit(
+            "e",
+            Rhs::Prim(Prim::Build, vec![Atom::Var(m), unit]),
+            reals.clone(),
+        );
+        let ta = b.m.tangent_type(&s.a);
+        let r = b.prim(
+            p,
+            &[Atom::Var(s.f), Atom::Var(s.x), e],
+            Type::Tuple(vec![s.b.clone(), ta]),
+        );
+        b.proj(&r, 1)
+    });
+    b.prim(Prim::Build, &[Atom::Var(m), row], Type::array(reals))
+}
+
+/// A helper code `(f, x) -> jacobian(f, x)` for `f: fty = [Real] -> [Real]`, by rows
+/// of `%delta_vjp`: what `%delta_jacobian` is where a layer translates it (a reverse
+/// pass inside a function being differentiated) or the resolution cannot run `f`'s
+/// delta translation itself.
+pub(crate) fn jacobian_by_rows_code(b: &mut Builder, fty: &Type) -> fluxion_core::CodeId {
+    let reals = Type::array(Type::Real);
+    crate::helpers::helper(
+        b,
+        "jacobian_by_rows",
+        fty,
+        vec![fty.clone(), reals.clone()],
+        Type::array(reals.clone()),
+        |b, ps| {
+            let site = Site {
+                f: var_of(b, ps[0]),
+                x: var_of(b, ps[1]),
+                a: reals.clone(),
+                b: reals.clone(),
+                n_params: 1,
+            };
+            jacobian_by_rows(b, &site, Prim::DeltaVjp)
+        },
+    )
 }

@@ -87,8 +87,11 @@ prims! {
     // `%delta_taylor(f, x, v, k)` are `jvp` and `taylor` of a delta-translated
     // closure (the run time applies the forward layer to the closure's original code,
     // then the delta layer).
+    // `%delta_jacobian(f, x)` is `jacobian(f, x)` by one run on one tape and one sweep
+    // per output (each row `eᵢᵀ·J`), where rows of `%delta_vjp` would run `f` once per
+    // row.
     DeltaVjp => "%delta_vjp", DeltaPush => "%delta", DeltaSum => "%delta_sum",
-    DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor",
+    DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor", DeltaJacobian => "%delta_jacobian",
     // Internal: reverse CHAD ([CHAD]; fluxion-ad's `chad.rs`). `%chad_vjp(f, x, w)` is
     // `(f(x), wᵀ·J)`: the run time translates `f` by CHAD, calls it for its value and
     // backpropagator, and applies that to `w`. The linear building blocks CHAD's
@@ -129,9 +132,12 @@ prims! {
     // on every real; `%delta_primal(y)` is `y: Δ(B)` without its deltas;
     // `%delta_grad(mark, y, w, x)` seeds `y: Δ(B)`'s deltas with `w: T(B)`, sweeps the
     // tape opened at `mark` backwards, closes it and returns the inputs' adjoints
-    // (`T(A)`, in the shape of `x: Δ(A)`). Their binding's type is trusted.
+    // (`T(A)`, in the shape of `x: Δ(A)`); `%delta_rows(mark, y, x)` (a resolved
+    // `%delta_jacobian`, `y: Δ([Real])`, `x: Δ([Real])`) sweeps that tape once per
+    // element of `y`, seeded with 1 there, closes it and returns the rows of inputs'
+    // adjoints (`[[Real]]`). Their binding's type is trusted.
     DeltaLift => "%delta_lift", DeltaOpen => "%delta_open", DeltaInputs => "%delta_inputs",
-    DeltaPrimal => "%delta_primal", DeltaGrad => "%delta_grad",
+    DeltaPrimal => "%delta_primal", DeltaGrad => "%delta_grad", DeltaRows => "%delta_rows",
     // Internal: reverse over reverse by a tape of tapes (fluxion-ad's `delta_twice.rs`),
     // in code the delta layer translated twice, `Δₒ(Δᵢ(c))`, where a real is
     // `((Real, Int), Int)`: its value and outer delta, then its inner delta. A second
@@ -352,6 +358,7 @@ impl Prim {
                 | DeltaInputs
                 | DeltaPrimal
                 | DeltaGrad
+                | DeltaRows
                 | Delta2Push
                 | Delta2Sum
                 | Delta2Lift
@@ -492,8 +499,9 @@ impl Prim {
             // on delta-translated types, which do not say their original type: their
             // binding's type is trusted.
             DeltaVjp | ChadVjp | DeltaPush | DeltaJvp | DeltaTaylor | ChadOf | ClosureCapture
-            | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad | Delta2Push
-            | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs | Delta2Primal | Delta2Grad => {
+            | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal | DeltaGrad | DeltaRows
+            | DeltaJacobian | Delta2Push | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs
+            | Delta2Primal | Delta2Grad => {
                 return None;
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet

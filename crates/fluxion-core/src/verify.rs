@@ -477,7 +477,8 @@ impl Verifier<'_> {
         if p == Prim::MatchFail {
             return None;
         }
-        if p.is_differential() || matches!(p, Prim::DeltaVjp | Prim::ChadVjp) {
+        if p.is_differential() || matches!(p, Prim::DeltaVjp | Prim::ChadVjp | Prim::DeltaJacobian)
+        {
             return match differential_result_type(self.module, p, args) {
                 Ok(t) => Some(t),
                 Err(msg) => {
@@ -647,7 +648,7 @@ pub fn differential_result_type(module: &Module, p: Prim, args: &[Type]) -> Resu
             expect(vec![f, a])?;
             Ok(tb)
         }
-        Prim::Jacobian => {
+        Prim::Jacobian | Prim::DeltaJacobian => {
             if a != real_vec || b != real_vec {
                 return Err(format!(
                     "jacobian needs a function [Real] -> [Real], not {}",

@@ -815,3 +815,118 @@ fn a_sum_of_tuples_of_reals_is_one_entry_per_real() {
     }
     check_nested_gradients(src, &[("f", "[0.5, -1.5, 2.0]")], |_, _, _| {});
 }
+
+/// `jacobian` under `--ad delta` runs its function once, on one tape, and sweeps that
+/// tape once per output (`%delta_jacobian`, resolved to `%delta_rows`): the prepared
+/// program opens one tape and has no `%delta_vjp` left. Its rows are, bit for bit, the
+/// rows one `vjp` per output gives (the same tape, seeded alike), natively too; they
+/// agree with forward mode's columns, with central differences, and with `jvp` and
+/// `vjp` by the transpose identity ⟨J·u, w⟩ = ⟨u, Jᵀ·w⟩.
+#[test]
+fn a_delta_jacobian_runs_its_function_once_and_sweeps_per_row() {
+    let src = "fn f(x: [Real]) -> [Real] {
+                   let s = sum(map(|a| a * a, x));
+                   [sin(x[0]) * x[1], s, exp(x[2]) / (1.0 + x[0] * x[0]), x[1] - x[2], s, 2.0]
+               }
+               fn rows(x: [Real]) -> [[Real]] {
+                   let (y, pb) = vjp(f, x);
+                   build(length(y), |i| pb(build(length(y), |j| if i == j { 1.0 } else { 0.0 })))
+               }
+               fn pairing(x: [Real], u: [Real], w: [Real]) -> (Real, Real, Real) {
+                   let jm = jacobian(f, x);
+                   let ju = jvp(f, x, u).1;
+                   let jtw = vjp(f, x).1(w);
+                   (sum(map2(|r, wi| wi * sum(map2(|a, b| a * b, r, u)), jm, w)),
+                    sum(map2(|a, b| a * b, ju, w)),
+                    sum(map2(|a, b| a * b, u, jtw)))
+               }
+               fn main() -> [[Real]] { jacobian(f, [0.3, -1.2, 0.7]) }";
+    let prims = prims_after_prepare(src, AdMode::Delta);
+    let count = |p: Prim| prims.iter().filter(|q| **q == p).count();
+    assert_eq!(count(Prim::DeltaRows), 2, "main's and pairing's: {prims:?}");
+    assert!(!prims.contains(&Prim::DeltaJacobian), "{prims:?}");
+    let x = [0.3, -1.2, 0.7];
+    let expr = format!("jacobian(f, {x:?})");
+    let got = eval_reals(src, &expr, options(AdMode::Delta)).expect("runs");
+    let (native, notes) = native_reals(src, &expr, AdMode::Delta);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(native, got, "natively");
+    let by_rows = eval_reals(src, &format!("rows({x:?})"), options(AdMode::Delta)).expect("runs");
+    assert_eq!(got, by_rows, "one vjp per row");
+    let forward = eval_reals(src, &expr, AdMode::Fwd).expect("runs");
+    assert_eq!(got.len(), forward.len());
+    for (a, b) in got.iter().zip(&forward) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs fwd {b}");
+    }
+    fluxion_driver::gradcheck::check_jacobian(src, "f", &x, options(AdMode::Delta))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pairing = "pairing([0.3, -1.2, 0.7], [1.0, -0.5, 2.0], [0.5, 1.5, -1.0, 2.0, 0.25, 3.0])";
+    let p = eval_reals(src, pairing, options(AdMode::Delta)).expect("runs");
+    for q in &p[1..] {
+        assert!(
+            (p[0] - q).abs() <= 1e-12 * q.abs().max(1.0),
+            "⟨J·u, w⟩ {p:?}"
+        );
+    }
+    assert_eq!(native_reals(src, pairing, AdMode::Delta).0, p, "natively");
+}
+
+/// A `%delta_jacobian` a layer translates or the resolution cannot run directly is
+/// the rows of `%delta_vjp` again (`jacobian_by_rows_code`): the gradient and the JVP
+/// of a function that takes a Jacobian, the Jacobian of a function that applies
+/// `grad`, of a closure chosen at run time, and of a function with no outputs, each
+/// natively as interpreted and as forward mode; a fault inside the function is the
+/// same error in every mode.
+#[test]
+fn a_delta_jacobian_nested_in_other_operators() {
+    let src = "fn f(x: [Real]) -> [Real] { [x[0] * x[1], sin(x[1]), x[0], x[0], 2.0] }
+               fn g(x: [Real]) -> Real {
+                   sum(map(|r| sum(map(|a| a * a, r)), jacobian(f, x))) * x[0]
+               }
+               fn h(x: [Real]) -> Real {
+                   let j = jacobian(|y: [Real]| [grad(|z: [Real]| z[0] * z[0] * y[1], y)[0], y[0] * y[1]], x);
+                   j[0][0] + 3.0 * j[1][1] + j[0][1] * x[1]
+               }
+               fn pick(k: Int) -> fn([Real]) -> [Real] {
+                   if k == 0 { |x: [Real]| [x[0] * x[1]] } else { |x: [Real]| [x[1], x[0] / x[1]] }
+               }
+               fn chosen(k: Int, x: [Real]) -> [[Real]] { jacobian(pick(k), x) }
+               fn bad(x: [Real]) -> [[Real]] { jacobian(|v: [Real]| [v[0], v[5]], x) }";
+    let x = "[0.4, 1.3]";
+    let exprs = [
+        format!("grad(g, {x})"),
+        format!("jvp(g, {x}, [1.0, 0.5])"),
+        format!("grad(h, {x})"),
+        format!("chosen(0, {x})"),
+        format!("chosen(1, {x})"),
+        format!("jacobian(|v: [Real]| slice(v, 0, 0), {x})"),
+    ];
+    for expr in &exprs {
+        let reference = eval_reals(src, expr, AdMode::Fwd).expect("fwd runs");
+        for mode in [AdMode::Delta, AdMode::Chad] {
+            let interp = eval_reals(src, expr, options(mode)).expect("interpreter runs");
+            let (native, notes) = native_reals(src, expr, mode);
+            assert!(notes.is_empty(), "{expr} {mode:?}: {notes:?}");
+            assert_eq!(
+                interp, native,
+                "{expr} {mode:?}: interpreter and native differ"
+            );
+            assert_eq!(interp.len(), reference.len(), "{expr}");
+            for (a, b) in interp.iter().zip(&reference) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                    "{expr} {mode:?}: {a} vs fwd {b}"
+                );
+            }
+        }
+    }
+    let first_line = |mode: AdMode| {
+        let e = eval_reals(src, &format!("bad({x})"), options(mode)).expect_err("faults");
+        e.lines().next().unwrap_or_default().to_string()
+    };
+    let want = first_line(AdMode::Fwd);
+    assert!(want.contains("index 5 out of range"), "{want}");
+    for mode in [AdMode::Delta, AdMode::Chad] {
+        assert_eq!(first_line(mode), want, "{mode:?}");
+    }
+}

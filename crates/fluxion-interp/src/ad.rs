@@ -43,6 +43,7 @@ impl Interp {
             Prim::Jet => self.jet(args, span),
             Prim::Sparsity => self.sparsity(args, span),
             Prim::DeltaVjp => self.delta_vjp(args, span),
+            Prim::DeltaJacobian => self.delta_jacobian(args, span),
             Prim::ChadVjp => self.chad_vjp(args, span),
             Prim::DeltaJvp => self.delta_push_forward(args, TypeMap::Fwd, span),
             Prim::DeltaTaylor => {

@@ -148,6 +148,7 @@ impl Compiler<'_> {
                 p @ (Prim::DeltaInputs
                 | Prim::DeltaLift
                 | Prim::DeltaGrad
+                | Prim::DeltaRows
                 | Prim::Delta2Inputs
                 | Prim::Delta2Lift
                 | Prim::Delta2Grad),

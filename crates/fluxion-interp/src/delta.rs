@@ -1,6 +1,7 @@
 //! The run-time side of `--ad delta` ([Delta] §7; `fluxion-ad`'s `delta.rs` is the
 //! translation): the tapes, the primitives translated code calls (`%delta`,
-//! `%delta_sum`), and the operators `%delta_vjp` (one reverse pass) and
+//! `%delta_sum`), and the operators `%delta_vjp` (one reverse pass),
+//! `%delta_jacobian` (one run, a sweep per output) and
 //! `%delta_jvp`/`%delta_taylor` (a forward layer inside delta-translated code).
 //!
 //! A `%delta_vjp` opens its own tape, so operators nest: an inner one's tape lives
@@ -107,6 +108,36 @@ impl Interp {
             params.len(),
             span,
         );
+        self.tapes.borrow_mut().pop();
+        run
+    }
+
+    /// `%delta_jacobian(f, x)`: `f` translated by the delta layer and run once on a
+    /// fresh tape whose inputs are the reals of `x: [Real]`; one sweep per real of the
+    /// result, seeded with 1 there, gives its row (the bits of `%delta_vjp(f, x, eᵢ)`:
+    /// the same tape, and a zero seed adds nothing).
+    pub(crate) fn delta_jacobian(&self, args: &[Value], span: Span) -> EvalResult<Value> {
+        let clo = Self::closure_of(&args[0], span)?;
+        let (params, _) = self.signature(clo.code, span)?;
+        let a = differentiated_argument(&params);
+        let translated = self.translate(clo, TypeMap::Delta, span)?;
+        self.tapes.borrow_mut().push(Tape::new());
+        let run = (|| {
+            let point = {
+                let m = self.module();
+                let mut tapes = self.tapes.borrow_mut();
+                let tape = tapes.last_mut().expect("the tape was just opened");
+                inputs(&m, &args[1], &a, tape)
+            };
+            let result = self.apply(
+                &translated,
+                split_args(point.clone(), params.len(), span)?,
+                span,
+            )?;
+            let tapes = self.tapes.borrow();
+            let tape = tapes.last().expect("the tape is open");
+            Ok(rows(&self.module(), tape, &result, &point, &a))
+        })();
         self.tapes.borrow_mut().pop();
         run
     }
@@ -286,6 +317,18 @@ pub(crate) fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(D
     zip_leaves(m, y, w, ty, false, &mut |y, w| {
         out.push((id_of(y), real_of(w)))
     });
+}
+
+/// The Jacobian's rows from a tape holding the run of `f`: for each real of
+/// `y: Δ([Real])`, in order, one sweep seeded with 1 at its delta, read at the inputs
+/// `point: Δ(A)` (`ta = T(A)`).
+pub(crate) fn rows(m: &Module, tape: &Tape, y: &Value, point: &Value, ta: &Type) -> Value {
+    let mut out = ArrayBuilder::with_capacity(y.array_len().unwrap_or(0));
+    for yi in y.array_iter() {
+        let adjoint = tape.backward([(id_of(&yi), 1.0)]);
+        out.push(gradient(m, point, ta, &adjoint));
+    }
+    out.finish()
 }
 
 /// `f(y, w)` on each real leaf of `w: ty` (with `pairs`, each `(Real, Int)` of a

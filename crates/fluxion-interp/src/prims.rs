@@ -465,12 +465,13 @@ impl Interp {
                 }
             }
             Grad | ValueAndGrad | Jvp | Vjp | Diff | Jacobian | Hessian | Taylor | Jet
-            | Sparsity | SparseJacobian | DeltaVjp | DeltaJvp | DeltaTaylor | ChadVjp => {
+            | Sparsity | SparseJacobian | DeltaVjp | DeltaJacobian | DeltaJvp | DeltaTaylor
+            | ChadVjp => {
                 return self.differential(p, args, span);
             }
             // Derivative code made ahead of time calls these (`resolved.rs`).
             ChadOf | ClosureCapture | DeltaLift | DeltaOpen | DeltaInputs | DeltaPrimal
-            | DeltaGrad => return self.resolved_prim(p, args, ty, span),
+            | DeltaGrad | DeltaRows => return self.resolved_prim(p, args, ty, span),
             Delta2Push | Delta2Sum | Delta2Lift | Delta2Open | Delta2Inputs | Delta2Primal
             | Delta2Grad => return self.delta2_prim(p, args, ty, span),
             LinScale => crate::linear::scale(a(0), a(1)),

@@ -14,7 +14,9 @@
 //! - `%delta_lift(c)`: `c` with the zero delta on every real;
 //! - `%delta_open()`, `%delta_inputs(x)`, `%delta_primal(r)`,
 //!   `%delta_grad(mark, r, w, xd)`: one reverse pass on a tape of its own ([Delta] §7),
-//!   the steps of `Interp::delta_vjp` taken one at a time.
+//!   the steps of `Interp::delta_vjp` taken one at a time;
+//! - `%delta_rows(mark, r, xd)`: a resolved `%delta_jacobian`'s sweeps, one per real
+//!   of `r`, and the tape closed (`Interp::delta_jacobian`'s last step).
 //!
 //! The walks need types the values do not carry; `compile.rs` gives each of these
 //! primitives the types it needs in place of its result type ([`walk_types`]).
@@ -116,6 +118,22 @@ impl Interp {
                 Ok(crate::delta::inputs(&m, &args[0], ty, tape))
             }
             Prim::DeltaPrimal => Ok(crate::ad::coefficient(&self.module(), &args[0], ty, 0)),
+            Prim::DeltaRows => {
+                let Type::Array(ta) = ty else {
+                    return fail(span, "internal error: `%delta_rows` without its type");
+                };
+                let Some(mark) = int(&args[0]).map(|i| i as usize) else {
+                    return fail(span, "internal error: `%delta_rows` without its tape");
+                };
+                let m = self.module();
+                let mut tapes = self.tapes.borrow_mut();
+                if tapes.len() != mark + 1 {
+                    return fail(span, "internal error: `%delta_rows` of another tape");
+                }
+                let rows = crate::delta::rows(&m, &tapes[mark], &args[1], &args[2], ta);
+                tapes.truncate(mark);
+                Ok(rows)
+            }
             Prim::DeltaGrad => {
                 let Type::Tuple(tys) = ty else {
                     return fail(span, "internal error: `%delta_grad` without its types");

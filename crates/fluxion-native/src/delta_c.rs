@@ -113,6 +113,24 @@ pub(crate) fn emit(
             line(format!("{ct} {name} = {read};"));
             line(format!("fx_tape_close({});", a[0]));
         }
+        Prim::DeltaRows => {
+            // One sweep per output, seeded with 1 at its delta (the interpreter's
+            // `delta::rows`): row i is the inputs' adjoints, eᵢᵀ·J.
+            let row_ty = elem(ty);
+            let (crow, size) = (e.types().c(&row_ty), e.types().elem_size(&row_ty));
+            let yi = e.types().get(&elem(&aty(1)), &a[1], "i");
+            let read = rebuild(e.types(), Helper2::DeltaRead, &aty(2), &row_ty, &a[2], &sp);
+            let set = e.types().set(&row_ty, &name, "i", "row");
+            line(format!(
+                "{ct} {name} = fx_arr_new(FX_LEN({}), {size}, \"an array\", {sp});",
+                a[1]
+            ));
+            line(format!(
+                "for (int64_t i = 0; i < FX_LEN({}); i++) {{ fx_tape_sweep_begin({}, {sp}); fx_tape_seed({yi}.f1, 1.0); fx_tape_sweep(); {crow} row = {read}; {set} }}",
+                a[1], a[0]
+            ));
+            line(format!("fx_tape_close({});", a[0]));
+        }
         // The second tape of reverse over reverse (fluxion-ad's `delta_twice.rs`):
         // its coefficients are outer pairs.
         Prim::Delta2Push => {

@@ -90,11 +90,13 @@ pub(crate) fn is_repeatable(rhs: &Rhs) -> bool {
             DeltaPush
                 | DeltaSum
                 | DeltaVjp
+                | DeltaJacobian
                 | DeltaJvp
                 | DeltaTaylor
                 | DeltaOpen
                 | DeltaInputs
                 | DeltaGrad
+                | DeltaRows
                 | Delta2Push
                 | Delta2Sum
                 | Delta2Open

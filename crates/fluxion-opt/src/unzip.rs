@@ -176,6 +176,7 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | DeltaPush
             | DeltaSum
             | DeltaVjp
+            | DeltaJacobian
             | DeltaJvp
             | DeltaTaylor
             | ChadVjp
@@ -184,6 +185,7 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | DeltaOpen
             | DeltaInputs
             | DeltaGrad
+            | DeltaRows
             | Delta2Push
             | Delta2Sum
             | Delta2Open

@@ -15,6 +15,13 @@
 //! (y, g)
 //! ```
 //!
+//! `%delta_jacobian(f, x)` takes the same steps up to `r`, then
+//! `%delta_rows(mark, r, xd)`: the tape swept once per real of `r`, seeded with 1
+//! there, each sweep's inputs' adjoints a row, the tape closed (`f` runs once, where
+//! rows of `%delta_vjp` would run it once per row). Where that cannot be resolved it is
+//! a call of the rows of `%delta_vjp` (`vjp_primitive.rs`'s `jacobian_by_rows_code`),
+//! resolved in the next round.
+//!
 //! Resolved where `f`'s captures, argument and result hold no functions (the walks
 //! above are over first-order values). Where `f` is not known at the operator, every
 //! code that can flow to it is translated and `%chad_of(f, 2)` picks one at run time, lifting
@@ -22,6 +29,8 @@
 //! the interpreter (a nested one) sends the program there.
 
 use fluxion_core::{Atom, Binding, Prim, Rhs, Type, TypeMap, VarId, verify};
+
+use crate::builder::Builder;
 
 use super::lift::Site;
 use super::resolve::Emit;
@@ -76,4 +85,49 @@ pub(crate) fn expand(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Bin
         span,
     });
     Some(e.out)
+}
+
+/// The bindings that compute `v = %delta_jacobian(f, x)` natively: one run of `f`'s
+/// delta translation, one sweep per output (`%delta_rows`); `None` where it cannot.
+pub(crate) fn expand_jacobian(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
+    let mut lifts = Vec::new();
+    let span = site.span;
+    let (make, translated, params) = site.closure(args[0], TypeMap::Delta, &mut lifts, 0)?;
+    let m = &mut *site.m;
+    let a = verify::differentiated_argument(&params);
+    let ret = m.code(translated).ret.clone();
+    let da = m.map_type(&a, TypeMap::Delta);
+    let dparams: Vec<Type> = params
+        .iter()
+        .map(|t| m.map_type(t, TypeMap::Delta))
+        .collect();
+    let mut e = Emit {
+        m,
+        out: lifts,
+        span,
+    };
+    let fd = e.bind("delta_f", Type::func(dparams, ret.clone()), make);
+    let mark = e.bind("mark", Type::Int, Rhs::Prim(Prim::DeltaOpen, vec![]));
+    let xd = e.bind("xd", da, Rhs::Prim(Prim::DeltaInputs, vec![args[1]]));
+    let xs = e.split(xd, params.len());
+    let r = e.bind("r", ret, Rhs::Call(fd, xs));
+    e.out.push(Binding {
+        var: v,
+        rhs: Rhs::Prim(Prim::DeltaRows, vec![mark, r, xd]),
+        span,
+    });
+    Some(e.out)
+}
+
+/// `v = %delta_jacobian(f, x)` as a call of the rows of `%delta_vjp`, which the next
+/// round resolves.
+pub(crate) fn jacobian_by_rows(site: &mut Site, args: &[Atom], v: VarId) -> Vec<Binding> {
+    let fty = site.m.atom_ty(&args[0]);
+    let mut b = Builder::new(site.m, site.span);
+    let h = crate::vjp_primitive::jacobian_by_rows_code(&mut b, &fty);
+    vec![Binding {
+        var: v,
+        rhs: Rhs::CallDirect(h, args.to_vec()),
+        span: site.span,
+    }]
 }

@@ -255,6 +255,7 @@ fn is_operator(p: Prim) -> bool {
         p,
         Prim::ChadVjp
             | Prim::DeltaVjp
+            | Prim::DeltaJacobian
             | Prim::Jvp
             | Prim::Taylor
             | Prim::Jet
@@ -367,6 +368,7 @@ fn rewrite_body(
             Rhs::Prim(
                 p @ (Prim::ChadVjp
                 | Prim::DeltaVjp
+                | Prim::DeltaJacobian
                 | Prim::Jvp
                 | Prim::Taylor
                 | Prim::Jet
@@ -436,6 +438,8 @@ fn expand_operator(
     };
     match p {
         Prim::DeltaVjp => super::delta::expand(&mut site, args, v),
+        Prim::DeltaJacobian => super::delta::expand_jacobian(&mut site, args, v)
+            .or_else(|| Some(super::delta::jacobian_by_rows(&mut site, args, v))),
         Prim::Taylor | Prim::Jet | Prim::Sparsity => None,
         Prim::Jvp if site.table.fwd == FwdMode::Dual => None,
         // CHAD does not translate a function that applies operators itself; where its
