@@ -1708,3 +1708,102 @@ fn main() -> (Real, [Real], Real) {
     assert!(c.contains("out of range for an array"), "no check:\n{c}");
     assert!(!c.contains("\"slice\""), "the slice was made:\n{c}");
 }
+
+/// `--ad delta`: a `%delta_sum` of a loop of at least eight cheap straight-line
+/// elements is one loop node (`delta_loop.rs`): no node per element, the elements run
+/// again at the sweep with their own nodes swept in registers. The gradients are the
+/// interpreter's bits (whose tape has every element's nodes): elements reading at
+/// computed indices (a flat matrix, a lower triangle stored by columns), elements of
+/// several nodes, `map` and `map2` elements with `min`, `max`, `abs` and division,
+/// constant elements (their terms on the zero delta), an infinite adjoint that zero
+/// coefficients stop, loop nodes on a tape nested in another and under forward mode
+/// (a Hessian-vector product), and a fault in the ninth element. Where holding the
+/// arrays would cost more than the nodes, the elements record their nodes as written
+/// (the same bits, within a small memory budget). An element that evaluates a
+/// transcendental function keeps its terms on the tape.
+#[test]
+fn loop_nodes_give_the_interpreters_bits() {
+    let nodes = [
+        "fn mv(a: [Real], x: [Real]) -> [Real] {
+             let n = length(x);
+             build(length(a) / n, |i| sumbuild(n, |j| a[i * n + j] * x[j]))
+         }
+         fn main() -> [Real] {
+             let x = build(9, |k| 0.5 - 0.1 * to_real(k));
+             grad(|a: [Real]| sum(map(|t| t * t, mv(a, mv(a, x)))), build(81, |k| 0.01 * to_real(k % 7) - 0.02))
+         }",
+        "fn qtimes(l: [Real], v: [Real]) -> [Real] {
+             let d = length(v);
+             build(d, |i| v[i] + sumbuild(i, |j| l[j * (d - 1) - j * (j - 1) / 2 + i - j - 1] * v[j]))
+         }
+         fn main() -> [Real] {
+             let v = build(11, |k| 1.0 - 0.15 * to_real(k));
+             grad(|l: [Real]| { let r = qtimes(l, v); sum(map2(|a, b| a * b, r, r)) }, build(55, |k| 0.1 * to_real(k % 5) - 0.2))
+         }",
+        "fn main() -> [Real] {
+             let p = build(9, |k| 0.3 * to_real(k));
+             grad(|x: [Real]| sumbuild(length(x), |j| { let e = x[j] - p[j]; e * e * x[0] }), build(9, |k| 1.0 / (1.0 + to_real(k))))
+         }",
+        "fn main() -> ([Real], [Real]) {
+             let u = build(10, |k| 0.25 * to_real(k) - 1.0);
+             grad(|p: ([Real], [Real])| sum(map2(|a, b| min(a, b) * abs(b) + max(a, 0.3) - a / (1.0 + b * b), p.0, p.1)) + sum(map(|a| a * a * 3.0, p.1)), (u, map(|t| 0.5 - t, u)))
+         }",
+        "fn main() -> [Real] {
+             let c = build(9, |k| to_real(k));
+             grad(|x: [Real]| x[0] * sumbuild(9, |j| c[j] * 2.0 + c[j] * c[0]), build(9, |k| to_real(k)))
+         }",
+        "fn main() -> [Real] {
+             let w = replicate(9, 0.0);
+             grad(|x: [Real]| sqrt(sumbuild(9, |j| x[j] * w[j] * 2.0)) + sumbuild(9, |j| x[j] * x[j] * 0.5), build(9, |k| 1.0 + to_real(k)))
+         }",
+        "fn main() -> [Real] {
+             grad(|v: [Real]| { let g = grad(|w: [Real]| sumbuild(9, |j| w[j] * v[j] * v[(j + 1) % 9]), v); sumbuild(9, |j| g[j] * g[j] * v[j]) }, build(9, |k| 0.1 * to_real(k) - 0.3))
+         }",
+        "fn main() -> ([Real], [Real]) {
+             let p = build(9, |k| 0.2 * to_real(k));
+             jvp(|c: [Real]| grad(|x: [Real]| sumbuild(9, |j| { let e = x[j] - p[j]; e * e * x[j] }), c), build(9, |k| 1.0 - 0.1 * to_real(k)), replicate(9, 1.0))
+         }",
+        "fn main() -> [Real] {
+             grad(|x: [Real]| sumbuild(9, |j| x[j] * x[(j * 5) % 8] * x[j + j / 8]), build(9, |k| to_real(k)))
+         }",
+    ];
+    for src in nodes {
+        let _ = natively_as_interpreted(src, AdMode::Delta);
+        let c = delta_c_of_main(src);
+        assert!(c.contains("fx_tape_loop(x_"), "no loop node:\n{src}");
+    }
+    // The ninth element's index is out of range: the loop's own run reports it.
+    let fault = "fn main() -> [Real] { grad(|x: [Real]| sumbuild(9, |j| x[j] * x[j + j / 8 * 5]), build(9, |k| to_real(k))) }";
+    let err = natively_as_interpreted(fault, AdMode::Delta).expect_err("faults");
+    assert!(err.contains("index 13 out of range"), "{err}");
+    // A transcendental element keeps its terms.
+    let stored = "fn main() -> [Real] { grad(|x: [Real]| sumbuild(9, |j| exp(x[j]) * x[0]), build(9, |k| to_real(k))) }";
+    let _ = natively_as_interpreted(stored, AdMode::Delta);
+    assert!(!delta_c_of_main(stored).contains("fx_tape_loop(x_"));
+    // An element of two nodes reading a fresh 100,009-element array 300 times: holding
+    // the arrays would keep 480 MB alive, so the elements record their nodes. Each
+    // round adds (x₀ - 1)²·x₀, whose derivative at x₀ = 2 is 2·1·2 + 1² = 5.
+    let held = "fn main() -> Real {
+    let z = replicate(100000, 0.5);
+    grad(|x: [Real]| fold(|acc, k| {
+        let a = concat(x, z);
+        acc + sumbuild(9, |t| { let e = a[t] - 1.0; e * e * a[t] })
+    }, 0.0, range(300)), replicate(9, 2.0))[0]
+}";
+    assert!(delta_c_of_main(held).contains("fx_tape_loop_pays(held_, terms_)"));
+    for backend in [Backend::Interp, Backend::Native] {
+        let options = RunOptions {
+            memory_limit: Some(64 << 20),
+            ..options(AdMode::Delta, backend)
+        };
+        let src = held.to_string();
+        let (out, notes) = with_big_stack(move || {
+            let program = compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+            let out = program.run_with_options("main", None, options);
+            let notes = out.as_ref().map(|o| o.notes.clone()).unwrap_or_default();
+            (out.map(|o| o.to_literal()).map_err(|f| f.render()), notes)
+        });
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(out, Ok("1500.0".to_string()), "{backend:?}");
+    }
+}

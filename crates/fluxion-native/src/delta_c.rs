@@ -46,6 +46,15 @@ pub(crate) fn emit(
         let _ = writeln!(s, "{pad}{text}");
     };
     match p {
+        // A loop node's element function's variant (`delta_loop.rs`): no tape; the
+        // apply variant sweeps these terms itself at its end.
+        Prim::DeltaPush if e.loop_variant.is_some() => {
+            if let Some(crate::emitter::LoopVariant::Apply(deltas)) = &mut e.loop_variant {
+                let terms = a.chunks(2).zip(args.chunks(2));
+                deltas.push((v, terms.map(|(c, id)| (c[0].clone(), id[1])).collect()));
+            }
+            line(format!("{ct} {name} = 0;"));
+        }
         Prim::DeltaPush if e.terms_of() == Some(v) => {
             // A fused loop's element (delta_fuse.rs): the terms go to the sum's node.
             let mut text = format!("{{ int64_t at = fx_tape_fused_terms({});", a.len() / 2);

@@ -33,8 +33,12 @@ use crate::emitter::{Emitter, span_args, var, versioned};
 /// code `code`) and the `%delta_sum` of its array right after it.
 pub(crate) struct Fusion {
     pub code: CodeId,
-    /// Terms per element: the final `%delta`'s.
-    pub terms: usize,
+    /// Terms per element where the element function is a leaf ([`leaf_delta`]): the
+    /// final `%delta`'s.
+    pub terms: Option<usize>,
+    /// Where the element can be computed again at the sweep: a loop node
+    /// (`delta_loop.rs`).
+    pub recompute: Option<crate::delta_loop::Recompute>,
 }
 
 /// Whether `bindings[k]` and `bindings[k + 1]` are a loop and its `%delta_sum` that
@@ -54,14 +58,19 @@ pub(crate) fn fusable(
     if sum_args.as_slice() != [Atom::Var(loop_.var)] {
         return None;
     }
-    let (_, _, f) = element_fn(&loop_.rhs)?;
+    let (p, _, f) = element_fn(&loop_.rhs)?;
     let Atom::Var(f) = f else { return None };
     let code = known(*f)?;
     if mentions(&bindings[k + 2..], result, loop_.var) {
         return None;
     }
-    let (_, terms) = leaf_delta(m, code)?;
-    Some(Fusion { code, terms })
+    let terms = leaf_delta(m, code).map(|(_, terms)| terms);
+    let recompute = crate::delta_loop::recomputable(m, p, code);
+    (terms.is_some() || recompute.is_some()).then_some(Fusion {
+        code,
+        terms,
+        recompute,
+    })
 }
 
 /// A loop that makes an array by calling a function per element: the primitive
@@ -134,7 +143,7 @@ pub(crate) fn emit(
     pad: &str,
 ) {
     let m = e.module();
-    let Some((p, args, _)) = element_fn(&loop_.rhs) else {
+    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
         return;
     };
     let lsp = span_args(loop_.span);
@@ -155,8 +164,22 @@ pub(crate) fn emit(
     let pair = e
         .types()
         .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
-    let fused = fused_loop(e, loop_, sum, fusion);
-    let body = dot_or(e, loop_, sum, fusion.code, &fused).unwrap_or(fused);
+    // As written where the element is no leaf; its terms in the sum's node where it
+    // is; a dot node, or else a loop node, in front of either where they apply.
+    let written = match fusion.terms {
+        Some(terms) => fused_loop(e, loop_, sum, fusion.code, terms),
+        None => crate::delta_loop::unfused(e, loop_, sum, (p, args, f), fusion.code),
+    };
+    let body = match (
+        dot_or(e, loop_, sum, fusion.code, &written),
+        &fusion.recompute,
+    ) {
+        (Some(dot), _) => dot,
+        (None, Some(rec)) => {
+            crate::delta_loop::emit(e, loop_, sum, (p, args, f), fusion.code, rec, &written)
+        }
+        (None, None) => written,
+    };
     let _ = writeln!(
         s,
         "{pad}{{ int64_t n = {len}; fx_arr_check(n, {pair}, \"{what}\", {lsp}); {body} }}"
@@ -165,7 +188,13 @@ pub(crate) fn emit(
 
 /// The loop writing each element's terms into the sum's node, as C statements over
 /// the count `n` (declared and checked before them) that assign the sum's variable.
-fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusion) -> String {
+fn fused_loop(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    code: CodeId,
+    k: usize,
+) -> String {
     let m = e.module();
     let ssp = span_args(sum.span);
     let name = var(sum.var);
@@ -184,13 +213,12 @@ fn fused_loop(e: &mut Emitter<'_>, loop_: &Binding, sum: &Binding, fusion: &Fusi
         Type::Array(t) => e.types().get(&t, arr, "i"),
         _ => "0".into(),
     };
-    let variant = e.terms_variant(fusion.code);
+    let variant = e.terms_variant(code);
     let call_args = match p {
         Prim::Build => vec!["i".to_string()],
         Prim::Map => vec![read(e, &args[1], &a[1])],
         _ => vec![read(e, &args[1], &a[1]), read(e, &args[2], &a[2])],
     };
-    let k = fusion.terms;
     let call_args = call_args.join(", ");
     let body = |assume: &str| {
         format!(
@@ -322,6 +350,9 @@ fn dot_or(
         Prim::Build => format!("n <= FX_LEN({a}) && n <= FX_LEN({b}) && "),
         _ => String::new(),
     };
+    // For one element the node costs more than its terms (GMM at d = 2, where most
+    // dots have one: 227 M instructions a gradient against 174 M).
+    let fits = format!("n >= 2 && {fits}");
     Some(format!(
         "fx_arr *da = fx_dense((fx_arr*)({a})), *db = fx_dense((fx_arr*)({b})); uint64_t held = fx_tape_dot_held(da, db); if ({fits}fx_tape_dot_pays(held, n)) {{ double t = 0.0; if (n > 0) {{ const double *av = fx_pair_vals(da), *bv = fx_pair_vals(db); for (int64_t i = 0; i < n; i++) t += av[i] * bv[i]; }} {name}.f0 = t; {name}.f1 = fx_tape_dot(da, db, n, held, {ssp}); }} else {{ {fused} }}"
     ))

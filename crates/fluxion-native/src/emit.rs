@@ -20,7 +20,10 @@ use std::fmt::Write;
 use fluxion_core::{Atom, Body, CodeId, CodeKind, Module, Prim, Rhs, Span, Type, VarId};
 
 use crate::analysis::{enters_code, non_escaping_closures, reachable};
-use crate::emitter::{Emitter, MANY_PUSHES, TERMS_SUFFIX, Unsupported, atom, span_args, var};
+use crate::emitter::{
+    APPLY_SUFFIX, Emitter, MANY_PUSHES, PRIMAL_SUFFIX, TERMS_SUFFIX, Unsupported, atom, span_args,
+    var,
+};
 use crate::types::{Helper, Types, has_rc};
 
 /// The C translation unit of `entry` and every code it reaches.
@@ -75,6 +78,9 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         sites: 0,
         terms_variants: Vec::new(),
         terms_of: None,
+        loop_variants: Vec::new(),
+        loop_variant: None,
+        loop_sweeps: (String::new(), String::new()),
         many_pushes: false,
         loop_ranges: HashSet::new(),
         unread_slices: HashSet::new(),
@@ -92,6 +98,18 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         functions.push_str(&e.function_named(c, TERMS_SUFFIX)?);
     }
     e.terms_of = None;
+    // A loop node's element function's primal and apply variants (straight-line: they
+    // ask for nothing in turn), then the nodes' sweeps, which call the latter.
+    for c in std::mem::take(&mut e.loop_variants) {
+        for suffix in [PRIMAL_SUFFIX, APPLY_SUFFIX] {
+            let _ = writeln!(protos, "{};", e.signature_named(c, suffix));
+            functions.push_str(&e.function_named(c, suffix)?);
+        }
+    }
+    e.loop_variant = None;
+    let (sweeps, sweep_protos) = std::mem::take(&mut e.loop_sweeps);
+    protos.push_str(&sweep_protos);
+    functions.push_str(&sweeps);
     let entry_fn = e.entry(entry, &params, &ret);
     // `%chad_of` helpers (one may ask for another: a captured closure's type, also
     // from a lifting walk the helpers flushed here ask for).
@@ -166,6 +184,7 @@ impl Emitter<'_> {
         } else {
             None
         };
+        self.loop_variant = crate::emitter::LoopVariant::of_suffix(suffix);
         let mut s = self.signature_named(c, suffix);
         s.push_str(" {\n");
         // Calls check the stack where they are made; a closure's code can also be
@@ -186,6 +205,9 @@ impl Emitter<'_> {
         let ret = self.types.c(&code.ret);
         let _ = writeln!(s, "  {ret} ret_;");
         self.body(&code.body, "ret_", &mut s, 1)?;
+        if let Some(deltas) = self.loop_variant.take().and_then(|v| v.deltas()) {
+            s.push_str(&crate::delta_loop::local_sweep(self.m, c, &deltas));
+        }
         s.push_str("  return ret_;\n}\n\n");
         Ok(s)
     }

@@ -33,6 +33,13 @@ pub(crate) struct Emitter<'m> {
     pub(crate) terms_variants: Vec<CodeId>,
     /// In a terms variant, the `%delta` whose terms go into the sum's node.
     pub(crate) terms_of: Option<VarId>,
+    /// Codes whose primal and apply variants a loop node calls (`delta_loop.rs`).
+    pub(crate) loop_variants: Vec<CodeId>,
+    /// In a loop node's variant, which one; in an apply variant, the `%delta`s met so
+    /// far and their terms.
+    pub(crate) loop_variant: Option<LoopVariant>,
+    /// The loop nodes' sweep functions emitted so far, and their prototypes.
+    pub(crate) loop_sweeps: (String, String),
     /// Whether the function being emitted makes many tape nodes (long straight-line
     /// code): each is then an out-of-line call (`fx_tape_push1/2`), since hundreds of
     /// inlined room checks took GCC minutes at -O3.
@@ -51,6 +58,38 @@ pub(crate) const MANY_PUSHES: usize = 64;
 
 /// The C name of a terms variant is its code's `fn_N` with this suffix.
 pub(crate) const TERMS_SUFFIX: &str = "_t";
+/// The suffixes of a loop node's element function's variants (`delta_loop.rs`): the
+/// primal one (no tape) and the one that sweeps the element's nodes.
+pub(crate) const PRIMAL_SUFFIX: &str = "_p";
+pub(crate) const APPLY_SUFFIX: &str = "_a";
+
+/// An element's `%delta`s, in order: each one's variable and its terms (the
+/// coefficient as C, the id as an atom).
+pub(crate) type Deltas = Vec<(VarId, Vec<(String, Atom)>)>;
+
+/// Which variant of a loop node's element function is being emitted (`delta_loop.rs`).
+pub(crate) enum LoopVariant {
+    Primal,
+    /// The `%delta`s met so far.
+    Apply(Deltas),
+}
+
+impl LoopVariant {
+    pub(crate) fn of_suffix(suffix: &str) -> Option<LoopVariant> {
+        match suffix {
+            PRIMAL_SUFFIX => Some(LoopVariant::Primal),
+            APPLY_SUFFIX => Some(LoopVariant::Apply(Vec::new())),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn deltas(self) -> Option<Deltas> {
+        match self {
+            LoopVariant::Apply(d) => Some(d),
+            LoopVariant::Primal => None,
+        }
+    }
+}
 
 pub(crate) fn var(v: VarId) -> String {
     format!("v{}", v.0)
@@ -113,6 +152,9 @@ impl<'m> Emitter<'m> {
         for p in &code.params {
             let t = self.types.c(self.m.var_ty(*p));
             let _ = write!(s, ", {t} {}", var(*p));
+        }
+        if suffix == APPLY_SUFFIX {
+            s.push_str(", double A_, double *adj_, int64_t mark_");
         }
         s.push(')');
         s

@@ -23,6 +23,7 @@
 mod analysis;
 mod delta_c;
 mod delta_fuse;
+mod delta_loop;
 mod emit;
 mod emitter;
 mod prims;
@@ -332,6 +333,7 @@ mod layering {
         ("types", include_str!("types/delta.rs")),
         ("emitter", include_str!("emitter.rs")),
         ("prims", include_str!("prims.rs")),
+        ("delta_loop", include_str!("delta_loop.rs")),
         ("delta_c", include_str!("delta_c.rs")),
         ("delta_fuse", include_str!("delta_fuse.rs")),
         ("emit", include_str!("emit.rs")),

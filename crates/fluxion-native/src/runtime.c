@@ -648,11 +648,29 @@ static double fx_lgamma(double x) {
  * ids (types.rs `Types::get`). It holds the two arrays (a reference each) instead of
  * their 2n terms: O(1) tape where the fused node wrote 24n bytes, and the sweep reads
  * the terms back from the arrays in the fused node's order (fx_tape_sweep_dot). */
+/* A loop node (delta_loop.rs): the delta of a `%delta_sum` over a loop whose element
+ * function is cheap straight-line code. It holds the element function's closure (a
+ * heap copy) and the loop's operand arrays instead of the elements' nodes, and its
+ * sweep (generated per loop) runs the elements again, last to first, each with its
+ * own nodes swept in registers: the updates the elements' nodes would have made, in
+ * the same order. Both kinds share this struct; `sweep` is NULL for a dot node. */
+struct fx_tape_dot;
+/* What a loop node has besides a dot node's fields: its sweep, the element function's
+ * closure it owns (a copy, allocated with this), the bytes of the nodes it stands for,
+ * and the arrays it holds (its operands and its closure's), to count each once. */
 typedef struct {
+  void (*sweep)(const struct fx_tape_dot *d, double a, double *adj, int64_t mark);
+  fx_clo *clo;
+  uint64_t terms;
+  fx_arr *arrs[4];
+} fx_tape_loop_t;
+typedef struct fx_tape_dot {
   int64_t id, n;
   fx_arr *a, *b;
   /* The bytes this node counted as held (fx_tape_dot_pays). */
   uint64_t held;
+  /* NULL for a dot node. */
+  fx_tape_loop_t *loop;
 } fx_tape_dot_t;
 static struct {
   int64_t len, depth, cap_nodes, nterms, cap_terms, cursor;
@@ -845,7 +863,11 @@ static void fx_tape_sweep(void) {
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
     if (id == next_dot) {
-      if (a != 0.0) fx_tape_sweep_dot(&fx_tape.dots[r], a, adj, mark);
+      const fx_tape_dot_t *d = &fx_tape.dots[r];
+      if (a != 0.0) {
+        if (d->loop) d->loop->sweep(d, a, adj, mark);
+        else fx_tape_sweep_dot(d, a, adj, mark);
+      }
       r--;
       next_dot = r >= 0 ? fx_tape.dots[r].id : -1;
       continue;
@@ -899,13 +921,37 @@ static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
   return held;
 }
 /* Whether a dot node over `n` elements holding `held` bytes (fx_tape_dot_held) keeps
- * the tape within a constant of the terms it replaces: the arrays the tape's dot nodes hold stay within twice the
- * 24 bytes per element their terms would take. Arrays much longer than the dot (a
+ * the tape within a constant of the terms it replaces: the arrays the tape's dot nodes
+ * hold stay within twice the 24 bytes per element their terms would take, plus a
+ * sixteenth of the memory budget (so that the rows of one matrix larger than their
+ * first row's terms are read in place: its first node holds it all). Arrays much longer than the dot (a
  * dot over a prefix of a fresh long array, every iteration) write terms instead, so
  * that holding them never costs memory the terms would not (found by a helper:
  * /work/adv12/min). */
 static inline int fx_tape_dot_pays(uint64_t held, int64_t n) {
-  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n);
+  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n) + fx_memory_limit / 16;
+}
+/* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
+ * as held: each once, and none the node before holds. */
+static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, int k) {
+  const fx_tape_dot_t *last = fx_tape.ndots > 0 ? &fx_tape.dots[fx_tape.ndots - 1] : NULL;
+  uint64_t held = 0;
+  for (int j = 0; j < k; j++) {
+    const fx_arr *x = arrs[j];
+    int counted = !x;
+    for (int i = 0; i < j && !counted; i++) counted = arrs[i] == x;
+    if (last && !counted) {
+      counted = x == last->a || x == last->b;
+      for (int i = 0; i < 4 && !counted && last->loop; i++) counted = x == last->loop->arrs[i];
+    }
+    if (!counted) held += bytes[j];
+  }
+  return held;
+}
+/* Whether a loop node holding `held` more bytes, in place of `terms` bytes of nodes,
+ * keeps the held arrays within twice what the nodes would take (fx_tape_dot_pays). */
+static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
+  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + terms) + fx_memory_limit / 16;
 }
 /* The dot node of `a` and `b` over their first `n` elements (the caller checked that
  * both have them, and fx_tape_dot_pays of their `held` bytes), holding a reference to each; the zero delta
@@ -922,9 +968,29 @@ static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint3
   }
   fx_inc(a);
   fx_inc(b);
-  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held};
+  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held, NULL};
   fx_tape.dot_held += held;
   fx_tape.dot_terms += 24 * (uint64_t)n;
+  return fx_tape_node_raw();
+}
+/* The loop node of `n` elements (n > 0; the caller checked fx_tape_loop_pays): `x`
+ * (allocated with the closure's copy it owns) says its sweep and the `k` arrays it
+ * holds; it takes a reference to the operands `a` and `b` (NULL where the loop has
+ * fewer). */
+static int64_t fx_tape_loop(fx_tape_loop_t *x, fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src,
+                            uint32_t start, uint32_t end) {
+  fx_tape_reserve(0, src, start, end);
+  if (fx_tape.ndots == fx_tape.cap_dots) {
+    int64_t cap = fx_tape.cap_dots;
+    fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
+                                                 start, end);
+    fx_tape.cap_dots = cap;
+  }
+  fx_inc(a);
+  fx_inc(b);
+  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held, x};
+  fx_tape.dot_held += held;
+  fx_tape.dot_terms += x->terms;
   return fx_tape_node_raw();
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
@@ -932,10 +998,12 @@ static void fx_tape_close(int64_t mark) {
   while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
     fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
     fx_tape.dot_held -= d->held;
-    fx_tape.dot_terms -= 24 * (uint64_t)d->n;
-    /* Arrays of pairs hold no references: dropping one frees its buffer alone. */
-    if (fx_dec_last(d->a)) fx_release(d->a);
-    if (fx_dec_last(d->b)) fx_release(d->b);
+    fx_tape.dot_terms -= d->loop ? d->loop->terms : 24 * (uint64_t)d->n;
+    /* Arrays of pairs or scalars hold no references: dropping one frees its buffer
+     * alone. */
+    if (d->a && fx_dec_last(d->a)) fx_release(d->a);
+    if (d->b && fx_dec_last(d->b)) fx_release(d->b);
+    if (d->loop) fx_dec_clo(d->loop->clo);
   }
   fx_tape.len = mark;
   fx_tape.nterms = fx_tape.starts[mark];

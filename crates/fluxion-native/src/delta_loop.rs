@@ -1,0 +1,373 @@
+//! Loop nodes (`--ad delta`, issue 32's array-level reverse for loops of cheap
+//! straight-line elements): a `%delta_sum` of a loop whose element function is
+//! arithmetic, index reads and `%delta`s — no call, branch, loop or transcendental
+//! function — records no node per element. The loop runs a *primal variant* of the
+//! element function (`fn_N_p`: its `%delta`s record nothing) and the sum's delta is one
+//! tape node that holds the element function's closure (a heap copy) and the loop's
+//! operand arrays. Its sweep (`fx_sweep_K`, one per loop) runs the *apply variant*
+//! (`fn_N_a`) for each element, last to first: the element computed again, then its
+//! own `%delta`s swept in registers, each term added into the local adjoint of an
+//! earlier `%delta` of the element or into the tape's adjoint of an id it read.
+//!
+//! Why the bits are the interpreter's: the elements' nodes would lie on the tape
+//! element after element, the sum's node last, and the sweep would visit the sum's node
+//! (giving each element's result delta the adjoint `0.0 + 1.0·ā = ā`), then each
+//! element's nodes last to first, elements last to first — the updates the apply
+//! variants make, in the same order, with the same rules (a zero adjoint is skipped; a
+//! zero coefficient passes no infinite or NaN adjoint on; ids below the tape's mark
+//! and the zero id take nothing). A `%delta` whose terms all fell on the zero id made
+//! no node and had id 0: here its local adjoint reaches only such terms, so nothing.
+//!
+//! The rule that decides recompute over store (the issue's "stated rule"): an element
+//! is computed again where its primal operations are arithmetic (`+ − × ÷`, `min`,
+//! `max`, `abs`, comparisons, `to_real`, `%lscale`) and reads; one that evaluates a
+//! transcendental function or calls anything keeps its terms on the tape
+//! (`delta_fuse.rs`). The held arrays count against the tape's memory as dot nodes'
+//! do (`fx_tape_loop_pays`): where they would hold more than twice the nodes' bytes,
+//! the loop records its elements' nodes as written.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use fluxion_core::{Atom, Binding, CodeId, Lit, Module, Prim, Rhs, Type, VarId};
+
+use crate::emitter::{APPLY_SUFFIX, Emitter, PRIMAL_SUFFIX, atom, span_args, var, versioned};
+
+/// The most `%delta`s an element may make (each a local adjoint in the sweep).
+const MAX_DELTAS: usize = 64;
+/// The most arrays a loop node holds (`fx_tape_dot_t.arrs`).
+const MAX_HELD: usize = 4;
+
+/// The fewest elements a loop node is made for: below, making the node (the closure's
+/// copy, the references) costs more than the elements' nodes (GMM at d = 2, where most
+/// loops had one element: 287 M instructions a gradient against 166 M).
+const MIN_COUNT: usize = 8;
+
+/// What a loop node needs of its element function.
+pub(crate) struct Recompute {
+    deltas: usize,
+    terms: usize,
+}
+
+fn is_pair(t: &Type) -> bool {
+    matches!(t, Type::Tuple(ts) if ts.as_slice() == [Type::Real, Type::Int])
+}
+
+fn scalar(t: &Type) -> bool {
+    matches!(t, Type::Real | Type::Int | Type::Bool) || is_pair(t)
+}
+
+/// Primitives an element computed again may apply: cheap, and none but the reads and
+/// integer division can fail (and those failed in the loop's own run, if at all).
+fn cheap(p: Prim) -> bool {
+    use Prim::*;
+    matches!(
+        p,
+        Add | Sub
+            | Mul
+            | Div
+            | Rem
+            | Neg
+            | Not
+            | Eq
+            | Ne
+            | Lt
+            | Le
+            | Gt
+            | Ge
+            | Index
+            | Length
+            | LinScale
+            | ToReal
+            | Min
+            | Max
+            | Abs
+    )
+}
+
+/// The `%delta` whose id code `c` returns as its result pair's second component.
+fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
+    let body = &m.code(c).body;
+    let Atom::Var(r) = body.result else {
+        return None;
+    };
+    body.bindings.iter().find_map(|b| match &b.rhs {
+        Rhs::Tuple(parts) if b.var == r && parts.len() == 2 => match parts[1] {
+            Atom::Var(d) => Some(d),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// Whether code `c`, the element function of loop primitive `p` (`build`, `map`,
+/// `map2`), can be computed again at the sweep: its parameters scalars or pairs, its
+/// captures those or arrays of them (at most [`MAX_HELD`] arrays with the loop's
+/// operands), its bindings projections, tuples and [`cheap`] primitives on scalars
+/// besides its `%delta`s, whose ids flow only into later `%delta`s' terms and, one of
+/// them, into the result pair.
+pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> {
+    let code = m.code(c);
+    let operands = match p {
+        Prim::Build => 0,
+        Prim::Map => 1,
+        Prim::Map2 => 2,
+        _ => return None,
+    };
+    let params_ok =
+        code.params.len() == operands.max(1) && code.params.iter().all(|x| scalar(m.var_ty(*x)));
+    let mut arrays = operands;
+    for x in &code.captures {
+        match m.var_ty(*x) {
+            Type::Array(e) if scalar(e) => arrays += 1,
+            t if scalar(t) => {}
+            _ => return None,
+        }
+    }
+    if !params_ok || arrays > MAX_HELD {
+        return None;
+    }
+    let r = result_delta(m, c)?;
+    let mut deltas: Vec<VarId> = Vec::new();
+    let mut terms = 0;
+    for b in &code.body.bindings {
+        match &b.rhs {
+            Rhs::Atom(_) | Rhs::Proj(..) | Rhs::Tuple(_) => {}
+            Rhs::Prim(Prim::DeltaPush, args) => {
+                deltas.push(b.var);
+                terms += args.len() / 2;
+            }
+            Rhs::Prim(q, _) if cheap(*q) && scalar(m.var_ty(b.var)) => {}
+            _ => return None,
+        }
+    }
+    if !deltas.contains(&r) || deltas.len() > MAX_DELTAS {
+        return None;
+    }
+    // Every use of a `%delta`'s id: a later `%delta`'s id operand, or the result pair's
+    // second component; the result pair itself is used by nothing.
+    let result = code.body.result;
+    for b in &code.body.bindings {
+        let uses: Vec<(usize, &Atom)> = match &b.rhs {
+            Rhs::Atom(a) | Rhs::Proj(a, _) => vec![(0, a)],
+            Rhs::Tuple(xs) | Rhs::Prim(_, xs) => xs.iter().enumerate().collect(),
+            _ => return None,
+        };
+        let id_operand = |k: usize| match &b.rhs {
+            Rhs::Prim(Prim::DeltaPush, _) => k % 2 == 1,
+            Rhs::Tuple(_) => Atom::Var(b.var) == result && k == 1,
+            _ => false,
+        };
+        for (k, a) in uses {
+            let Atom::Var(v) = a else { continue };
+            if (deltas.contains(v) && !id_operand(k)) || *a == result {
+                return None;
+            }
+        }
+    }
+    Some(Recompute {
+        deltas: deltas.len(),
+        terms,
+    })
+}
+
+/// The end of an apply variant (`fn_N_a(self_, params…, A_, adj_, mark_)`): the
+/// element's `%delta`s swept last to first from its result's adjoint `A_`, the terms
+/// on its own `%delta`s into locals, the others into the tape's adjoints.
+pub(crate) fn local_sweep(
+    m: &Module,
+    c: CodeId,
+    deltas: &[(VarId, Vec<(String, Atom)>)],
+) -> String {
+    let index: HashMap<VarId, usize> = deltas
+        .iter()
+        .enumerate()
+        .map(|(k, (v, _))| (*v, k))
+        .collect();
+    let mut s = String::from("  {\n");
+    let locals: Vec<String> = (0..deltas.len()).map(|k| format!("l{k} = 0.0")).collect();
+    let _ = writeln!(s, "    double {};", locals.join(", "));
+    if let Some(r) = result_delta(m, c).and_then(|r| index.get(&r)) {
+        let _ = writeln!(s, "    l{r} = A_;");
+    }
+    for (k, (_, terms)) in deltas.iter().enumerate().rev() {
+        let _ = write!(s, "    if (l{k} != 0.0) {{ int fin_ = isfinite(l{k});");
+        for (coef, id) in terms {
+            match id {
+                Atom::Var(v) if index.contains_key(v) => {
+                    let j = index[v];
+                    let _ = write!(
+                        s,
+                        " {{ double c_ = {coef}; if (fin_ || c_ != 0.0) l{j} += c_ * l{k}; }}"
+                    );
+                }
+                Atom::Lit(Lit::Int(0)) => {}
+                _ => {
+                    let _ = write!(
+                        s,
+                        " {{ double c_ = {coef}; int64_t p_ = {}; if (p_ >= mark_ && (fin_ || c_ != 0.0)) adj_[p_ - mark_] += c_ * l{k}; }}",
+                        atom(id)
+                    );
+                }
+            }
+        }
+        s.push_str(" }\n");
+    }
+    s.push_str("    (void)adj_; (void)mark_;\n  }\n");
+    s
+}
+
+/// The loop `loop_` (primitive `p`, operands `args`, element function `f` of code
+/// `code`) and its `%delta_sum` `sum` as a loop node, as C statements over the count
+/// `n` (declared and checked before them); `fallback` where holding its arrays does not
+/// pay.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    (p, args, f): (Prim, &[Atom], &Atom),
+    code: CodeId,
+    rec: &Recompute,
+    fallback: &str,
+) -> String {
+    let m = e.module();
+    let (lsp, ssp, name) = (span_args(loop_.span), span_args(sum.span), var(sum.var));
+    let fv = e.atom(f);
+    let env = format!("((env_{}*)({fv}))", code.0);
+    // The operands, dense, and every array the node holds with its bytes.
+    let mut s = String::new();
+    let mut operands: Vec<(String, Type)> = Vec::new();
+    for (k, x) in args.iter().skip(1).enumerate() {
+        if p == Prim::Build {
+            break;
+        }
+        let Type::Array(t) = m.atom_ty(x) else {
+            continue;
+        };
+        let _ = write!(s, "fx_arr *d{k}_ = fx_dense((fx_arr*)({})); ", e.atom(x));
+        operands.push((format!("d{k}_"), (*t).clone()));
+    }
+    let mut held: Vec<(String, String)> = Vec::new();
+    for (o, t) in &operands {
+        let size = e.types().elem_size(t);
+        held.push((o.clone(), format!("(uint64_t)FX_LEN({o}) * {size}")));
+    }
+    let captures = m.code(code).captures.clone();
+    for (i, x) in captures.iter().enumerate() {
+        if let Type::Array(t) = m.var_ty(*x) {
+            let size = e.types().elem_size(t);
+            let a = format!("{env}->c{i}");
+            held.push((a.clone(), format!("(uint64_t)FX_LEN({a}) * {size}")));
+        }
+    }
+    let k = held.len();
+    let arrs: Vec<&str> = held.iter().map(|h| h.0.as_str()).collect();
+    let bytes: Vec<&str> = held.iter().map(|h| h.1.as_str()).collect();
+    let (arrs, bytes) = if k == 0 {
+        ("NULL".to_string(), "0".to_string())
+    } else {
+        (arrs.join(", "), bytes.join(", "))
+    };
+    let per = 12 * rec.terms + 8 * rec.deltas + 16;
+    let _ = write!(
+        s,
+        "fx_arr *ha_[{n}] = {{{arrs}}}; uint64_t held_ = 0, terms_ = (uint64_t)n * {per}; int node_ = 0; if (n >= {MIN_COUNT}) {{ uint64_t hb_[{n}] = {{{bytes}}}; held_ = fx_tape_loop_held(ha_, hb_, {k}); node_ = fx_tape_loop_pays(held_, terms_); }} ",
+        n = k.max(1)
+    );
+    // The variants and this loop's sweep.
+    if !e.loop_variants.contains(&code) {
+        e.loop_variants.push(code);
+    }
+    let c = code.0;
+    let element = |e: &mut Emitter<'_>, arr: &dyn Fn(usize) -> String| -> String {
+        if p == Prim::Build {
+            return "i".into();
+        }
+        let reads: Vec<String> = operands
+            .iter()
+            .enumerate()
+            .map(|(k, (_, t))| e.types().get(t, &arr(k), "i"))
+            .collect();
+        reads.join(", ")
+    };
+    let in_sweep = element(e, &|k| if k == 0 { "d->a".into() } else { "d->b".into() });
+    let sweep_no = e.loop_sweeps.1.lines().count();
+    let proto = format!(
+        "static void fx_sweep_{sweep_no}(const fx_tape_dot_t *d, double a, double *adj, int64_t mark)"
+    );
+    let _ = writeln!(e.loop_sweeps.1, "{proto};");
+    let _ = writeln!(
+        e.loop_sweeps.0,
+        "{proto} {{\n  fx_clo *f = d->loop->clo;\n  for (int64_t i = d->n - 1; i >= 0; i--) fn_{c}{APPLY_SUFFIX}(f, {in_sweep}, a, adj, mark);\n}}\n"
+    );
+    // The primal run of the elements.
+    let hints = match p {
+        Prim::Build => e.index_hints(f, "n"),
+        _ => None,
+    };
+    let in_loop = element(e, &|k| operands[k].0.clone());
+    let loops = versioned(hints, |assume| {
+        format!(
+            "for (int64_t i = 0; i < n; i++) {{ {assume}t += fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}).f0; }}"
+        )
+    });
+    // The closure's copy the node owns (its captures, each with a reference), and
+    // after it in the same allocation the node's loop part.
+    let mut copy = format!(
+        "env_{c} *cp_ = (env_{c}*)fx_alloc(sizeof(env_{c}) + sizeof(fx_tape_loop_t), {lsp}); cp_->h.code = {env}->h.code; cp_->h.drop = {env}->h.drop;"
+    );
+    for (i, x) in captures.iter().enumerate() {
+        let ty = m.var_ty(*x).clone();
+        let _ = write!(
+            copy,
+            " cp_->c{i} = {env}->c{i}; {}",
+            e.types().inc(&ty, &format!("cp_->c{i}"))
+        );
+    }
+    let a = operands.first().map_or("NULL", |o| o.0.as_str());
+    let b = operands.get(1).map_or("NULL", |o| o.0.as_str());
+    let _ = write!(
+        s,
+        "if (node_) {{ double t = 0.0; {loops} {name}.f0 = t; {{ {copy} fx_tape_loop_t *x_ = (fx_tape_loop_t*)(cp_ + 1); x_->sweep = fx_sweep_{sweep_no}; x_->clo = (fx_clo*)cp_; x_->terms = terms_; for (int j = 0; j < 4; j++) x_->arrs[j] = j < {k} ? ha_[j] : NULL; {name}.f1 = fx_tape_loop(x_, {a}, {b}, n, held_, {ssp}); }} }} else {{ {fallback} }}"
+    );
+    s
+}
+
+/// The loop and its sum as written, without the loop's array of pairs: each element's
+/// pair from the element function, which records its own nodes, then the sum's node
+/// of their ids (`%delta_sum`), as C statements over `n` (declared and checked).
+pub(crate) fn unfused(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    (p, args, f): (Prim, &[Atom], &Atom),
+    code: CodeId,
+) -> String {
+    let m = e.module();
+    let (lsp, ssp, name) = (span_args(loop_.span), span_args(sum.span), var(sum.var));
+    let pair = Type::Tuple(vec![Type::Real, Type::Int]);
+    let pc = e.types().c(&pair);
+    let reads: Vec<String> = match p {
+        Prim::Build => vec!["i".into()],
+        _ => args
+            .iter()
+            .skip(1)
+            .map(|x| match m.atom_ty(x) {
+                Type::Array(t) => {
+                    let arr = e.atom(x);
+                    e.types().get(&t, &arr, "i")
+                }
+                _ => "0".into(),
+            })
+            .collect(),
+    };
+    let fv = e.atom(f);
+    let set = e.types().set(&pair, "u_", "i", "r_");
+    let get = e.types().get(&pair, "u_", "i");
+    format!(
+        "fx_arr *u_ = fx_arr_new(n, 16, \"an array\", {lsp}); for (int64_t i = 0; i < n; i++) {{ {pc} r_ = fn_{}({fv}, {}); {set} }} double t = 0.0; for (int64_t i = 0; i < n; i++) t += {get}.f0; {name}.f0 = t; if (n == 0) {name}.f1 = 0; else {{ fx_tape_reserve(n, {ssp}); for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, {get}.f1); {name}.f1 = fx_tape_node(); }} if (fx_dec_last(u_)) fx_release(u_);",
+        code.0,
+        reads.join(", ")
+    )
+}
