@@ -627,42 +627,26 @@ impl<L: Layer> Translate<'_, L> {
             // One tape swept per row cannot be carried through a layer: the rows of
             // `%delta_vjp` each are (`vjp_primitive.rs`).
             DeltaJacobian => {
-                let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
-                let h = crate::vjp_primitive::jacobian_by_rows_code(b, &fty);
-                let h = translate_code(b.m, h, self.layer, None)?;
-                b.emit(hint, Rhs::CallDirect(h, targs), lty)
+                let Atom::Var(f) = args[0] else {
+                    return Err(AdError::new(
+                        "internal error: `%delta_jacobian` of a literal".to_string(),
+                    ));
+                };
+                return self.jacobian_rows(b, f, &targs, &lty, hint);
             }
             DeltaVjp | ChadVjp => {
-                let fty = b.m.atom_ty(&args[0]);
                 let targs = self.atoms(b, args);
-                if let Atom::Var(f) = args[0]
-                    && let Some((code, caps)) = self.closures.get(&f).cloned()
-                {
-                    let caps = self.atoms(b, &caps);
-                    let known = KnownVjp {
-                        code,
-                        caps: &caps,
-                        x: targs[1],
-                        w: targs[2],
-                        result: &lty,
-                    };
-                    if let Some(a) = self.layer.reverse_vjp_of_closure(b, known)? {
-                        return Ok(a);
-                    }
-                } else if let Atom::Var(f) = args[0]
-                    && let Some(a) = self.layer.reverse_vjp_of_unknown(b, f, &targs, &lty)
-                {
-                    return Ok(a);
-                }
-                match self.layer.reverse_vjp(b, p, &fty, &targs) {
-                    Some(a) => a,
-                    None => {
-                        let h = crate::pullback_by_jvps::vjp_by_forward_code(b, &fty);
-                        let h = translate_code(b.m, h, self.layer, None)?;
-                        b.emit(hint, Rhs::CallDirect(h, targs), lty)
-                    }
-                }
+                let known = match args[0] {
+                    Atom::Var(f) => self.closures.get(&f).cloned(),
+                    Atom::Lit(_) => None,
+                };
+                let known = known.map(|(code, caps)| (code, self.atoms(b, &caps)));
+                let f = match args[0] {
+                    Atom::Var(f) => Some(f),
+                    Atom::Lit(_) => None,
+                };
+                return reverse_vjp(self.layer, b, p, (f, known), &targs, &lty, hint);
             }
             _ => {
                 let args = self.atoms(b, args);
@@ -675,6 +659,114 @@ impl<L: Layer> Translate<'_, L> {
             }
         })
     }
+}
+
+impl<L: Layer> Translate<'_, L> {
+    /// `%delta_jacobian(f, x)` translated (its one recording cannot be carried through
+    /// a layer): the rows of `%delta_vjp` it stands for, `build(m, |i| %delta_vjp(f, x,
+    /// eᵢ).1)` for `m = length(f(x))`, each row's reverse pass translated as a
+    /// `%delta_vjp` of `f` is — so a known closure or one `Module::twice` allows is a
+    /// tape of tapes under delta, as the rows written out were.
+    fn jacobian_rows(
+        &mut self,
+        b: &mut Builder,
+        f: VarId,
+        targs: &[Atom],
+        lty: &Type,
+        hint: &str,
+    ) -> Result<Atom, AdError> {
+        let map = self.layer.map();
+        let reals = Type::array(Type::Real);
+        let known = self.closures.get(&f).cloned();
+        let known = known.map(|(code, caps)| (code, self.atoms(b, &caps)));
+        let ty_y = b.m.map_type(&reals, map);
+        let y = b.emit("value", Rhs::Call(targs[0], vec![targs[1]]), ty_y);
+        let m = b.prim(Prim::Length, &[y], Type::Int);
+        let m = var_of(b, m);
+        let pair_ty =
+            b.m.map_type(&Type::Tuple(vec![reals.clone(), reals.clone()]), map);
+        let layer = self.layer;
+        let mut failed = None;
+        let row = b.closure("jacobian_row", vec![Type::Int], |b, ps| {
+            let i = var_of(b, ps[0]);
+            let unit = b.closure("unit", vec![Type::Int], |b, qs| {
+                let hit = b.cmp(Prim::Eq, qs[0], Atom::Var(i));
+                b.if_(
+                    hit,
+                    Type::Real,
+                    |_| crate::builder::real(1.0),
+                    |_| crate::builder::real(0.0),
+                )
+            });
+            let e = b.emit(
+                "e",
+                Rhs::Prim(Prim::Build, vec![Atom::Var(m), unit]),
+                reals.clone(),
+            );
+            let te = lift_value(b, layer, &reals, e);
+            let vjp_args = [targs[0], targs[1], te];
+            let p = Prim::DeltaVjp;
+            match reverse_vjp(layer, b, p, (Some(f), known), &vjp_args, &pair_ty, "vjp") {
+                Ok(r) => b.proj(&r, 1),
+                Err(e) => {
+                    failed = Some(e);
+                    Atom::Lit(fluxion_core::Lit::Unit)
+                }
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(b.emit(
+            hint,
+            Rhs::Prim(Prim::Build, vec![Atom::Var(m), row]),
+            lty.clone(),
+        ))
+    }
+}
+
+/// A reverse operator `p(f, x, w)` (`%delta_vjp`, `%chad_vjp`) on translated arguments
+/// `targs`: by the layer's rule for `f`'s closure where the code around builds it
+/// (`known`: its code and translated captures), for one chosen at run time where the
+/// layer has one, else the layer's own, else forward mode's pullback translated.
+fn reverse_vjp<L: Layer>(
+    layer: &L,
+    b: &mut Builder,
+    p: Prim,
+    (f, known): (Option<VarId>, Option<(CodeId, Vec<Atom>)>),
+    targs: &[Atom],
+    lty: &Type,
+    hint: &str,
+) -> Result<Atom, AdError> {
+    let fty = b.m.atom_ty(&targs[0]);
+    let fty = match f {
+        Some(f) => b.m.var_ty(f).clone(),
+        None => fty,
+    };
+    if let Some((code, caps)) = &known {
+        let known = KnownVjp {
+            code: *code,
+            caps,
+            x: targs[1],
+            w: targs[2],
+            result: lty,
+        };
+        if let Some(a) = layer.reverse_vjp_of_closure(b, known)? {
+            return Ok(a);
+        }
+    } else if let Some(f) = f
+        && let Some(a) = layer.reverse_vjp_of_unknown(b, f, targs, lty)
+    {
+        return Ok(a);
+    }
+    Ok(match layer.reverse_vjp(b, p, &fty, targs) {
+        Some(a) => a,
+        None => {
+            let h = crate::pullback_by_jvps::vjp_by_forward_code(b, &fty);
+            let h = translate_code(b.m, h, layer, None)?;
+            b.emit(hint, Rhs::CallDirect(h, targs.to_vec()), lty.clone())
+        }
+    })
 }
 
 /// A primal function of translated closure `f` (its parameters' and result's types

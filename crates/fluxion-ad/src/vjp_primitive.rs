@@ -10,8 +10,8 @@
 //!   runs `f` again, so each costs one forward and one backward pass.
 //! - `jacobian(f, x)`: row i is `%p(f, x, eᵢ).1`, one reverse pass per output; under
 //!   delta `%delta_jacobian(f, x)`, which runs `f` once on one tape and sweeps it once
-//!   per output. Where a layer or the ahead-of-time resolution cannot carry that, it is
-//!   a call of [`jacobian_by_rows_code`], the rows again.
+//!   per output. A layer translates it as the rows again (`structural.rs`); where the
+//!   ahead-of-time resolution cannot run it, it is a call of [`jacobian_by_rows_code`].
 //! - `hessian(f, x)`: forward-over-reverse, column j is `jvp(|y| grad(f, y), x, eⱼ).1`;
 //!   the forward layer carries `%p` through with a reverse pass of the
 //!   forward-translated function (`forward.rs`), so each column costs O(primal).
@@ -110,8 +110,7 @@ fn jacobian_by_rows(b: &mut Builder, s: &Site, p: Prim) -> Atom {
 }
 
 /// A helper code `(f, x) -> jacobian(f, x)` for `f: fty = [Real] -> [Real]`, by rows
-/// of `%delta_vjp`: what `%delta_jacobian` is where a layer translates it (a reverse
-/// pass inside a function being differentiated) or the resolution cannot run `f`'s
+/// of `%delta_vjp`: what `%delta_jacobian` is where the resolution cannot run `f`'s
 /// delta translation itself.
 pub(crate) fn jacobian_by_rows_code(b: &mut Builder, fty: &Type) -> fluxion_core::CodeId {
     let reals = Type::array(Type::Real);

@@ -876,7 +876,9 @@ fn a_delta_jacobian_runs_its_function_once_and_sweeps_per_row() {
 /// of a function that takes a Jacobian, the Jacobian of a function that applies
 /// `grad`, of a closure chosen at run time, and of a function with no outputs, each
 /// natively as interpreted and as forward mode; a fault inside the function is the
-/// same error in every mode.
+/// same error in every mode. The gradient of a function taking a Jacobian is a tape of
+/// tapes (one pass each way per row), not forward mode's pullback (one JVP per input
+/// per row: 0.35 s against 72 s at 600 inputs).
 #[test]
 fn a_delta_jacobian_nested_in_other_operators() {
     let src = "fn f(x: [Real]) -> [Real] { [x[0] * x[1], sin(x[1]), x[0], x[0], 2.0] }
@@ -920,6 +922,12 @@ fn a_delta_jacobian_nested_in_other_operators() {
             }
         }
     }
+    let outer = format!("{src}\nfn main() -> [Real] {{ grad(g, {x}) }}");
+    let prims = prims_after_prepare(&outer, AdMode::Delta);
+    assert!(
+        prims.contains(&Prim::Delta2Open),
+        "no tape of tapes: {prims:?}"
+    );
     let first_line = |mode: AdMode| {
         let e = eval_reals(src, &format!("bad({x})"), options(mode)).expect_err("faults");
         e.lines().next().unwrap_or_default().to_string()

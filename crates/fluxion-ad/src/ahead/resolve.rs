@@ -976,7 +976,8 @@ fn make_twice(m: &mut Module, table: &Translations, code: CodeId) {
     for (i, c) in m.codes.iter().enumerate() {
         if live.get(i).copied().unwrap_or(false) {
             fluxion_core::visit::for_each_binding(&c.body, &mut |b| {
-                if let Rhs::Prim(Prim::DeltaVjp | Prim::ChadVjp, args) = &b.rhs
+                if let Rhs::Prim(Prim::DeltaVjp | Prim::ChadVjp | Prim::DeltaJacobian, args) =
+                    &b.rhs
                     && let Some(Atom::Var(f)) = args.first()
                 {
                     sites.push(*f);
