@@ -184,6 +184,10 @@ const FAILING_PROGRAMS: &[&str] = &[
     "fn main() -> Int { let x = [1, 2]; let ys = map(|i| x[i], [0, 7]); let z = x[9]; fold(|a, b| a + b + z, 0, ys) }",
     // map2's length check comes before the producer's failure.
     "fn main() -> [Int] { let x = [1, 2]; map2(|a, b| a + b, map(|i| x[i], [0, 3]), [1, 2, 3]) }",
+    // A loop over a pending array's length between it and its consumer: the array's
+    // negative length is reported first, at its own line (found by a helper).
+    "fn main() -> Real { let n = 1 - 3; let a = build(n, |i| 3.0);\n let b = build(length(a), |i| 0.0);\n sum(a) + sum(b) }",
+    "fn main() -> Real { let n = 1 - 3; let a = build(n, |i| 3.0);\n let b = build(length(a), |i| 0.0);\n let c = build(length(b), |i| 1.0);\n sum(map(|y| y * 2.0, a)) + sum(b) + sum(c) }",
     // A negative build length, fused with a map after it.
     "fn main() -> [Real] { let n = 2 - 5; map(|y| y + 1.0, build(n, |i| to_real(i))) }",
     // `sum` of `build` and of `map2` run fused under the producer's own check.

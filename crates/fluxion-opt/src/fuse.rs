@@ -288,7 +288,10 @@ impl Fuser<'_, '_> {
                 // A `map` of an inert function cannot fail; `build` and `map2` check
                 // lengths, so they can.
                 // A shadowed copy (`Context::shadowed`) cannot fail at all.
-                let keeps_order = Producer::of(&b.rhs).is_some_and(|p| self.cannot_fail(p));
+                // Not where its count is the length of an array still pending: that
+                // array's own check, moved past it, would come second.
+                let keeps_order = Producer::of(&b.rhs)
+                    .is_some_and(|p| self.cannot_fail(p) && !self.counts_on_pending(p, &pending));
                 if !keeps_order {
                     pending.values_mut().for_each(|p| p.interrupted = true);
                 }
@@ -362,6 +365,20 @@ impl Fuser<'_, '_> {
             Producer::Map { .. } => true,
             Producer::Map2 { f, xs, zs } => self.shadowed(&f) || lengths.same_length(xs, zs),
             Producer::Build { n, f } => self.shadowed(&f) || lengths.is_a_length(n),
+        }
+    }
+
+    /// Whether loop `p`'s count is the length of an array whose loop is pending (to be
+    /// moved past `p` into its consumer): `p`'s count is valid only once that loop has
+    /// checked it (found by a helper: `build(length(a), ..)` reported `a`'s negative
+    /// length at its own line).
+    fn counts_on_pending(&self, p: Producer, pending: &HashMap<VarId, Pending>) -> bool {
+        match p {
+            Producer::Build { n, f } => {
+                !self.shadowed(&f)
+                    && matches!(self.cx.lengths.array_of(n), Some(Atom::Var(a)) if pending.contains_key(&a))
+            }
+            _ => false,
         }
     }
 

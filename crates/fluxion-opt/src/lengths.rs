@@ -204,6 +204,14 @@ impl Lengths {
         }
     }
 
+    /// The array `n` is bound as the `length` of, if it is one.
+    pub(crate) fn array_of(&self, n: Atom) -> Option<Atom> {
+        match n {
+            Atom::Var(l) => self.length_of.get(&l).copied(),
+            Atom::Lit(_) => None,
+        }
+    }
+
     /// Whether `n` is the length of some array (so it is a valid length: a loop of
     /// that many elements cannot fail on it).
     pub(crate) fn is_a_length(&self, n: Atom) -> bool {
