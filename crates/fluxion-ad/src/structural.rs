@@ -628,25 +628,13 @@ impl<L: Layer> Translate<'_, L> {
             // `%delta_vjp` each are (`vjp_primitive.rs`).
             DeltaJacobian => {
                 let targs = self.atoms(b, args);
-                let Atom::Var(f) = args[0] else {
-                    return Err(AdError::new(
-                        "internal error: `%delta_jacobian` of a literal".to_string(),
-                    ));
-                };
+                let f = self.reversed_fn(b, p, &args[0])?;
                 return self.jacobian_rows(b, f, &targs, &lty, hint);
             }
             DeltaVjp | ChadVjp => {
                 let targs = self.atoms(b, args);
-                let known = match args[0] {
-                    Atom::Var(f) => self.closures.get(&f).cloned(),
-                    Atom::Lit(_) => None,
-                };
-                let known = known.map(|(code, caps)| (code, self.atoms(b, &caps)));
-                let f = match args[0] {
-                    Atom::Var(f) => Some(f),
-                    Atom::Lit(_) => None,
-                };
-                return reverse_vjp(self.layer, b, p, (f, known), &targs, &lty, hint);
+                let f = self.reversed_fn(b, p, &args[0])?;
+                return reverse_vjp(self.layer, b, p, f, &targs, &lty, hint);
             }
             _ => {
                 let args = self.atoms(b, args);
@@ -661,7 +649,24 @@ impl<L: Layer> Translate<'_, L> {
     }
 }
 
+/// The function of a reverse operator: its variable, and where the code around builds
+/// it, its code and translated captures.
+type ReversedFn = (VarId, Option<(CodeId, Vec<Atom>)>);
+
 impl<L: Layer> Translate<'_, L> {
+    /// The function operand `a` of reverse operator `p` (a variable: no literal is a
+    /// function), with its closure where this code builds it.
+    fn reversed_fn(&mut self, b: &mut Builder, p: Prim, a: &Atom) -> Result<ReversedFn, AdError> {
+        let Atom::Var(f) = *a else {
+            return Err(AdError::new(format!(
+                "internal error: `{}` of a literal",
+                p.name()
+            )));
+        };
+        let known = self.closures.get(&f).cloned();
+        Ok((f, known.map(|(code, caps)| (code, self.atoms(b, &caps)))))
+    }
+
     /// `%delta_jacobian(f, x)` translated (its one recording cannot be carried through
     /// a layer): the rows of `%delta_vjp` it stands for, `build(m, |i| %delta_vjp(f, x,
     /// eᵢ).1)` for `m = length(f(x))`, each row's reverse pass translated as a
@@ -670,15 +675,13 @@ impl<L: Layer> Translate<'_, L> {
     fn jacobian_rows(
         &mut self,
         b: &mut Builder,
-        f: VarId,
+        f: ReversedFn,
         targs: &[Atom],
         lty: &Type,
         hint: &str,
     ) -> Result<Atom, AdError> {
         let map = self.layer.map();
         let reals = Type::array(Type::Real);
-        let known = self.closures.get(&f).cloned();
-        let known = known.map(|(code, caps)| (code, self.atoms(b, &caps)));
         let ty_y = b.m.map_type(&reals, map);
         let y = b.emit("value", Rhs::Call(targs[0], vec![targs[1]]), ty_y);
         let m = b.prim(Prim::Length, &[y], Type::Int);
@@ -706,7 +709,7 @@ impl<L: Layer> Translate<'_, L> {
             let te = lift_value(b, layer, &reals, e);
             let vjp_args = [targs[0], targs[1], te];
             let p = Prim::DeltaVjp;
-            match reverse_vjp(layer, b, p, (Some(f), known), &vjp_args, &pair_ty, "vjp") {
+            match reverse_vjp(layer, b, p, f, &vjp_args, &pair_ty, "vjp") {
                 Ok(r) => b.proj(&r, 1),
                 Err(e) => {
                     failed = Some(e);
@@ -733,16 +736,12 @@ fn reverse_vjp<L: Layer>(
     layer: &L,
     b: &mut Builder,
     p: Prim,
-    (f, known): (Option<VarId>, Option<(CodeId, Vec<Atom>)>),
+    (f, known): ReversedFn,
     targs: &[Atom],
     lty: &Type,
     hint: &str,
 ) -> Result<Atom, AdError> {
-    let fty = b.m.atom_ty(&targs[0]);
-    let fty = match f {
-        Some(f) => b.m.var_ty(f).clone(),
-        None => fty,
-    };
+    let fty = b.m.var_ty(f).clone();
     if let Some((code, caps)) = &known {
         let known = KnownVjp {
             code: *code,
@@ -754,9 +753,7 @@ fn reverse_vjp<L: Layer>(
         if let Some(a) = layer.reverse_vjp_of_closure(b, known)? {
             return Ok(a);
         }
-    } else if let Some(f) = f
-        && let Some(a) = layer.reverse_vjp_of_unknown(b, f, targs, lty)
-    {
+    } else if let Some(a) = layer.reverse_vjp_of_unknown(b, f, targs, lty) {
         return Ok(a);
     }
     Ok(match layer.reverse_vjp(b, p, &fty, targs) {

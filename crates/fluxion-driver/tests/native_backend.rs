@@ -538,20 +538,26 @@ fn a_dot_node_holds_no_more_memory_than_its_terms() {
 }";
     assert!(delta_c_of_main(src).contains("fx_tape_dot_pays(held, n)"));
     for backend in [Backend::Interp, Backend::Native] {
-        let options = RunOptions {
-            memory_limit: Some(64 << 20),
-            ..options(AdMode::Delta, backend)
-        };
-        let src = src.to_string();
-        let (out, notes) = with_big_stack(move || {
-            let program = compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-            let out = program.run_with_options("main", None, options);
-            let notes = out.as_ref().map(|o| o.notes.clone()).unwrap_or_default();
-            (out.map(|o| o.to_literal()).map_err(|f| f.render()), notes)
-        });
+        let (out, notes) = run_in_64_mib(src, backend);
         assert!(notes.is_empty(), "{notes:?}");
         assert_eq!(out, Ok("600.0".to_string()), "{backend:?}");
     }
+}
+
+/// `src`'s `main` under `--ad delta` with a 64 MiB memory budget: its literal result
+/// and notes.
+fn run_in_64_mib(src: &str, backend: Backend) -> (Result<String, String>, Vec<String>) {
+    let options = RunOptions {
+        memory_limit: Some(64 << 20),
+        ..options(AdMode::Delta, backend)
+    };
+    let src = src.to_string();
+    with_big_stack(move || {
+        let program = compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+        let out = program.run_with_options("main", None, options);
+        let notes = out.as_ref().map(|o| o.notes.clone()).unwrap_or_default();
+        (out.map(|o| o.to_literal()).map_err(|f| f.render()), notes)
+    })
 }
 
 /// The C of a program over an array of pairs (after the runtime): a change in the
@@ -1792,17 +1798,7 @@ fn loop_nodes_give_the_interpreters_bits() {
 }";
     assert!(delta_c_of_main(held).contains("fx_tape_loop_pays(held_, terms_)"));
     for backend in [Backend::Interp, Backend::Native] {
-        let options = RunOptions {
-            memory_limit: Some(64 << 20),
-            ..options(AdMode::Delta, backend)
-        };
-        let src = held.to_string();
-        let (out, notes) = with_big_stack(move || {
-            let program = compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-            let out = program.run_with_options("main", None, options);
-            let notes = out.as_ref().map(|o| o.notes.clone()).unwrap_or_default();
-            (out.map(|o| o.to_literal()).map_err(|f| f.render()), notes)
-        });
+        let (out, notes) = run_in_64_mib(held, backend);
         assert!(notes.is_empty(), "{notes:?}");
         assert_eq!(out, Ok("1500.0".to_string()), "{backend:?}");
     }

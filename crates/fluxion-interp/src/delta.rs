@@ -94,22 +94,15 @@ impl Interp {
     /// `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: `f` translated by the delta layer and run
     /// on a fresh tape whose inputs are the reals of `x`; one backward sweep from `w`.
     pub(crate) fn delta_vjp(&self, args: &[Value], span: Span) -> EvalResult<Value> {
-        let clo = Self::closure_of(&args[0], span)?;
-        let (params, ret) = self.signature(clo.code, span)?;
-        let a = differentiated_argument(&params);
-        let translated = self.translate(clo, TypeMap::Delta, span)?;
-        self.tapes.borrow_mut().push(Tape::new());
-        let run = self.delta_run(
-            &translated,
-            &args[1],
-            &args[2],
-            &a,
-            &ret,
-            params.len(),
-            span,
-        );
-        self.tapes.borrow_mut().pop();
-        run
+        self.on_fresh_tape(&args[0], &args[1], span, |m, tape, run| {
+            let y = coefficient(m, &run.result, &run.ret, 0);
+            crate::prims::check_cotangent(&y, &args[2], span)?;
+            let mut seeds = Vec::new();
+            seed(m, &run.result, &args[2], &run.ret, &mut seeds);
+            let adjoint = tape.backward(seeds);
+            let g = gradient(m, &run.point, &run.a, &adjoint);
+            Ok(Value::tuple(vec![y, g]))
+        })
     }
 
     /// `%delta_jacobian(f, x)`: `f` translated by the delta layer and run once on a
@@ -117,8 +110,23 @@ impl Interp {
     /// result, seeded with 1 there, gives its row (the bits of `%delta_vjp(f, x, eᵢ)`:
     /// the same tape, and a zero seed adds nothing).
     pub(crate) fn delta_jacobian(&self, args: &[Value], span: Span) -> EvalResult<Value> {
-        let clo = Self::closure_of(&args[0], span)?;
-        let (params, _) = self.signature(clo.code, span)?;
+        self.on_fresh_tape(&args[0], &args[1], span, |m, tape, run| {
+            Ok(rows(m, tape, &run.result, &run.point, &run.a))
+        })
+    }
+
+    /// The reverse operators' shared steps: the closure `f` translated by the delta
+    /// layer, a fresh tape opened, `x`'s reals its inputs, the call, then `sweep` on the
+    /// tape; the tape is dropped after, whatever `sweep` returns.
+    fn on_fresh_tape(
+        &self,
+        f: &Value,
+        x: &Value,
+        span: Span,
+        sweep: impl FnOnce(&Module, &Tape, &Recorded) -> EvalResult<Value>,
+    ) -> EvalResult<Value> {
+        let clo = Self::closure_of(f, span)?;
+        let (params, ret) = self.signature(clo.code, span)?;
         let a = differentiated_argument(&params);
         let translated = self.translate(clo, TypeMap::Delta, span)?;
         self.tapes.borrow_mut().push(Tape::new());
@@ -127,51 +135,22 @@ impl Interp {
                 let m = self.module();
                 let mut tapes = self.tapes.borrow_mut();
                 let tape = tapes.last_mut().expect("the tape was just opened");
-                inputs(&m, &args[1], &a, tape)
+                inputs(&m, x, &a, tape)
             };
-            let result = self.apply(
-                &translated,
-                split_args(point.clone(), params.len(), span)?,
-                span,
-            )?;
+            let args = split_args(point.clone(), params.len(), span)?;
+            let result = self.apply(&translated, args, span)?;
+            let recorded = Recorded {
+                point,
+                result,
+                a,
+                ret,
+            };
             let tapes = self.tapes.borrow();
             let tape = tapes.last().expect("the tape is open");
-            Ok(rows(&self.module(), tape, &result, &point, &a))
+            sweep(&self.module(), tape, &recorded)
         })();
         self.tapes.borrow_mut().pop();
         run
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn delta_run(
-        &self,
-        f: &Value,
-        x: &Value,
-        w: &Value,
-        a: &Type,
-        ret: &Type,
-        n_params: usize,
-        span: Span,
-    ) -> EvalResult<Value> {
-        let point = {
-            let m = self.module();
-            let mut tapes = self.tapes.borrow_mut();
-            let tape = tapes.last_mut().expect("the tape was just opened");
-            inputs(&m, x, a, tape)
-        };
-        let args = split_args(point.clone(), n_params, span)?;
-        let result = self.apply(f, args, span)?;
-        let m = self.module();
-        let y = coefficient(&m, &result, ret, 0);
-        let mut seeds = Vec::new();
-        crate::prims::check_cotangent(&y, w, span)?;
-        seed(&m, &result, w, ret, &mut seeds);
-        let adjoint = {
-            let tapes = self.tapes.borrow();
-            tapes.last().expect("the tape is open").backward(seeds)
-        };
-        let g = gradient(&m, &point, a, &adjoint);
-        Ok(Value::tuple(vec![y, g]))
     }
 
     /// `%delta_jvp(f, x, dx)` (`layer` Fwd) or `%delta_taylor(f, x, v, k)` inside
@@ -317,6 +296,15 @@ pub(crate) fn seed(m: &Module, y: &Value, w: &Value, ty: &Type, out: &mut Vec<(D
     zip_leaves(m, y, w, ty, false, &mut |y, w| {
         out.push((id_of(y), real_of(w)))
     });
+}
+
+/// A run of a delta-translated function on its tape: the inputs, the result, and the
+/// original argument and result types.
+struct Recorded {
+    point: Value,
+    result: Value,
+    a: Type,
+    ret: Type,
 }
 
 /// The Jacobian's rows from a tape holding the run of `f`: for each real of

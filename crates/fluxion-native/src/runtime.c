@@ -928,9 +928,12 @@ static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
  * dot over a prefix of a fresh long array, every iteration) write terms instead, so
  * that holding them never costs memory the terms would not (found by a helper:
  * /work/adv12/min). */
-static inline int fx_tape_dot_pays(uint64_t held, int64_t n) {
-  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + 24 * (uint64_t)n) + fx_memory_limit / 16;
+/* Whether a node holding `held` more bytes, in place of `terms` bytes of nodes, keeps
+ * the held arrays within twice what the nodes would take (a loop node's test). */
+static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
+  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + terms) + fx_memory_limit / 16;
 }
+static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_loop_pays(held, 24 * (uint64_t)n); }
 /* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
  * as held: each once, and none the node before holds. */
 static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, int k) {
@@ -948,57 +951,48 @@ static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, in
   }
   return held;
 }
-/* Whether a loop node holding `held` more bytes, in place of `terms` bytes of nodes,
- * keeps the held arrays within twice what the nodes would take (fx_tape_dot_pays). */
-static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
-  return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + terms) + fx_memory_limit / 16;
-}
 /* The dot node of `a` and `b` over their first `n` elements (the caller checked that
  * both have them, and fx_tape_dot_pays of their `held` bytes), holding a reference to each; the zero delta
  * when n is 0, as fx_tape_fused_close. */
+/* The bytes of terms node `d` stands for: a dot's 24 per element, a loop's own. */
+static inline uint64_t fx_tape_dot_terms(const fx_tape_dot_t *d) {
+  return d->loop ? d->loop->terms : 24 * (uint64_t)d->n;
+}
+/* The node `d` on the tape (its id set here), with a reference to each of its arrays. */
+static int64_t fx_tape_push_dot(fx_tape_dot_t d, uint32_t src, uint32_t start, uint32_t end) {
+  fx_tape_reserve(0, src, start, end);
+  if (fx_tape.ndots == fx_tape.cap_dots) {
+    int64_t cap = fx_tape.cap_dots;
+    fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
+                                                 start, end);
+    fx_tape.cap_dots = cap;
+  }
+  fx_inc(d.a);
+  fx_inc(d.b);
+  d.id = fx_tape.len;
+  fx_tape.dots[fx_tape.ndots++] = d;
+  fx_tape.dot_held += d.held;
+  fx_tape.dot_terms += fx_tape_dot_terms(&d);
+  return fx_tape_node_raw();
+}
 static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src, uint32_t start,
                            uint32_t end) {
   if (n == 0) return 0;
-  fx_tape_reserve(0, src, start, end);
-  if (fx_tape.ndots == fx_tape.cap_dots) {
-    int64_t cap = fx_tape.cap_dots;
-    fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
-                                                 start, end);
-    fx_tape.cap_dots = cap;
-  }
-  fx_inc(a);
-  fx_inc(b);
-  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held, NULL};
-  fx_tape.dot_held += held;
-  fx_tape.dot_terms += 24 * (uint64_t)n;
-  return fx_tape_node_raw();
+  return fx_tape_push_dot((fx_tape_dot_t){0, n, a, b, held, NULL}, src, start, end);
 }
 /* The loop node of `n` elements (n > 0; the caller checked fx_tape_loop_pays): `x`
- * (allocated with the closure's copy it owns) says its sweep and the `k` arrays it
- * holds; it takes a reference to the operands `a` and `b` (NULL where the loop has
- * fewer). */
+ * (allocated with the closure's copy it owns) says its sweep and the arrays it holds;
+ * it takes a reference to the operands `a` and `b` (NULL where the loop has fewer). */
 static int64_t fx_tape_loop(fx_tape_loop_t *x, fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src,
                             uint32_t start, uint32_t end) {
-  fx_tape_reserve(0, src, start, end);
-  if (fx_tape.ndots == fx_tape.cap_dots) {
-    int64_t cap = fx_tape.cap_dots;
-    fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
-                                                 start, end);
-    fx_tape.cap_dots = cap;
-  }
-  fx_inc(a);
-  fx_inc(b);
-  fx_tape.dots[fx_tape.ndots++] = (fx_tape_dot_t){fx_tape.len, n, a, b, held, x};
-  fx_tape.dot_held += held;
-  fx_tape.dot_terms += x->terms;
-  return fx_tape_node_raw();
+  return fx_tape_push_dot((fx_tape_dot_t){0, n, a, b, held, x}, src, start, end);
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
 static void fx_tape_close(int64_t mark) {
   while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
     fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
     fx_tape.dot_held -= d->held;
-    fx_tape.dot_terms -= d->loop ? d->loop->terms : 24 * (uint64_t)d->n;
+    fx_tape.dot_terms -= fx_tape_dot_terms(d);
     /* Arrays of pairs or scalars hold no references: dropping one frees its buffer
      * alone. */
     if (d->a && fx_dec_last(d->a)) fx_release(d->a);

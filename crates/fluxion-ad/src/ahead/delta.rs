@@ -38,16 +38,61 @@ use super::resolve::Emit;
 /// The bindings that compute `v = %delta_vjp(args)` natively, or `None` where it stays
 /// for the interpreter.
 pub(crate) fn expand(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
-    let mut lifts = Vec::new();
-    let span = site.span;
-    let (make, translated, params) = site.closure(args[0], TypeMap::Delta, &mut lifts, 0)?;
-    let m = &mut *site.m;
     // `v: (B, T(A))`; the walks are over first-order `A` and `B`.
-    let Type::Tuple(result) = m.var_ty(v).clone() else {
+    let Type::Tuple(result) = site.m.var_ty(v).clone() else {
         return None;
     };
     let (b, ta) = (result[0].clone(), result[1].clone());
-    if params.iter().chain([&b]).any(|t| m.can_hold_fn(t)) {
+    let (mut e, Recorded { mark, r, xd }) = record(site, args[0], args[1], &b)?;
+    let w = args[2];
+    let y = e.bind("y", b, Rhs::Prim(Prim::DeltaPrimal, vec![r]));
+    e.bind(
+        "check",
+        Type::Unit,
+        Rhs::Prim(Prim::CheckTangent, vec![y, w]),
+    );
+    let g = e.bind(
+        "x_bar",
+        ta,
+        Rhs::Prim(Prim::DeltaGrad, vec![mark, r, w, xd]),
+    );
+    e.out.push(Binding {
+        var: v,
+        rhs: Rhs::Tuple(vec![y, g]),
+        span: e.span,
+    });
+    Some(e.out)
+}
+
+/// The bindings that compute `v = %delta_jacobian(f, x)` natively: one run of `f`'s
+/// delta translation, one sweep per output (`%delta_rows`); `None` where it cannot.
+pub(crate) fn expand_jacobian(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
+    let reals = Type::array(Type::Real);
+    let (mut e, Recorded { mark, r, xd }) = record(site, args[0], args[1], &reals)?;
+    e.out.push(Binding {
+        var: v,
+        rhs: Rhs::Prim(Prim::DeltaRows, vec![mark, r, xd]),
+        span: e.span,
+    });
+    Some(e.out)
+}
+
+/// What [`record`] binds: the tape's mark, `f`'s translated result, the inputs.
+struct Recorded {
+    mark: Atom,
+    r: Atom,
+    xd: Atom,
+}
+
+/// The steps both operators share, up to the call: `f`'s captures lifted, its delta
+/// translation, a tape opened, `x` made its inputs, the call. `None` where `f` is not
+/// resolved or its parameters or result `b` can hold functions.
+fn record<'m>(site: &'m mut Site, f: Atom, x: Atom, b: &Type) -> Option<(Emit<'m>, Recorded)> {
+    let mut lifts = Vec::new();
+    let span = site.span;
+    let (make, translated, params) = site.closure(f, TypeMap::Delta, &mut lifts, 0)?;
+    let m = &mut *site.m;
+    if params.iter().chain([b]).any(|t| m.can_hold_fn(t)) {
         return None;
     }
     let a = verify::differentiated_argument(&params);
@@ -63,60 +108,11 @@ pub(crate) fn expand(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Bin
         span,
     };
     let fd = e.bind("delta_f", Type::func(dparams, ret.clone()), make);
-    let (x, w) = (args[1], args[2]);
     let mark = e.bind("mark", Type::Int, Rhs::Prim(Prim::DeltaOpen, vec![]));
     let xd = e.bind("xd", da, Rhs::Prim(Prim::DeltaInputs, vec![x]));
     let xs = e.split(xd, params.len());
     let r = e.bind("r", ret, Rhs::Call(fd, xs));
-    let y = e.bind("y", b, Rhs::Prim(Prim::DeltaPrimal, vec![r]));
-    e.bind(
-        "check",
-        Type::Unit,
-        Rhs::Prim(Prim::CheckTangent, vec![y, w]),
-    );
-    let g = e.bind(
-        "x_bar",
-        ta,
-        Rhs::Prim(Prim::DeltaGrad, vec![mark, r, w, xd]),
-    );
-    e.out.push(Binding {
-        var: v,
-        rhs: Rhs::Tuple(vec![y, g]),
-        span,
-    });
-    Some(e.out)
-}
-
-/// The bindings that compute `v = %delta_jacobian(f, x)` natively: one run of `f`'s
-/// delta translation, one sweep per output (`%delta_rows`); `None` where it cannot.
-pub(crate) fn expand_jacobian(site: &mut Site, args: &[Atom], v: VarId) -> Option<Vec<Binding>> {
-    let mut lifts = Vec::new();
-    let span = site.span;
-    let (make, translated, params) = site.closure(args[0], TypeMap::Delta, &mut lifts, 0)?;
-    let m = &mut *site.m;
-    let a = verify::differentiated_argument(&params);
-    let ret = m.code(translated).ret.clone();
-    let da = m.map_type(&a, TypeMap::Delta);
-    let dparams: Vec<Type> = params
-        .iter()
-        .map(|t| m.map_type(t, TypeMap::Delta))
-        .collect();
-    let mut e = Emit {
-        m,
-        out: lifts,
-        span,
-    };
-    let fd = e.bind("delta_f", Type::func(dparams, ret.clone()), make);
-    let mark = e.bind("mark", Type::Int, Rhs::Prim(Prim::DeltaOpen, vec![]));
-    let xd = e.bind("xd", da, Rhs::Prim(Prim::DeltaInputs, vec![args[1]]));
-    let xs = e.split(xd, params.len());
-    let r = e.bind("r", ret, Rhs::Call(fd, xs));
-    e.out.push(Binding {
-        var: v,
-        rhs: Rhs::Prim(Prim::DeltaRows, vec![mark, r, xd]),
-        span,
-    });
-    Some(e.out)
+    Some((e, Recorded { mark, r, xd }))
 }
 
 /// `v = %delta_jacobian(f, x)` as a call of the rows of `%delta_vjp`, which the next
