@@ -1803,3 +1803,60 @@ fn loop_nodes_give_the_interpreters_bits() {
         assert_eq!(out, Ok("1500.0".to_string()), "{backend:?}");
     }
 }
+
+/// Map loop nodes (`delta_loop.rs` `emit_map`): a `build`, `map` or `map2` of cheap
+/// straight-line elements (an `if` of no `%delta` included) under `--ad delta` is one
+/// tape node with an id per element, whose sweep computes each element again with its
+/// own adjoint — the interpreter's bits: chains of such loops, an RK4 step iterated,
+/// elements on constant data (ids 0), infinite and NaN partials, a Jacobian sweeping
+/// the node once per row, a loop too short for a node, and a fault in an element.
+#[test]
+fn map_loop_nodes_give_the_interpreters_bits() {
+    let nodes = [
+        "fn f(x: [Real]) -> Real {
+             let y = map(|v| v * v + 0.3 * v, x);
+             let z = map2(|u, v| u * v - u / (v + 2.0), y, x);
+             let w = build(length(x), |i| z[i] * x[i] + (if i % 3 == 0 { 1.0 } else { x[0] }));
+             sum(map(|v| v * v, w)) + w[3] * w[5]
+         }
+         fn main() -> [Real] { grad(f, build(20, |i| to_real(i) * 0.1 - 0.7)) }",
+        "fn rhs(x: [Real], y: [Real]) -> [Real] {
+             build(length(x), |i| x[i] * (if i == 0 { 1.0 } else { y[i - 1] }))
+         }
+         fn axpy(a: Real, u: [Real], v: [Real]) -> [Real] { map2(|ui, vi| vi + a * ui, u, v) }
+         fn solve(x: [Real], s: Int) -> [Real] {
+             let h = 2.0 / to_real(s);
+             iterate(s, |y: [Real]| {
+                 let k1 = rhs(x, y);
+                 let k2 = rhs(x, axpy(h / 2.0, k1, y));
+                 let k3 = rhs(x, axpy(h / 2.0, k2, y));
+                 let k4 = rhs(x, axpy(h, k3, y));
+                 build(length(y), |i| y[i] + h * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]) / 6.0)
+             }, replicate(length(x), 0.0))
+         }
+         fn main() -> [Real] {
+             grad(|x: [Real]| { let y = solve(x, 3); y[length(y) - 1] * y[2] }, build(12, |i| 0.5 + to_real(i) * 0.1))
+         }",
+        "fn main() -> [Real] {
+             grad(|x: [Real]| { let y = map(|v| v * v * 3.0 - v, concat(x, replicate(9, 2.0))); sum(y) + y[12] * y[1] }, build(9, |i| to_real(i) - 4.0))
+         }",
+        "fn main() -> [Real] {
+             grad(|x: [Real]| { let y = map(|v| 1.0 / v + v, x); y[0] * 0.0 + y[4] * y[5] + sum(y) }, build(9, |i| to_real(i) - 4.0))
+         }",
+        "fn main() -> [[Real]] {
+             jacobian(|x: [Real]| { let y = map(|v| v * v * 3.0 - v, x); map2(|a, b| a * b + a, y, x) }, build(9, |i| 0.2 * to_real(i) - 0.5))
+         }",
+    ];
+    for src in nodes {
+        let _ = natively_as_interpreted(src, AdMode::Delta);
+        let c = delta_c_of_main(src);
+        assert!(c.contains("x_->ids = 1"), "no map loop node:\n{src}");
+    }
+    // Seven elements: no node (the count is checked at run time), the same bits.
+    let short = "fn main() -> [Real] { grad(|x: [Real]| sum(map(|v| v * v * v, map(|v| v * 2.0 - 1.0, x))), build(7, |i| to_real(i))) }";
+    let _ = natively_as_interpreted(short, AdMode::Delta);
+    // The ninth element's read is out of range: the loop's own run reports it.
+    let fault = "fn main() -> [Real] { grad(|x: [Real]| { let y = build(9, |j| x[j] * x[j + j / 8 * 5]); sum(map(|v| v * v, y)) }, build(9, |k| to_real(k))) }";
+    let err = natively_as_interpreted(fault, AdMode::Delta).expect_err("faults");
+    assert!(err.contains("index 13 out of range"), "{err}");
+}

@@ -1,13 +1,22 @@
 //! Loop nodes (`--ad delta`, issue 32's array-level reverse for loops of cheap
 //! straight-line elements): a `%delta_sum` of a loop whose element function is
-//! arithmetic, index reads and `%delta`s — no call, branch, loop or transcendental
-//! function — records no node per element. The loop runs a *primal variant* of the
+//! arithmetic, index reads and `%delta`s — no call, loop, transcendental function or
+//! branch that makes a `%delta` — records no node per element. The loop runs a *primal variant* of the
 //! element function (`fn_N_p`: its `%delta`s record nothing) and the sum's delta is one
 //! tape node that holds the element function's closure (a heap copy) and the loop's
 //! operand arrays. Its sweep (`fx_sweep_K`, one per loop) runs the *apply variant*
 //! (`fn_N_a`) for each element, last to first: the element computed again, then its
 //! own `%delta`s swept in registers, each term added into the local adjoint of an
 //! earlier `%delta` of the element or into the tape's adjoint of an id it read.
+//!
+//! A *map* loop node ([`emit_map`]) stands for the elements of a `build`, `map` or
+//! `map2` of such a function (an `if` whose branches make no `%delta` allowed): it
+//! takes one id per element, in order, which the elements' pairs carry, and its sweep
+//! runs each element's apply variant with that element's own adjoint, last to first.
+//! The interpreter's elements lie together on its tape and nothing reads one before
+//! the loop ends, so the updates are again its own, in its order. (An element whose
+//! result's terms all fell on the zero id has an id here where the interpreter gave
+//! it 0: the adjoint it gathers reaches only such terms, so the inputs' are the same.)
 //!
 //! Why the bits are the interpreter's: the elements' nodes would lie on the tape
 //! element after element, the sum's node last, and the sweep would visit the sum's node
@@ -29,14 +38,15 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use fluxion_core::{Atom, Binding, CodeId, Lit, Module, Prim, Rhs, Type, VarId};
+use fluxion_core::visit::free_vars;
+use fluxion_core::{Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Type, VarId};
 
 use crate::emitter::{APPLY_SUFFIX, Emitter, PRIMAL_SUFFIX, atom, span_args, var, versioned};
 
 /// The most `%delta`s an element may make (each a local adjoint in the sweep).
 const MAX_DELTAS: usize = 64;
-/// The most arrays a loop node holds (`fx_tape_dot_t.arrs`).
-const MAX_HELD: usize = 4;
+/// The most arrays a loop node holds (`FX_LOOP_HELD`, `fx_tape_loop_t.arrs`).
+const MAX_HELD: usize = 8;
 
 /// The fewest elements a loop node is made for: below, making the node (the closure's
 /// copy, the references) costs more than the elements' nodes (GMM at d = 2, where most
@@ -138,6 +148,7 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
                 terms += args.len() / 2;
             }
             Rhs::Prim(q, _) if cheap(*q) && scalar(m.var_ty(b.var)) => {}
+            Rhs::If(_, t, f) if scalar(m.var_ty(b.var)) && inert(m, t) && inert(m, f) => {}
             _ => return None,
         }
     }
@@ -148,9 +159,19 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
     // second component; the result pair itself is used by nothing.
     let result = code.body.result;
     for b in &code.body.bindings {
+        let branch_vars: Vec<Atom>;
         let uses: Vec<(usize, &Atom)> = match &b.rhs {
             Rhs::Atom(a) | Rhs::Proj(a, _) => vec![(0, a)],
             Rhs::Tuple(xs) | Rhs::Prim(_, xs) => xs.iter().enumerate().collect(),
+            Rhs::If(c, t, f) => {
+                branch_vars = [t, f]
+                    .iter()
+                    .flat_map(|x| free_vars(x))
+                    .map(Atom::Var)
+                    .chain([*c])
+                    .collect();
+                branch_vars.iter().map(|a| (0, a)).collect()
+            }
             _ => return None,
         };
         let id_operand = |k: usize| match &b.rhs {
@@ -168,6 +189,21 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
     Some(Recompute {
         deltas: deltas.len(),
         terms,
+    })
+}
+
+/// Whether a branch of an element function is computed again as it is: projections,
+/// tuples, [`cheap`] primitives and such branches on scalars, no `%delta` (its
+/// sweep would depend on the branch taken).
+fn inert(m: &Module, body: &Body) -> bool {
+    body.bindings.iter().all(|b| {
+        scalar(m.var_ty(b.var))
+            && match &b.rhs {
+                Rhs::Atom(_) | Rhs::Proj(..) | Rhs::Tuple(_) => true,
+                Rhs::Prim(q, _) => cheap(*q),
+                Rhs::If(_, t, f) => inert(m, t) && inert(m, f),
+                _ => false,
+            }
     })
 }
 
@@ -217,25 +253,24 @@ pub(crate) fn local_sweep(
     s
 }
 
-/// The loop `loop_` (primitive `p`, operands `args`, element function `f` of code
-/// `code`) and its `%delta_sum` `sum` as a loop node, as C statements over the count
-/// `n` (declared and checked before them); `fallback` where holding its arrays does not
-/// pay.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn emit(
+/// What a loop node holds: C declaring its dense operands (`d0_`, `d1_`), the arrays
+/// it holds with their bytes, and `held_`, `terms_` and `node_` (whether the node
+/// pays, over `n` elements); the operands with their element types; the arrays' count.
+struct Held {
+    c: String,
+    operands: Vec<(String, Type)>,
+    arrays: usize,
+}
+
+fn held(
     e: &mut Emitter<'_>,
-    loop_: &Binding,
-    sum: &Binding,
-    (p, args, f): (Prim, &[Atom], &Atom),
+    p: Prim,
+    args: &[Atom],
+    env: &str,
     code: CodeId,
     rec: &Recompute,
-    fallback: &str,
-) -> String {
+) -> Held {
     let m = e.module();
-    let (lsp, ssp, name) = (span_args(loop_.span), span_args(sum.span), var(sum.var));
-    let fv = e.atom(f);
-    let env = format!("((env_{}*)({fv}))", code.0);
-    // The operands, dense, and every array the node holds with its bytes.
     let mut s = String::new();
     let mut operands: Vec<(String, Type)> = Vec::new();
     for (k, x) in args.iter().skip(1).enumerate() {
@@ -253,8 +288,7 @@ pub(crate) fn emit(
         let size = e.types().elem_size(t);
         held.push((o.clone(), format!("(uint64_t)FX_LEN({o}) * {size}")));
     }
-    let captures = m.code(code).captures.clone();
-    for (i, x) in captures.iter().enumerate() {
+    for (i, x) in m.code(code).captures.iter().enumerate() {
         if let Type::Array(t) = m.var_ty(*x) {
             let size = e.types().elem_size(t);
             let a = format!("{env}->c{i}");
@@ -262,11 +296,11 @@ pub(crate) fn emit(
         }
     }
     let k = held.len();
-    let arrs: Vec<&str> = held.iter().map(|h| h.0.as_str()).collect();
-    let bytes: Vec<&str> = held.iter().map(|h| h.1.as_str()).collect();
     let (arrs, bytes) = if k == 0 {
         ("NULL".to_string(), "0".to_string())
     } else {
+        let arrs: Vec<&str> = held.iter().map(|h| h.0.as_str()).collect();
+        let bytes: Vec<&str> = held.iter().map(|h| h.1.as_str()).collect();
         (arrs.join(", "), bytes.join(", "))
     };
     let per = 12 * rec.terms + 8 * rec.deltas + 16;
@@ -275,49 +309,90 @@ pub(crate) fn emit(
         "fx_arr *ha_[{n}] = {{{arrs}}}; uint64_t held_ = 0, terms_ = (uint64_t)n * {per}; int node_ = 0; if (n >= {MIN_COUNT}) {{ uint64_t hb_[{n}] = {{{bytes}}}; held_ = fx_tape_loop_held(ha_, hb_, {k}); node_ = fx_tape_loop_pays(held_, terms_); }} ",
         n = k.max(1)
     );
-    // The variants and this loop's sweep.
+    Held {
+        c: s,
+        operands,
+        arrays: k,
+    }
+}
+
+/// The arguments of element `i`'s call: its index for `build`, else the operands'
+/// elements (`arr(k)` naming operand `k`).
+fn element_args(
+    e: &mut Emitter<'_>,
+    p: Prim,
+    operands: &[(String, Type)],
+    arr: &dyn Fn(usize) -> String,
+) -> String {
+    if p == Prim::Build {
+        return "i".into();
+    }
+    let reads: Vec<String> = operands
+        .iter()
+        .enumerate()
+        .map(|(k, (_, t))| e.types().get(t, &arr(k), "i"))
+        .collect();
+    reads.join(", ")
+}
+
+/// This loop's sweep, `fx_sweep_K` (its number returned): the apply variant per
+/// element, last to first, with the sum's adjoint `a` — or, for a map node
+/// (`per_element`), with each element's own adjoint, skipping a zero one as the
+/// interpreter's sweep skips a node.
+fn sweep_function(
+    e: &mut Emitter<'_>,
+    p: Prim,
+    code: CodeId,
+    operands: &[(String, Type)],
+    per_element: bool,
+) -> usize {
     if !e.loop_variants.contains(&code) {
         e.loop_variants.push(code);
     }
     let c = code.0;
-    let element = |e: &mut Emitter<'_>, arr: &dyn Fn(usize) -> String| -> String {
-        if p == Prim::Build {
-            return "i".into();
-        }
-        let reads: Vec<String> = operands
-            .iter()
-            .enumerate()
-            .map(|(k, (_, t))| e.types().get(t, &arr(k), "i"))
-            .collect();
-        reads.join(", ")
-    };
-    let in_sweep = element(e, &|k| if k == 0 { "d->a".into() } else { "d->b".into() });
+    let args = element_args(e, p, operands, &|k| {
+        if k == 0 { "d->a".into() } else { "d->b".into() }
+    });
     let sweep_no = e.loop_sweeps.1.lines().count();
     let proto = format!(
         "static void fx_sweep_{sweep_no}(const fx_tape_dot_t *d, double a, double *adj, int64_t mark)"
     );
     let _ = writeln!(e.loop_sweeps.1, "{proto};");
+    let call = format!("fn_{c}{APPLY_SUFFIX}(f, {args}, a, adj, mark);");
+    let body = if per_element {
+        format!(
+            "int64_t first = d->id - d->n + 1; (void)a; for (int64_t i = d->n - 1; i >= 0; i--) {{ double a = adj[first + i - mark]; if (a != 0.0) {call} }}"
+        )
+    } else {
+        format!("for (int64_t i = d->n - 1; i >= 0; i--) {call}")
+    };
     let _ = writeln!(
         e.loop_sweeps.0,
-        "{proto} {{\n  fx_clo *f = d->loop->clo;\n  for (int64_t i = d->n - 1; i >= 0; i--) fn_{c}{APPLY_SUFFIX}(f, {in_sweep}, a, adj, mark);\n}}\n"
+        "{proto} {{\n  fx_clo *f = d->loop->clo;\n  {body}\n}}\n"
     );
-    // The primal run of the elements.
-    let hints = match p {
-        Prim::Build => e.index_hints(f, "n"),
-        _ => None,
-    };
-    let in_loop = element(e, &|k| operands[k].0.clone());
-    let loops = versioned(hints, |assume| {
-        format!(
-            "for (int64_t i = 0; i < n; i++) {{ {assume}t += fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}).f0; }}"
-        )
-    });
-    // The closure's copy the node owns (its captures, each with a reference), and
-    // after it in the same allocation the node's loop part.
+    sweep_no
+}
+
+/// C pushing the loop node (after its elements ran): the closure's copy it owns (its
+/// captures, each with a reference), its loop part in the same allocation, then
+/// `fx_tape_loop`, whose first id is assigned to `id`.
+#[allow(clippy::too_many_arguments)]
+fn push_node(
+    e: &mut Emitter<'_>,
+    code: CodeId,
+    env: &str,
+    held: &Held,
+    sweep_no: usize,
+    ids: bool,
+    id: &str,
+    (lsp, ssp): (&str, &str),
+) -> String {
+    let m = e.module();
+    let c = code.0;
     let mut copy = format!(
         "env_{c} *cp_ = (env_{c}*)fx_alloc(sizeof(env_{c}) + sizeof(fx_tape_loop_t), {lsp}); cp_->h.code = {env}->h.code; cp_->h.drop = {env}->h.drop;"
     );
-    for (i, x) in captures.iter().enumerate() {
+    for (i, x) in m.code(code).captures.clone().iter().enumerate() {
         let ty = m.var_ty(*x).clone();
         let _ = write!(
             copy,
@@ -325,11 +400,154 @@ pub(crate) fn emit(
             e.types().inc(&ty, &format!("cp_->c{i}"))
         );
     }
-    let a = operands.first().map_or("NULL", |o| o.0.as_str());
-    let b = operands.get(1).map_or("NULL", |o| o.0.as_str());
-    let _ = write!(
+    let a = held.operands.first().map_or("NULL", |o| o.0.as_str());
+    let b = held.operands.get(1).map_or("NULL", |o| o.0.as_str());
+    format!(
+        "{{ {copy} fx_tape_loop_t *x_ = (fx_tape_loop_t*)(cp_ + 1); x_->sweep = fx_sweep_{sweep_no}; x_->clo = (fx_clo*)cp_; x_->terms = terms_; x_->ids = {}; for (int j = 0; j < FX_LOOP_HELD; j++) x_->arrs[j] = j < {k} ? ha_[j] : NULL; {id} = fx_tape_loop(x_, {a}, {b}, n, held_, {ssp}); }}",
+        ids as u8,
+        k = held.arrays
+    )
+}
+
+/// The loop `loop_` (primitive `p`, operands `args`, element function `f` of code
+/// `code`) and its `%delta_sum` `sum` as a loop node, as C statements over the count
+/// `n` (declared and checked before them); `fallback` where holding its arrays does not
+/// pay.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    (p, args, f): (Prim, &[Atom], &Atom),
+    code: CodeId,
+    rec: &Recompute,
+    fallback: &str,
+) -> String {
+    let (lsp, ssp, name) = (span_args(loop_.span), span_args(sum.span), var(sum.var));
+    let fv = e.atom(f);
+    let env = format!("((env_{}*)({fv}))", code.0);
+    let held = held(e, p, args, &env, code, rec);
+    let sweep_no = sweep_function(e, p, code, &held.operands, false);
+    // The primal run of the elements.
+    let hints = match p {
+        Prim::Build => e.index_hints(f, "n"),
+        _ => None,
+    };
+    let in_loop = element_args(e, p, &held.operands, &|k| held.operands[k].0.clone());
+    let c = code.0;
+    let loops = versioned(hints, |assume| {
+        format!(
+            "for (int64_t i = 0; i < n; i++) {{ {assume}t += fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}).f0; }}"
+        )
+    });
+    let push = push_node(
+        e,
+        code,
+        &env,
+        &held,
+        sweep_no,
+        false,
+        &format!("{name}.f1"),
+        (&lsp, &ssp),
+    );
+    format!(
+        "{}if (node_) {{ double t = 0.0; {loops} {name}.f0 = t; {push} }} else {{ {fallback} }}",
+        held.c
+    )
+}
+
+/// Whether binding `b` is a loop that makes an array of `(Real, Int)` pairs by a
+/// known element function a loop node can compute again: a *map* loop node
+/// ([`emit_map`]) then stands for its elements' nodes. The code and what it needs.
+pub(crate) fn map_node(
+    m: &Module,
+    known: &dyn Fn(VarId) -> Option<CodeId>,
+    b: &Binding,
+) -> Option<(CodeId, Recompute)> {
+    let (p, f) = match &b.rhs {
+        Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => (*p, args[1]),
+        Rhs::Prim(p @ (Prim::Map | Prim::Map2), args) if !args.is_empty() => (*p, args[0]),
+        _ => return None,
+    };
+    if !matches!(m.var_ty(b.var), Type::Array(t) if is_pair(t)) {
+        return None;
+    }
+    let Atom::Var(f) = f else { return None };
+    let code = known(f)?;
+    recomputable(m, p, code).map(|r| (code, r))
+}
+
+/// A `build`, `map` or `map2` whose element function a loop node can compute again
+/// ([`map_node`]), as C binding `b`'s array: over `n` >= [`MIN_COUNT`] elements where
+/// holding its arrays pays, the elements run the primal variant and each gets the id
+/// `first + i` of a map loop node pushed after them (`fx_tape_loop_t.ids`), whose
+/// sweep runs the apply variant of each element with its adjoint, last to first — the
+/// updates the elements' own nodes would have made, in the interpreter's order (each
+/// element's nodes lay together, and nothing read an element before the loop ended).
+/// Elsewhere the loop as written.
+pub(crate) fn emit_map(
+    e: &mut Emitter<'_>,
+    b: &Binding,
+    code: CodeId,
+    rec: &Recompute,
+    pad: &str,
+) -> String {
+    let Rhs::Prim(p, args) = &b.rhs else {
+        unreachable!("map_node said a loop")
+    };
+    let p = *p;
+    let (f, operands): (&Atom, &[Atom]) = match p {
+        Prim::Build => (&args[1], &args[..1]),
+        _ => (&args[0], &args[..]),
+    };
+    let sp = span_args(b.span);
+    let name = var(b.var);
+    let fv = e.atom(f);
+    let env = format!("((env_{}*)({fv}))", code.0);
+    let pair = Type::Tuple(vec![Type::Real, Type::Int]);
+    let (len, what) = match p {
+        Prim::Build => (e.atom(&args[0]), "build"),
+        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
+        _ => (format!("FX_LEN({})", e.atom(&args[1])), "map2"),
+    };
+    let mut s = String::new();
+    if p == Prim::Map2 {
+        let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
+        let _ = writeln!(
+            s,
+            "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {sp});"
+        );
+    }
+    let size = e.types().elem_size(&pair);
+    let _ = writeln!(
         s,
-        "if (node_) {{ double t = 0.0; {loops} {name}.f0 = t; {{ {copy} fx_tape_loop_t *x_ = (fx_tape_loop_t*)(cp_ + 1); x_->sweep = fx_sweep_{sweep_no}; x_->clo = (fx_clo*)cp_; x_->terms = terms_; for (int j = 0; j < 4; j++) x_->arrs[j] = j < {k} ? ha_[j] : NULL; {name}.f1 = fx_tape_loop(x_, {a}, {b}, n, held_, {ssp}); }} }} else {{ {fallback} }}"
+        "{pad}fx_arr* {name} = fx_arr_new({len}, {size}, \"{what}\", {sp});"
+    );
+    let held = held(e, p, operands, &env, code, rec);
+    let sweep_no = sweep_function(e, p, code, &held.operands, true);
+    let c = code.0;
+    let in_loop = element_args(e, p, &held.operands, &|k| held.operands[k].0.clone());
+    let hints = match p {
+        Prim::Build => e.index_hints(f, "n"),
+        _ => None,
+    };
+    let set_node = e.types().set(&pair, &name, "i", "r_");
+    let node_loop = versioned(hints.clone(), |assume| {
+        format!(
+            "for (int64_t i = 0; i < n; i++) {{ {assume}tup_pair_ r_ = fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}); r_.f1 = first_ + i; {set_node} }}"
+        )
+    });
+    let push = push_node(e, code, &env, &held, sweep_no, true, "first_", (&sp, &sp));
+    let call = e.call_closure(f, std::slice::from_ref(&in_loop));
+    let set_written = e.types().set(&pair, &name, "i", &call);
+    let written = versioned(hints, |assume| {
+        format!("for (int64_t i = 0; i < n; i++) {{ {assume}{set_written} }}")
+    });
+    let pc = e.types().c(&pair);
+    let _ = writeln!(
+        s,
+        "{pad}{{ typedef {pc} tup_pair_; int64_t n = FX_LEN({name}); {}if (node_) {{ int64_t first_; {push} {node_loop} }} else {{ {written} }} }}",
+        held.c
     );
     s
 }

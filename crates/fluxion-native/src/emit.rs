@@ -266,6 +266,13 @@ impl Emitter<'_> {
                 continue;
             }
             let bind = &b.bindings[k];
+            if let Some((code, rec)) = crate::delta_loop::map_node(self.m, &known, bind) {
+                let text = crate::delta_loop::emit_map(self, bind, code, &rec, &pad);
+                s.push_str(&text);
+                self.owned.last_mut().expect("a block").push(bind.var);
+                k += 1;
+                continue;
+            }
             let ty = self.m.var_ty(bind.var).clone();
             let owns = self.binding(bind.var, &ty, &bind.rhs, bind.span, s, depth)?;
             if owns && has_rc(&ty) {

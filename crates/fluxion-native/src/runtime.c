@@ -653,8 +653,14 @@ static double fx_lgamma(double x) {
  * heap copy) and the loop's operand arrays instead of the elements' nodes, and its
  * sweep (generated per loop) runs the elements again, last to first, each with its
  * own nodes swept in registers: the updates the elements' nodes would have made, in
- * the same order. Both kinds share this struct; `sweep` is NULL for a dot node. */
+ * the same order. Both kinds share this struct; `sweep` is NULL for a dot node.
+ * A *map* loop node (`ids` 1) stands for the elements of a `build`, `map` or
+ * `map2` of such an element function: it takes one id per element (the node's id is
+ * the last; element i's is id - n + 1 + i) and its sweep seeds each element's sweep
+ * with that element's adjoint. */
 struct fx_tape_dot;
+/* The most arrays a loop node holds (delta_loop.rs MAX_HELD). */
+#define FX_LOOP_HELD 8
 /* What a loop node has besides a dot node's fields: its sweep, the element function's
  * closure it owns (a copy, allocated with this), the bytes of the nodes it stands for,
  * and the arrays it holds (its operands and its closure's), to count each once. */
@@ -662,7 +668,8 @@ typedef struct {
   void (*sweep)(const struct fx_tape_dot *d, double a, double *adj, int64_t mark);
   fx_clo *clo;
   uint64_t terms;
-  fx_arr *arrs[4];
+  int ids;
+  fx_arr *arrs[FX_LOOP_HELD];
 } fx_tape_loop_t;
 typedef struct fx_tape_dot {
   int64_t id, n;
@@ -864,7 +871,11 @@ static void fx_tape_sweep(void) {
     double a = adj[id - mark];
     if (id == next_dot) {
       const fx_tape_dot_t *d = &fx_tape.dots[r];
-      if (a != 0.0) {
+      if (d->loop && d->loop->ids) {
+        /* A map loop node: its elements' ids, each with its own adjoint. */
+        d->loop->sweep(d, 0.0, adj, mark);
+        id -= d->n - 1;
+      } else if (a != 0.0) {
         if (d->loop) d->loop->sweep(d, a, adj, mark);
         else fx_tape_sweep_dot(d, a, adj, mark);
       }
@@ -945,7 +956,7 @@ static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, in
     for (int i = 0; i < j && !counted; i++) counted = arrs[i] == x;
     if (last && !counted) {
       counted = x == last->a || x == last->b;
-      for (int i = 0; i < 4 && !counted && last->loop; i++) counted = x == last->loop->arrs[i];
+      for (int i = 0; i < FX_LOOP_HELD && !counted && last->loop; i++) counted = x == last->loop->arrs[i];
     }
     if (!counted) held += bytes[j];
   }
@@ -958,9 +969,21 @@ static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, in
 static inline uint64_t fx_tape_dot_terms(const fx_tape_dot_t *d) {
   return d->loop ? d->loop->terms : 24 * (uint64_t)d->n;
 }
-/* The node `d` on the tape (its id set here), with a reference to each of its arrays. */
+/* The node `d` on the tape (its id set here), with a reference to each of its arrays:
+ * one id, or for a map loop node `d.n` ids (the node's the last); returns the first. */
 static int64_t fx_tape_push_dot(fx_tape_dot_t d, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t ids = d.loop && d.loop->ids ? d.n : 1;
   fx_tape_reserve(0, src, start, end);
+  if (ids > 1) {
+    if (fx_tape.len + ids + 1 > (int64_t)UINT32_MAX)
+      fx_fail(src, start, end, "the reverse pass needs more than 2^32 deltas");
+    if (fx_tape.len + ids + 1 > fx_tape.cap_nodes) {
+      int64_t cap = fx_tape.cap_nodes;
+      fx_tape.starts =
+          (int64_t *)fx_tape_grow(fx_tape.starts, &cap, fx_tape.len + ids + 1, sizeof(int64_t), src, start, end);
+      fx_tape.cap_nodes = cap;
+    }
+  }
   if (fx_tape.ndots == fx_tape.cap_dots) {
     int64_t cap = fx_tape.cap_dots;
     fx_tape.dots = (fx_tape_dot_t *)fx_tape_grow(fx_tape.dots, &cap, fx_tape.ndots + 1, sizeof(fx_tape_dot_t), src,
@@ -969,11 +992,13 @@ static int64_t fx_tape_push_dot(fx_tape_dot_t d, uint32_t src, uint32_t start, u
   }
   fx_inc(d.a);
   fx_inc(d.b);
-  d.id = fx_tape.len;
+  int64_t first = fx_tape.len;
+  d.id = first + ids - 1;
   fx_tape.dots[fx_tape.ndots++] = d;
   fx_tape.dot_held += d.held;
   fx_tape.dot_terms += fx_tape_dot_terms(&d);
-  return fx_tape_node_raw();
+  for (int64_t k = 0; k < ids; k++) fx_tape_node_raw();
+  return first;
 }
 static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src, uint32_t start,
                            uint32_t end) {
