@@ -802,6 +802,51 @@ fn main() -> [Real] { grad(f, [1.0, 2.0]) }",
     }
 }
 
+/// A prelude function passed to a built-in's loop from the user's code, not inlined
+/// (`--opt 0`): a fault inside it is reported at the built-in's call, naming it,
+/// natively as in the interpreter (found by a helper: natively it was reported at
+/// the prelude's own line).
+#[test]
+fn faults_in_prelude_functions_passed_to_loops_are_reported_at_the_call() {
+    let programs = [
+        "fn main() -> Real { sum(map2(dot, [[1.0, 2.0]], [[1.0]])) }",
+        "fn main() -> [[Real]] { map(|r| vsub(r, [1.0]), [[1.0, 2.0]]) }",
+        "fn main() -> Real { sumbuild(1, |i| logsumexp(slice([1.0], 0, i))) }",
+    ];
+    for src in programs {
+        for opt in [fluxion_driver::OptLevel::Off, fluxion_driver::OptLevel::On] {
+            let outcome = |backend| {
+                let src = src.to_string();
+                with_big_stack(move || {
+                    let program =
+                        compile("prog.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
+                    let options = RunOptions {
+                        opt,
+                        backend,
+                        ..RunOptions::default()
+                    };
+                    match program.run_with_options("main", None, options) {
+                        Ok(out) => (Ok(out.to_literal()), out.notes.clone()),
+                        Err(f) => (Err(f.render()), f.notes.clone()),
+                    }
+                })
+            };
+            let (interp, _) = outcome(Backend::Interp);
+            let (native, notes) = outcome(Backend::Native);
+            let what = format!("{opt:?}: {src}");
+            assert!(notes.is_empty(), "{what}: {notes:?}");
+            let err = interp.clone().expect_err(&what);
+            assert!(err.contains("prog.flx:1:"), "{what}: {err}");
+            assert_eq!(
+                messages::on_the_first_line(&err, "a prelude function"),
+                1,
+                "{what}: {err}"
+            );
+            assert_eq!(interp, native, "{what}");
+        }
+    }
+}
+
 /// A generated helper (a push forward of a prelude function: no span of its own) is
 /// not inlined into the user's code as prelude code is: its fault stays the operator's,
 /// at the user's line, never a `<prelude>` location (it was, natively, when it was).

@@ -488,7 +488,31 @@ impl Emitter<'_> {
             Rhs::Prim(p, args) if crate::delta_c::emits(*p) => {
                 crate::delta_c::emit(self, *p, args, v, ty, span, s, &pad)
             }
-            Rhs::Prim(p, args) => crate::prims::emit(self, *p, args, v, ty, span, s, &pad),
+            Rhs::Prim(p, args) => {
+                // A built-in's loop calling a prelude function passed from the user's
+                // code (`map2(dot, ..)` as written, not inlined): a fault inside it is
+                // reported at the built-in's call, naming the function, as the
+                // interpreter does.
+                let site = self.function_operand_site(args, span);
+                if site.is_none() {
+                    return crate::prims::emit(self, *p, args, v, ty, span, s, &pad);
+                }
+                let mut text = String::new();
+                let owns = crate::prims::emit(self, *p, args, v, ty, span, &mut text, &pad)?;
+                self.call_at_site(site, text.trim(), &pad, s);
+                Ok(owns)
+            }
         }
+    }
+
+    /// The site [`Emitter::library_call_site`] gives a primitive at `span` whose
+    /// function operand is a prelude function known here.
+    fn function_operand_site(&self, args: &[Atom], span: Span) -> Option<(String, Span)> {
+        args.iter().find_map(|a| match a {
+            Atom::Var(x) if matches!(self.m.var_ty(*x), Type::Fn(..)) => {
+                self.library_call_site(self.known.get(x).copied(), span)
+            }
+            _ => None,
+        })
     }
 }
