@@ -16,7 +16,7 @@
 
 use std::fmt::Write;
 
-use fluxion_core::{Atom, Prim, Span, Type, VarId};
+use fluxion_core::{Atom, Lit, Prim, Span, Type, VarId};
 
 use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
 use crate::types::delta::{rebuild, seed};
@@ -68,20 +68,32 @@ pub(crate) fn emit(
             line(format!("{text} }}"));
             line(format!("{ct} {name} = 0;"));
         }
-        Prim::DeltaPush if e.many_pushes() && (2..=4).contains(&a.len()) => {
-            let terms = a.join(", ");
-            line(format!(
-                "{ct} {name} = fx_tape_push{}({terms}, {sp});",
-                a.len() / 2
-            ));
-        }
         Prim::DeltaPush => {
-            let mut text = format!("fx_tape_reserve({}, {sp});", a.len() / 2);
-            for pair in a.chunks(2) {
-                let _ = write!(text, " fx_tape_term({}, {});", pair[0], pair[1]);
+            // Terms on the literal zero delta are dropped here (the tape drops them
+            // at run time too: `fx_tape_term`); with none left, the zero delta.
+            let live: Vec<&[String]> = a
+                .chunks(2)
+                .zip(args.chunks(2))
+                .filter(|(_, atoms)| atoms[1] != Atom::Lit(Lit::Int(0)))
+                .map(|(c, _)| c)
+                .collect();
+            if live.is_empty() {
+                line(format!("{ct} {name} = 0;"));
+            } else if e.many_pushes() && live.len() <= 2 {
+                let terms: Vec<String> = live.iter().map(|t| t.join(", ")).collect();
+                line(format!(
+                    "{ct} {name} = fx_tape_push{}({}, {sp});",
+                    live.len(),
+                    terms.join(", ")
+                ));
+            } else {
+                let mut text = format!("fx_tape_reserve({}, {sp});", live.len());
+                for pair in &live {
+                    let _ = write!(text, " fx_tape_term({}, {});", pair[0], pair[1]);
+                }
+                line(text);
+                line(format!("{ct} {name} = fx_tape_node();"));
             }
-            line(text);
-            line(format!("{ct} {name} = fx_tape_node();"));
         }
         Prim::DeltaSum => {
             let d = e.types().get(&elem(&aty(0)), &a[0], "i");
