@@ -75,12 +75,36 @@ pub(crate) fn fusable(
 
 /// A loop that makes an array by calling a function per element: the primitive
 /// (`build`, `map` or `map2`), its arguments and the function among them.
-fn element_fn(rhs: &Rhs) -> Option<(Prim, &[Atom], &Atom)> {
+pub(crate) fn element_fn(rhs: &Rhs) -> Option<(Prim, &[Atom], &Atom)> {
     match rhs {
         Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => Some((*p, args, &args[1])),
         Rhs::Prim(p @ Prim::Map, args) if args.len() == 2 => Some((*p, args, &args[0])),
         Rhs::Prim(p @ Prim::Map2, args) if args.len() == 3 => Some((*p, args, &args[0])),
         _ => None,
+    }
+}
+
+/// The count of loop `p` (`build`, `map` or `map2`, arguments `args`) as C and the
+/// loop's name for its messages; a `map2`'s length check (at `sp`) is written first.
+pub(crate) fn loop_count(
+    e: &mut Emitter<'_>,
+    p: Prim,
+    args: &[Atom],
+    sp: &str,
+    s: &mut String,
+    pad: &str,
+) -> (String, &'static str) {
+    match p {
+        Prim::Build => (e.atom(&args[0]), "build"),
+        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
+        _ => {
+            let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
+            let _ = writeln!(
+                s,
+                "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {sp});"
+            );
+            (format!("FX_LEN({x})"), "map2")
+        }
     }
 }
 
@@ -147,18 +171,7 @@ pub(crate) fn emit(
         return;
     };
     let lsp = span_args(loop_.span);
-    let (len, what) = match p {
-        Prim::Build => (e.atom(&args[0]), "build"),
-        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
-        _ => {
-            let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
-            let _ = writeln!(
-                s,
-                "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {lsp});"
-            );
-            (format!("FX_LEN({x})"), "map2")
-        }
-    };
+    let (len, what) = loop_count(e, p, args, &lsp, s, pad);
     let ct = e.types().c(m.var_ty(sum.var));
     let _ = writeln!(s, "{pad}{ct} {};", var(sum.var));
     let pair = e

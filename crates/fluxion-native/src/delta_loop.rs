@@ -464,16 +464,12 @@ pub(crate) fn map_node(
     known: &dyn Fn(VarId) -> Option<CodeId>,
     b: &Binding,
 ) -> Option<(CodeId, Recompute)> {
-    let (p, f) = match &b.rhs {
-        Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => (*p, args[1]),
-        Rhs::Prim(p @ (Prim::Map | Prim::Map2), args) if !args.is_empty() => (*p, args[0]),
-        _ => return None,
-    };
+    let (p, _, f) = crate::delta_fuse::element_fn(&b.rhs)?;
     if !matches!(m.var_ty(b.var), Type::Array(t) if is_pair(t)) {
         return None;
     }
     let Atom::Var(f) = f else { return None };
-    let code = known(f)?;
+    let code = known(*f)?;
     recomputable(m, p, code).map(|r| (code, r))
 }
 
@@ -492,38 +488,22 @@ pub(crate) fn emit_map(
     rec: &Recompute,
     pad: &str,
 ) -> String {
-    let Rhs::Prim(p, args) = &b.rhs else {
+    let Some((p, args, f)) = crate::delta_fuse::element_fn(&b.rhs) else {
         unreachable!("map_node said a loop")
-    };
-    let p = *p;
-    let (f, operands): (&Atom, &[Atom]) = match p {
-        Prim::Build => (&args[1], &args[..1]),
-        _ => (&args[0], &args[..]),
     };
     let sp = span_args(b.span);
     let name = var(b.var);
     let fv = e.atom(f);
     let env = format!("((env_{}*)({fv}))", code.0);
     let pair = Type::Tuple(vec![Type::Real, Type::Int]);
-    let (len, what) = match p {
-        Prim::Build => (e.atom(&args[0]), "build"),
-        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
-        _ => (format!("FX_LEN({})", e.atom(&args[1])), "map2"),
-    };
     let mut s = String::new();
-    if p == Prim::Map2 {
-        let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
-        let _ = writeln!(
-            s,
-            "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {sp});"
-        );
-    }
+    let (len, what) = crate::delta_fuse::loop_count(e, p, args, &sp, &mut s, pad);
     let size = e.types().elem_size(&pair);
     let _ = writeln!(
         s,
         "{pad}fx_arr* {name} = fx_arr_new({len}, {size}, \"{what}\", {sp});"
     );
-    let held = held(e, p, operands, &env, code, rec);
+    let held = held(e, p, args, &env, code, rec);
     let sweep_no = sweep_function(e, p, code, &held.operands, true);
     let c = code.0;
     let in_loop = element_args(e, p, &held.operands, &|k| held.operands[k].0.clone());
