@@ -58,7 +58,7 @@ pub(crate) fn fusable(
     if sum_args.as_slice() != [Atom::Var(loop_.var)] {
         return None;
     }
-    let (p, _, f) = element_fn(&loop_.rhs)?;
+    let (p, _, f) = crate::delta_loop::element_fn(&loop_.rhs)?;
     let Atom::Var(f) = f else { return None };
     let code = known(*f)?;
     if mentions(&bindings[k + 2..], result, loop_.var) {
@@ -71,41 +71,6 @@ pub(crate) fn fusable(
         terms,
         recompute,
     })
-}
-
-/// A loop that makes an array by calling a function per element: the primitive
-/// (`build`, `map` or `map2`), its arguments and the function among them.
-pub(crate) fn element_fn(rhs: &Rhs) -> Option<(Prim, &[Atom], &Atom)> {
-    match rhs {
-        Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => Some((*p, args, &args[1])),
-        Rhs::Prim(p @ Prim::Map, args) if args.len() == 2 => Some((*p, args, &args[0])),
-        Rhs::Prim(p @ Prim::Map2, args) if args.len() == 3 => Some((*p, args, &args[0])),
-        _ => None,
-    }
-}
-
-/// The count of loop `p` (`build`, `map` or `map2`, arguments `args`) as C and the
-/// loop's name for its messages; a `map2`'s length check (at `sp`) is written first.
-pub(crate) fn loop_count(
-    e: &mut Emitter<'_>,
-    p: Prim,
-    args: &[Atom],
-    sp: &str,
-    s: &mut String,
-    pad: &str,
-) -> (String, &'static str) {
-    match p {
-        Prim::Build => (e.atom(&args[0]), "build"),
-        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
-        _ => {
-            let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
-            let _ = writeln!(
-                s,
-                "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {sp});"
-            );
-            (format!("FX_LEN({x})"), "map2")
-        }
-    }
 }
 
 /// For a code whose body makes exactly one tape node — a `%delta` whose id is used
@@ -167,11 +132,11 @@ pub(crate) fn emit(
     pad: &str,
 ) {
     let m = e.module();
-    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
+    let Some((p, args, f)) = crate::delta_loop::element_fn(&loop_.rhs) else {
         return;
     };
     let lsp = span_args(loop_.span);
-    let (len, what) = loop_count(e, p, args, &lsp, s, pad);
+    let (len, what) = crate::delta_loop::loop_count(e, p, args, &lsp, s, pad);
     let ct = e.types().c(m.var_ty(sum.var));
     let _ = writeln!(s, "{pad}{ct} {};", var(sum.var));
     let pair = e
@@ -211,7 +176,7 @@ fn fused_loop(
     let m = e.module();
     let ssp = span_args(sum.span);
     let name = var(sum.var);
-    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
+    let Some((p, args, f)) = crate::delta_loop::element_fn(&loop_.rhs) else {
         return String::new();
     };
     // A `build` whose lambda indexes captured arrays by its index: two copies of the
@@ -349,7 +314,7 @@ fn dot_or(
     code: CodeId,
     fused: &str,
 ) -> Option<String> {
-    let (p, args, f) = element_fn(&loop_.rhs)?;
+    let (p, args, f) = crate::delta_loop::element_fn(&loop_.rhs)?;
     let (a, b) = dot_operands(e.module(), p, code)?;
     let array = |o: Operand| match o {
         Operand::Param(k) => Some(e.atom(&args[k + 1])),

@@ -464,7 +464,7 @@ pub(crate) fn map_node(
     known: &dyn Fn(VarId) -> Option<CodeId>,
     b: &Binding,
 ) -> Option<(CodeId, Recompute)> {
-    let (p, _, f) = crate::delta_fuse::element_fn(&b.rhs)?;
+    let (p, _, f) = element_fn(&b.rhs)?;
     if !matches!(m.var_ty(b.var), Type::Array(t) if is_pair(t)) {
         return None;
     }
@@ -488,7 +488,7 @@ pub(crate) fn emit_map(
     rec: &Recompute,
     pad: &str,
 ) -> String {
-    let Some((p, args, f)) = crate::delta_fuse::element_fn(&b.rhs) else {
+    let Some((p, args, f)) = element_fn(&b.rhs) else {
         unreachable!("map_node said a loop")
     };
     let sp = span_args(b.span);
@@ -497,7 +497,7 @@ pub(crate) fn emit_map(
     let env = format!("((env_{}*)({fv}))", code.0);
     let pair = Type::Tuple(vec![Type::Real, Type::Int]);
     let mut s = String::new();
-    let (len, what) = crate::delta_fuse::loop_count(e, p, args, &sp, &mut s, pad);
+    let (len, what) = loop_count(e, p, args, &sp, &mut s, pad);
     let size = e.types().elem_size(&pair);
     let _ = writeln!(
         s,
@@ -568,4 +568,39 @@ pub(crate) fn unfused(
         code.0,
         reads.join(", ")
     )
+}
+
+/// The count of loop `p` (`build`, `map` or `map2`, arguments `args`) as C and the
+/// loop's name for its messages; a `map2`'s length check (at `sp`) is written first.
+pub(crate) fn loop_count(
+    e: &mut Emitter<'_>,
+    p: Prim,
+    args: &[Atom],
+    sp: &str,
+    s: &mut String,
+    pad: &str,
+) -> (String, &'static str) {
+    match p {
+        Prim::Build => (e.atom(&args[0]), "build"),
+        Prim::Map => (format!("FX_LEN({})", e.atom(&args[1])), "map"),
+        _ => {
+            let (x, y) = (e.atom(&args[1]), e.atom(&args[2]));
+            let _ = writeln!(
+                s,
+                "{pad}fx_same_length(\"map2\", FX_LEN({x}), FX_LEN({y}), {sp});"
+            );
+            (format!("FX_LEN({x})"), "map2")
+        }
+    }
+}
+
+/// A loop that makes an array by calling a function per element: the primitive
+/// (`build`, `map` or `map2`), its arguments and the function among them.
+pub(crate) fn element_fn(rhs: &Rhs) -> Option<(Prim, &[Atom], &Atom)> {
+    match rhs {
+        Rhs::Prim(p @ Prim::Build, args) if args.len() == 2 => Some((*p, args, &args[1])),
+        Rhs::Prim(p @ Prim::Map, args) if args.len() == 2 => Some((*p, args, &args[0])),
+        Rhs::Prim(p @ Prim::Map2, args) if args.len() == 3 => Some((*p, args, &args[0])),
+        _ => None,
+    }
 }
