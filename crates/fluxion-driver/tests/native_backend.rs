@@ -544,6 +544,54 @@ fn a_dot_node_holds_no_more_memory_than_its_terms() {
     }
 }
 
+/// A map loop node whose elements read only zero ids (constant data inside a
+/// gradient: the interpreter's elements are each the zero delta) is not made: the
+/// elements take the zero id, so 200 loops of 10^5 elements hold no 16 bytes per
+/// element until the sweep (320 MB, past the 64 MiB budget, when they did). The
+/// expected gradients are sums of k (19900), of 0.001001·k² (2649.3467), of
+/// 10⁻⁶·k² + 0.001·k (22.5467) and of 10⁻⁶·k(k − 1) (2.6268) over k < 200, summed by
+/// hand.
+#[test]
+fn map_loop_nodes_over_constants_take_no_ids() {
+    let cases = [
+        (
+            "fn main() -> [Real] { grad(|x: [Real]| fold(|acc: Real, k: Int| { let c = build(100000, |j| to_real(j + k) * 0.5); acc + c[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            19900.0,
+        ),
+        (
+            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let d = map(|v| v * to_real(k) + v * v, c); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            2649.3467,
+        ),
+        (
+            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let s = c[k]; let d = build(100000, |j| c[j] * s + s); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            22.5467,
+        ),
+        (
+            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let d = build(100000, |j| c[j] * (if j == 0 { 1.0 } else { c[j - 1] })); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            2.6268,
+        ),
+    ];
+    for (src, want) in cases {
+        assert!(
+            delta_c_of_main(src).contains("x_->ids = 1"),
+            "no map loop node:\n{src}"
+        );
+        let (interp, _) = run_in_64_mib(src, Backend::Interp);
+        let (native, notes) = run_in_64_mib(src, Backend::Native);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(native, interp, "{src}");
+        let got: f64 = native
+            .expect("runs")
+            .trim_matches(['[', ']'])
+            .parse()
+            .expect("a real");
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{got} against {want}: {src}"
+        );
+    }
+}
+
 /// `src`'s `main` under `--ad delta` with a 64 MiB memory budget: its literal result
 /// and notes.
 fn run_in_64_mib(src: &str, backend: Backend) -> (Result<String, String>, Vec<String>) {

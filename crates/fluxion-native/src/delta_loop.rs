@@ -16,7 +16,10 @@
 //! The interpreter's elements lie together on its tape and nothing reads one before
 //! the loop ends, so the updates are again its own, in its order. (An element whose
 //! result's terms all fell on the zero id has an id here where the interpreter gave
-//! it 0: the adjoint it gathers reaches only such terms, so the inputs' are the same.)
+//! it 0: the adjoint it gathers reaches only such terms, so the inputs' are the same.
+//! Where every id the elements read is zero — constant data inside a gradient — no
+//! node is made and each element takes the zero id ([`live`]): the ids would hold 16
+//! bytes per element until the sweep where the interpreter holds none.)
 //!
 //! Why the bits are the interpreter's: the elements' nodes would lie on the tape
 //! element after element, the sum's node last, and the sweep would visit the sum's node
@@ -57,6 +60,112 @@ const MIN_COUNT: usize = 8;
 pub(crate) struct Recompute {
     deltas: usize,
     terms: usize,
+    /// Where the ids its `%delta`s read come from; `None` where that is not known.
+    reads: Option<Vec<IdSource>>,
+}
+
+/// A value of the element function's inputs that its `%delta`s may read ids from.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum IdSource {
+    /// The pairs of operand `k` (the element's parameter `k`).
+    Operand(usize),
+    /// Capture `i`: a pair or an `Int`.
+    Capture(usize),
+    /// The pairs of captured array `i`.
+    CapturedArray(usize),
+}
+
+/// The inputs of code `c` whose ids its `%delta`s read (through projections, copies
+/// and reads of captured arrays), or `None` where an id comes from elsewhere (a
+/// branch, say). A map node over elements reading only zero ids would give each an id
+/// the interpreter gives none (its terms all fall on the zero delta): [`emit_map`]
+/// checks them at run time and gives such elements the zero id instead.
+fn id_sources(m: &Module, c: CodeId) -> Option<Vec<IdSource>> {
+    let code = m.code(c);
+    let mut defs: HashMap<VarId, &Rhs> = HashMap::new();
+    fn define<'a>(body: &'a Body, defs: &mut HashMap<VarId, &'a Rhs>) {
+        for b in &body.bindings {
+            defs.insert(b.var, &b.rhs);
+            if let Rhs::If(_, t, f) = &b.rhs {
+                define(t, defs);
+                define(f, defs);
+            }
+        }
+    }
+    define(&code.body, &mut defs);
+    let deltas: Vec<VarId> = code
+        .body
+        .bindings
+        .iter()
+        .filter(|b| matches!(b.rhs, Rhs::Prim(Prim::DeltaPush, _)))
+        .map(|b| b.var)
+        .collect();
+    let mut out = Vec::new();
+    for b in &code.body.bindings {
+        let Rhs::Prim(Prim::DeltaPush, args) = &b.rhs else {
+            continue;
+        };
+        for id in args.iter().skip(1).step_by(2) {
+            match id {
+                Atom::Var(v) if deltas.contains(v) => {}
+                _ => sources(code, &defs, id, 0, &mut out)?,
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The inputs value `a` of code `code` may carry an id from, added to `out`: through
+/// copies, projections (of a tuple made here, the projected part), branches' results
+/// and reads of captured arrays; `None` where it comes from anything else.
+fn sources(
+    code: &fluxion_core::Code,
+    defs: &HashMap<VarId, &Rhs>,
+    a: &Atom,
+    depth: usize,
+    out: &mut Vec<IdSource>,
+) -> Option<()> {
+    let Atom::Var(v) = a else { return Some(()) };
+    let mut add = |s: IdSource| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    if let Some(k) = code.params.iter().position(|p| p == v) {
+        add(IdSource::Operand(k));
+        return Some(());
+    }
+    if let Some(i) = code.captures.iter().position(|p| p == v) {
+        add(IdSource::Capture(i));
+        return Some(());
+    }
+    if depth > 32 {
+        return None;
+    }
+    let next = depth + 1;
+    match defs.get(v)? {
+        Rhs::Atom(x) => sources(code, defs, x, next, out),
+        Rhs::Proj(Atom::Var(x), k) => match defs.get(x) {
+            Some(Rhs::Tuple(parts)) => sources(code, defs, parts.get(*k)?, next, out),
+            _ => sources(code, defs, &Atom::Var(*x), next, out),
+        },
+        Rhs::Tuple(parts) => parts
+            .iter()
+            .try_for_each(|p| sources(code, defs, p, next, out)),
+        Rhs::If(_, t, f) => {
+            sources(code, defs, &t.result, next, out)?;
+            sources(code, defs, &f.result, next, out)
+        }
+        Rhs::Prim(Prim::Index, args) => match args.first() {
+            Some(Atom::Var(x)) => {
+                let i = code.captures.iter().position(|p| p == x)?;
+                add(IdSource::CapturedArray(i));
+                Some(())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn is_pair(t: &Type) -> bool {
@@ -189,6 +298,7 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
     Some(Recompute {
         deltas: deltas.len(),
         terms,
+        reads: id_sources(m, c),
     })
 }
 
@@ -517,19 +627,63 @@ pub(crate) fn emit_map(
             "for (int64_t i = 0; i < n; i++) {{ {assume}tup_pair_ r_ = fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}); r_.f1 = first_ + i; {set_node} }}"
         )
     });
+    // Elements reading only zero ids ([`live`]): the zero id each, no node.
+    let zero_loop = versioned(hints.clone(), |assume| {
+        format!(
+            "for (int64_t i = 0; i < n; i++) {{ {assume}tup_pair_ r_ = fn_{c}{PRIMAL_SUFFIX}({fv}, {in_loop}); r_.f1 = 0; {set_node} }}"
+        )
+    });
     let push = push_node(e, code, &env, &held, sweep_no, true, "first_", (&sp, &sp));
     let call = e.call_closure(f, std::slice::from_ref(&in_loop));
     let set_written = e.types().set(&pair, &name, "i", &call);
     let written = versioned(hints, |assume| {
         format!("for (int64_t i = 0; i < n; i++) {{ {assume}{set_written} }}")
     });
+    let live = live(e, code, &env, &held, rec);
     let pc = e.types().c(&pair);
     let _ = writeln!(
         s,
-        "{pad}{{ typedef {pc} tup_pair_; int64_t n = FX_LEN({name}); {}if (node_) {{ int64_t first_; {push} {node_loop} }} else {{ {written} }} }}",
+        "{pad}{{ typedef {pc} tup_pair_; int64_t n = FX_LEN({name}); {}if (!({live})) {{ {zero_loop} }} else if (node_) {{ int64_t first_; {push} {node_loop} }} else {{ {written} }} }}",
         held.c
     );
     s
+}
+
+/// C that is false where every id a map node's elements would read is zero (they are
+/// then constants to the tape, each the zero id, as in the interpreter, and no node
+/// is made): the operands' and captured arrays' ids scanned (a captured array longer
+/// than `4n + 64` is taken as live, unscanned), captured pairs' ids tested.
+fn live(e: &mut Emitter<'_>, code: CodeId, env: &str, held: &Held, rec: &Recompute) -> String {
+    let Some(reads) = &rec.reads else {
+        return "1".into();
+    };
+    let m = e.module();
+    let captures = &m.code(code).captures;
+    let tests: Vec<String> = reads
+        .iter()
+        .map(|r| match *r {
+            IdSource::Operand(k) => match held.operands.get(k) {
+                Some((o, t)) if is_pair(t) => format!("!fx_pair_ids_zero({o}, INT64_MAX)"),
+                _ => "1".into(),
+            },
+            IdSource::Capture(i) => match m.var_ty(captures[i]) {
+                t if is_pair(t) => format!("{env}->c{i}.f1 != 0"),
+                Type::Int => format!("{env}->c{i} != 0"),
+                _ => "1".into(),
+            },
+            IdSource::CapturedArray(i) => match m.var_ty(captures[i]) {
+                Type::Array(t) if is_pair(t) => {
+                    format!("!fx_pair_ids_zero((fx_arr*)({env}->c{i}), 4 * n + 64)")
+                }
+                _ => "1".into(),
+            },
+        })
+        .collect();
+    if tests.is_empty() {
+        "0".into()
+    } else {
+        tests.join(" || ")
+    }
 }
 
 /// The loop and its sum as written, without the loop's array of pairs: each element's

@@ -862,6 +862,17 @@ static inline void fx_tape_seed(int64_t id, double w) {
 }
 static inline const double *fx_pair_vals(const fx_arr *a) { return (const double *)(a + 1); }
 static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_t *)((const uint64_t *)(a + 1) + a->len); }
+/* Whether every id of array of pairs `a` is zero (the zero delta: constants to the
+ * tape); not asked of an array longer than `most` (0 then). */
+static int fx_pair_ids_zero(fx_arr *a, int64_t most) {
+  if (!a) return 1;
+  a = fx_dense(a);
+  if (a->len > most) return 0;
+  const int64_t *ids = fx_pair_ids(a);
+  for (int64_t t = 0; t < a->len; t++)
+    if (ids[t] != 0) return 0;
+  return 1;
+}
 /* A dot node's terms, as the fused node of the same loop held them (delta_fuse.rs):
  * the last element's first, each element's `(b[t], id of a[t]), (a[t], id of b[t])`,
  * the order of the product's `%delta` — so the adjoints are the interpreter's bits. */
