@@ -544,6 +544,39 @@ fn a_dot_node_holds_no_more_memory_than_its_terms() {
     }
 }
 
+/// Forward over reverse of a sum (kmeans' `dir`: `jvp` of a `grad`): the loop of dual
+/// numbers of pairs is unzipped into one loop per component, each summed by a loop
+/// node computing its elements again, no array of tuples and no node per element;
+/// the interpreter's bits. For f = Σ (c − p)²·p, the gradient is 2(c − p)·p and the
+/// Hessian times the ones 2p (by hand).
+#[test]
+fn forward_over_reverse_sums_are_loop_nodes() {
+    let src = "fn f(c: [Real], p: [Real]) -> Real { sumbuild(length(c), |a| { let e = c[a] - p[a]; e * e * p[a] }) }
+         fn main() -> ([Real], [Real]) {
+             let c = build(9, |i| to_real(i) * 0.3 - 1.0);
+             let p = build(9, |i| 0.5 - to_real(i) * 0.1);
+             jvp(|c: [Real]| grad(|c2: [Real]| f(c2, p), c), c, replicate(9, 1.0))
+         }";
+    let c = delta_c_of_main(src);
+    assert!(
+        c.matches("x_->ids = 0").count() >= 2,
+        "two sum loop nodes:\n{c}"
+    );
+    let out = natively_as_interpreted(src, AdMode::Delta).expect("runs");
+    let reals: Vec<f64> = out
+        .split(|ch: char| !(ch.is_ascii_digit() || ".-e".contains(ch)))
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().expect("a real"))
+        .collect();
+    assert_eq!(reals.len(), 18, "{out}");
+    for i in 0..9 {
+        let (ci, pi) = (i as f64 * 0.3 - 1.0, 0.5 - i as f64 * 0.1);
+        let (g, h) = (2.0 * (ci - pi) * pi, 2.0 * pi);
+        assert!((reals[i] - g).abs() <= 1e-12 * (1.0 + g.abs()), "{out}");
+        assert!((reals[9 + i] - h).abs() <= 1e-12 * (1.0 + h.abs()), "{out}");
+    }
+}
+
 /// A map loop node whose elements read only zero ids (constant data inside a
 /// gradient: the interpreter's elements are each the zero delta) is not made: the
 /// elements take the zero id, so 200 loops of 10^5 elements hold no 16 bytes per

@@ -68,6 +68,14 @@ const DERIVATIVE_PROGRAMS: &[&str] = &[
         a * b + c + to_real(length(ps))
      }
      fn main() -> ([Real], Real) { let x = [0.3, -1.2, 0.8, 2.0]; (grad(f, x), jvp(f, x, [1.0, -1.0, 0.5, 0.25]).1) }",
+    // Forward over reverse of a sum (kmeans' `dir`): the loop of dual numbers of
+    // pairs unzipped, its `%delta`s copied into each component's loop.
+    "fn f(c: [Real], p: [Real]) -> Real { sumbuild(length(c), |a| { let e = c[a] - p[a]; e * e * p[a] }) }
+     fn main() -> ([Real], [Real]) {
+        let c = build(9, |i| to_real(i) * 0.3 - 1.0);
+        let p = build(9, |i| 0.5 - to_real(i) * 0.1);
+        jvp(|c: [Real]| grad(|c2: [Real]| f(c2, p), c), c, replicate(9, 1.0))
+     }",
     // Loops of reads `x[i]` (CHAD's backward loops of one-hot cotangents, summed into
     // dense arrays): reads of a prefix (`i < 2` of 4), of the whole array, through the
     // prelude's `dot`, and rows of a matrix.

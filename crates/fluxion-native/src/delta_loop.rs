@@ -176,6 +176,12 @@ fn scalar(t: &Type) -> bool {
     matches!(t, Type::Real | Type::Int | Type::Bool) || is_pair(t)
 }
 
+/// A scalar or a tuple of scalars (a forward-mode dual number of pairs, as reverse
+/// over forward makes): what an element may read from a captured array.
+fn flat(t: &Type) -> bool {
+    scalar(t) || matches!(t, Type::Tuple(ts) if ts.iter().all(scalar))
+}
+
 /// Primitives an element computed again may apply: cheap, and none but the reads and
 /// integer division can fail (and those failed in the loop's own run, if at all).
 fn cheap(p: Prim) -> bool {
@@ -221,7 +227,7 @@ fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
 
 /// Whether code `c`, the element function of loop primitive `p` (`build`, `map`,
 /// `map2`), can be computed again at the sweep: its parameters scalars or pairs, its
-/// captures those or arrays of them (at most [`MAX_HELD`] arrays with the loop's
+/// captures those or arrays of them or of tuples of them (at most [`MAX_HELD`] arrays with the loop's
 /// operands), its bindings projections, tuples and [`cheap`] primitives on scalars
 /// besides its `%delta`s, whose ids flow only into later `%delta`s' terms and, one of
 /// them, into the result pair.
@@ -238,7 +244,7 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
     let mut arrays = operands;
     for x in &code.captures {
         match m.var_ty(*x) {
-            Type::Array(e) if scalar(e) => arrays += 1,
+            Type::Array(e) if flat(e) => arrays += 1,
             t if scalar(t) => {}
             _ => return None,
         }
@@ -257,6 +263,7 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
                 terms += args.len() / 2;
             }
             Rhs::Prim(q, _) if cheap(*q) && scalar(m.var_ty(b.var)) => {}
+            Rhs::Prim(Prim::Index, _) if flat(m.var_ty(b.var)) => {}
             Rhs::If(_, t, f) if scalar(m.var_ty(b.var)) && inert(m, t) && inert(m, f) => {}
             _ => return None,
         }

@@ -1,6 +1,7 @@
 //! Dead-code elimination: bindings whose value is unused and whose right-hand side
-//! cannot fail or have an effect (`pure::is_removable`), so the program's meaning,
-//! errors included, is unchanged.
+//! cannot fail or have an effect (`pure::is_removable`), or is a `%delta` whose node
+//! no adjoint reaches (`pure::is_dead_if_unused`), so the program's meaning, errors
+//! included, is unchanged.
 
 use std::collections::HashSet;
 
@@ -9,7 +10,7 @@ use fluxion_core::{Atom, Body, Module, Rhs, VarId};
 use fluxion_core::visit::for_each_branch_mut;
 
 use crate::Context;
-use crate::pure::is_removable;
+use crate::pure::is_dead_if_unused;
 use crate::uses::count_uses;
 
 /// Removes dead removable bindings from `body` and the bodies nested in it, and the
@@ -56,7 +57,7 @@ fn sweep(m: &Module, body: &mut Body, live: &mut HashSet<VarId>) {
     use_atom(&body.result, live);
     let mut kept = Vec::with_capacity(body.bindings.len());
     for mut binding in std::mem::take(&mut body.bindings).into_iter().rev() {
-        if !live.contains(&binding.var) && is_removable(m, &binding.rhs) {
+        if !live.contains(&binding.var) && is_dead_if_unused(m, &binding.rhs) {
             continue;
         }
         match &mut binding.rhs {

@@ -19,7 +19,7 @@
 //! | `concat` | `concat.rs` | `concat` of two slices of one array, in order, read by it alone, is one `build` reading the array |
 //! | `scan_sum` | `scan_sum.rs` | a `scan` of an inert function read only by a `sumbuild` over its indices is one `fold` carrying the prefix and the sum |
 //! | `twins` | `twins.rs` | `map2(f, xs, xs)` is `map(\|x\| f(x, x), xs)` (`dot(r, r)` reads `r` once, so its producer fuses) |
-//! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
+//! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays; reverse over forward's dual numbers of pairs); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
 //! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |

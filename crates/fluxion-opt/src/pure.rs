@@ -70,6 +70,14 @@ pub(crate) fn is_removable(m: &Module, rhs: &Rhs) -> bool {
     }
 }
 
+/// Removable where unused ([`is_removable`]), or a tape node whose id nothing reads:
+/// the sweep meets it with a zero adjoint and passes nothing on (the copies `unzip`
+/// makes of a loop's function keep the other components' `%delta`s otherwise). Only
+/// `dce` drops these: moved or merged, a `%delta` could land on another tape.
+pub(crate) fn is_dead_if_unused(m: &Module, rhs: &Rhs) -> bool {
+    is_removable(m, rhs) || matches!(rhs, Rhs::Prim(Prim::DeltaPush, _))
+}
+
 /// Removable, and safe to compute where it would not have been (before a loop that
 /// may run zero times: `float`): `%lonehot` fails — on an index its primal never
 /// read — only when moved so.

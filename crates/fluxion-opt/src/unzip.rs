@@ -15,9 +15,20 @@
 //! Uses may be in this code or in a lambda made here (at its one closure site: its
 //! captures are then rewritten, `ys` replaced by the components). `f`'s body is
 //! copied once per component, so it must be plain code: no call, no loop, no delta
-//! primitive (copies of a failing binding fail at the same element, first in the
-//! first copy's loop, so errors are unchanged). A use that reads two components of
-//! an element of `map2`'s operand (no `map3`), or any other use, leaves `ys` alone.
+//! primitive but `%delta` where every component is a `(Real, Int)` pair (copies of a
+//! failing binding fail at the same element, first in the first copy's loop, so
+//! errors are unchanged). A use that reads two components of an element of `map2`'s
+//! operand (no `map3`), or any other use, leaves `ys` alone.
+//!
+//! Reverse over forward (kmeans' `dir`, a `jvp` of a `grad`) makes such loops: a
+//! forward-mode sum's elements are dual numbers of reverse-mode pairs, summed per
+//! component. Each component's copy keeps the `%delta`s its pair needs (`dce` drops
+//! the rest); one both need is recorded twice, and the adjoints reaching its terms are
+//! the two copies' summed — the same derivative. The loops after the first move down
+//! to their first use (they cannot fail), so that each lies next to its `%delta_sum`:
+//! natively a loop node computing its elements again (`delta_loop.rs`), no array of
+//! tuples and no tape node per element (kmeans `dir` at k = 10, n = 10⁴, d = 16:
+//! 9.4 → 5.0 ms a run).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -154,9 +165,17 @@ fn tuple_result(cx: &Context, code: CodeId) -> Option<(Shape, Vec<Type>)> {
         ),
         _ => return None,
     };
+    // Reverse mode's deltas, each component a `(Real, Int)` pair: a `%delta` copied
+    // into two components' loops records its node twice, and the adjoints reaching
+    // its terms are the two copies' summed — the same derivative. What it buys is a
+    // loop of pairs, which the native backend sweeps as one node computing its
+    // elements again (`delta_loop.rs`), and no array of tuples.
+    let pair = Type::Tuple(vec![Type::Real, Type::Int]);
+    let deltas_allowed = shape == Shape::Tuple && parts.iter().all(|t| *t == pair);
     let mut plain = true;
     fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
         Rhs::Call(..) | Rhs::CallDirect(..) => plain = false,
+        Rhs::Prim(Prim::DeltaPush, _) if deltas_allowed => {}
         Rhs::Prim(p, _) if is_loop_or_effect(*p) => plain = false,
         _ => {}
     });
@@ -393,6 +412,7 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
         comps.insert(i, ys_i);
     }
     replace_binding(body, plan.ys, &mut Some(made));
+    let later: Vec<VarId> = plan.needed.iter().skip(1).map(|i| comps[i]).collect();
     let mut rw = Rewrite {
         cx,
         ys: plan.ys,
@@ -426,6 +446,81 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
             .collect();
         code.captures = captures;
     }
+    for ys_i in later {
+        move_to_first_use(body, ys_i);
+    }
+}
+
+/// Moves the loop `ys_i` (a component after the first, which cannot fail) and its
+/// function's closure, bound just before it at the top level of `body`, down to just
+/// before the first binding that reads it: a component summed by the next binding
+/// then lies next to its sum, which the native backend fuses only when adjacent
+/// (`delta_fuse.rs`, `delta_loop.rs`). Both backends run the moved code.
+fn move_to_first_use(body: &mut Body, ys_i: VarId) {
+    let Some(at) = body.bindings.iter().position(|b| b.var == ys_i) else {
+        return;
+    };
+    if at == 0 {
+        return;
+    }
+    let f = body.bindings[at - 1].var;
+    if !matches!(body.bindings[at - 1].rhs, Rhs::Closure(..)) || !reads(&body.bindings[at].rhs, f) {
+        return;
+    }
+    let Some(first) = body.bindings[at + 1..]
+        .iter()
+        .position(|b| reads(&b.rhs, ys_i) || reads(&b.rhs, f))
+    else {
+        return;
+    };
+    // Its `%delta`s must land on the tape they did: it passes no tape's opening,
+    // sweep or closing.
+    if first == 0
+        || body.bindings[at + 1..at + 1 + first]
+            .iter()
+            .any(|b| opens_or_sweeps(&b.rhs))
+    {
+        return;
+    }
+    let moved: Vec<Binding> = body.bindings.drain(at - 1..=at).collect();
+    // `first` counted from `at + 1`; two bindings left from before it.
+    let to = at - 1 + first;
+    body.bindings.splice(to..to, moved);
+}
+
+/// Whether `rhs` opens, sweeps or closes a reverse pass's tape at this level, or
+/// branches (a branch might).
+fn opens_or_sweeps(rhs: &Rhs) -> bool {
+    use Prim::*;
+    match rhs {
+        Rhs::If(..) | Rhs::Match(..) => true,
+        Rhs::Prim(p, _) => matches!(
+            p,
+            DeltaOpen
+                | DeltaInputs
+                | DeltaGrad
+                | DeltaRows
+                | Delta2Open
+                | Delta2Inputs
+                | Delta2Grad
+        ),
+        _ => false,
+    }
+}
+
+/// Whether `rhs` reads `v`, in its operands or its branches.
+fn reads(rhs: &Rhs, v: VarId) -> bool {
+    let in_body =
+        |b: &Body| b.result == Atom::Var(v) || b.bindings.iter().any(|x| reads(&x.rhs, v));
+    mentions(rhs, v)
+        || match rhs {
+            Rhs::If(_, t, e) => in_body(t) || in_body(e),
+            Rhs::Match(_, arms, default) => {
+                arms.iter().any(|a| in_body(&a.body))
+                    || default.as_ref().is_some_and(|d| in_body(d))
+            }
+            _ => false,
+        }
 }
 
 /// `let f_i = |..| f(..).i; let ys_i = loop(f_i, ..)`: the bindings and `ys_i`.
