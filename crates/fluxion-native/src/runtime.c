@@ -161,10 +161,36 @@ typedef struct fx_hdr {
 } fx_hdr;
 static fx_hdr fx_all = {0, 0, &fx_all, &fx_all};
 
-/* Small objects (closures, enum values, lazy cotangents: CHAD makes many per element)
- * come from per-size free lists instead of malloc: 16-byte classes up to 256 bytes. */
-#define FX_POOL_CLASSES 16
+/* Objects up to 64 KiB (closures, enum values, lazy cotangents: CHAD makes many per
+ * element; rows and per-element arrays: a loop makes one per element) come from
+ * per-size free lists instead of malloc: 16-byte classes up to 256 bytes, then four
+ * classes per power of two (a quarter of the size wasted at most). Rows of a few
+ * hundred bytes from malloc took a quarter of kmeans' `dir` (malloc and free per
+ * row, per run). */
+#define FX_POOL_CLASSES (16 + 4 * 8)
+#define FX_POOL_MAX 65536
 static void *fx_pool[FX_POOL_CLASSES];
+/* The bytes the free lists hold, at most FX_POOL_HELD (beyond, a freed object goes
+ * back to malloc): memory the budget no longer counts stays bounded. */
+#define FX_POOL_HELD ((uint64_t)64 << 20)
+static uint64_t fx_pool_held;
+
+/* The class of an object of `bytes` (FX_POOL_CLASSES: none) and its size. */
+static inline uint64_t fx_pool_class(uint64_t bytes, uint64_t *size) {
+  if (bytes <= 256) {
+    uint64_t c = bytes ? (bytes + 15) / 16 - 1 : 0;
+    *size = (c + 1) * 16;
+    return c;
+  }
+  if (bytes > FX_POOL_MAX) {
+    *size = bytes;
+    return FX_POOL_CLASSES;
+  }
+  /* bytes - 1 in [2^e, 2^(e+1)), e in 8..15: quarters of that range. */
+  uint64_t e = 63 - (uint64_t)__builtin_clzll(bytes - 1), sub = ((bytes - 1) >> (e - 2)) & 3;
+  *size = (4 + sub + 1) << (e - 2);
+  return 16 + (e - 8) * 4 + sub;
+}
 
 /* A byte count as the interpreter words it (memory.rs `show_bytes`): whole MiB when it
  * is one, else one decimal in the largest unit that fits. */
@@ -202,13 +228,14 @@ static inline void fx_budget(uint64_t bytes, uint32_t src, uint32_t start, uint3
 
 static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end) {
   fx_budget(bytes, src, start, end);
-  uint64_t cls = (bytes + 15) / 16 - 1;
+  uint64_t size, cls = fx_pool_class(bytes, &size);
   fx_hdr *h;
   if (cls < FX_POOL_CLASSES && fx_pool[cls]) {
     h = (fx_hdr *)fx_pool[cls];
     fx_pool[cls] = h->next;
+    fx_pool_held -= size;
   } else {
-    h = (fx_hdr *)malloc(cls < FX_POOL_CLASSES ? (cls + 1) * 16 : bytes);
+    h = (fx_hdr *)malloc(size);
     if (!h) fx_fail(src, start, end, "out of memory: an allocation of %llu bytes failed", (unsigned long long)bytes);
   }
   h->rc = 1;
@@ -224,14 +251,15 @@ static void *fx_alloc(uint64_t bytes, uint32_t src, uint32_t start, uint32_t end
 
 static void fx_release(void *p) {
   fx_hdr *h = (fx_hdr *)p;
-  uint64_t bytes = h->bytes, cls = (bytes + 15) / 16 - 1;
+  uint64_t size, bytes = h->bytes, cls = fx_pool_class(bytes, &size);
   fx_memory_used -= bytes;
   fx_live_objects--;
   h->prev->next = h->next;
   h->next->prev = h->prev;
-  if (cls < FX_POOL_CLASSES) {
+  if (cls < FX_POOL_CLASSES && fx_pool_held + size <= FX_POOL_HELD) {
     h->next = (fx_hdr *)fx_pool[cls];
     fx_pool[cls] = h;
+    fx_pool_held += size;
   } else {
     free(h);
   }
@@ -248,6 +276,7 @@ static void fx_pool_clear(void) {
     }
     fx_pool[c] = NULL;
   }
+  fx_pool_held = 0;
 }
 
 /* After a runtime error: frees every object still live (what the failed call held;
@@ -1319,7 +1348,9 @@ static int fx_run_done(const fx_config *cfg, uint64_t run, uint64_t ns) {
  * so that they count once, not once per run. */
 static void fx_run_again(void) {
   fx_later_drain();
-  fx_pool_clear();
+  /* The free lists stay (bounded by FX_POOL_HELD), as malloc's own would: a loop
+   * node's closures and a gradient's rows, all live until the sweep, were malloc'd
+   * anew every run. */
   fx_memory_used -= fx_tape_bytes() + fx_tape2_bytes();
   fx_tape_reset(1);
   fx_tape2_reset();
