@@ -577,6 +577,58 @@ fn forward_over_reverse_sums_are_loop_nodes() {
     }
 }
 
+/// Arrays of scalars a function makes and only reads (indexes, measures, passes to a
+/// function that only reads them) live on the C stack when they fit in 256 bytes:
+/// det's minors, one array of columns per term. The interpreter's results, from the
+/// stack and (past 32 elements) from the heap; no stack array where one escapes (is
+/// returned, stored, captured by a closure that escapes) or the program records on a
+/// tape (loop nodes hold arrays until the sweep).
+#[test]
+fn small_read_only_arrays_live_on_the_stack() {
+    // Whether the program's C (after the runtime) makes an array on the stack.
+    let on_stack = |src: &str| {
+        let c = delta_c_of_main(src);
+        let (_, program) = c
+            .split_once("/* ---- program ---- */")
+            .expect("the program");
+        program.contains("fx_stack_arr(")
+    };
+    let det = "fn minor(a: [Real], ell: Int, r: Int, cols: [Int]) -> Real {
+            let m = length(cols);
+            if m == 1 { a[r * ell + cols[0]] } else {
+                sumbuild(m, |j| {
+                    let rest = concat(slice(cols, 0, j), slice(cols, j + 1, m - j - 1));
+                    let sign = if j % 2 == 0 { 1.0 } else { -1.0 };
+                    sign * a[r * ell + cols[j]] * minor(a, ell, r + 1, rest)
+                })
+            }
+        }";
+    let primal = format!(
+        "{det} fn main() -> Real {{ minor(build(36, |i| sin(to_real(i * i))), 6, 0, range(6)) }}"
+    );
+    assert!(on_stack(&primal));
+    let _ = natively_as_interpreted(&primal, AdMode::Delta);
+    // 40 and 3 elements, read through a function that only reads (and a map).
+    let sizes = "fn total(xs: [Real]) -> Real { sum(map(|x| x * x, xs)) + xs[length(xs) - 1] }
+        fn main() -> (Real, Real) { (total(build(40, |i| to_real(i) * 0.5)), total(build(3, |i| to_real(i) + 0.25))) }";
+    assert!(on_stack(sizes));
+    let _ = natively_as_interpreted(sizes, AdMode::Delta);
+    // Returned, stored in a tuple, captured by a closure that is returned: the heap.
+    for escapes in [
+        "fn f(n: Int) -> [Real] { build(n, |i| to_real(i)) } fn main() -> [Real] { f(4) }",
+        "fn main() -> ([Int], Int) { let xs = build(3, |i| i * 2); (xs, xs[1]) }",
+        "fn g(n: Int) -> fn(Int) -> Int { if n == 0 { |k: Int| k } else { let xs = build(n, |i| i + 1); let h = g(n - 1); |k: Int| xs[0] * k + h(k) } } fn main() -> Int { g(5)(3) }",
+    ] {
+        assert!(!on_stack(escapes), "{escapes}");
+        let _ = natively_as_interpreted(escapes, AdMode::Delta);
+    }
+    let gradient = format!(
+        "{det} fn main() -> [Real] {{ grad(|a: [Real]| minor(a, 4, 0, range(4)), build(16, |i| cos(to_real(i)))) }}"
+    );
+    assert!(!on_stack(&gradient));
+    let _ = natively_as_interpreted(&gradient, AdMode::Delta);
+}
+
 /// A map loop node whose elements read only zero ids (constant data inside a
 /// gradient: the interpreter's elements are each the zero delta) is not made: the
 /// elements take the zero id, so 200 loops of 10^5 elements hold no 16 bytes per
@@ -1284,8 +1336,30 @@ fn sanitizers_find_nothing_in_the_examples() {
         return;
     }
     let mut checked = 0;
-    for path in examples() {
-        let src = std::fs::read_to_string(&path).expect("readable");
+    let mut sources: Vec<(String, String)> = examples()
+        .iter()
+        .map(|path| {
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            (stem, std::fs::read_to_string(path).expect("readable"))
+        })
+        .collect();
+    // Arrays on the C stack (det's minors) and from the heap past 32 elements.
+    sources.push((
+        "stack-arrays".into(),
+        "fn minor(a: [Real], ell: Int, r: Int, cols: [Int]) -> Real {
+            let m = length(cols);
+            if m == 1 { a[r * ell + cols[0]] } else {
+                sumbuild(m, |j| {
+                    let rest = concat(slice(cols, 0, j), slice(cols, j + 1, m - j - 1));
+                    minor(a, ell, r + 1, rest) * a[r * ell + cols[j]] * (if j % 2 == 0 { 1.0 } else { -1.0 })
+                })
+            }
+        }
+        fn total(xs: [Real]) -> Real { sum(map(|x| x * x, xs)) }
+        fn main() -> Real { minor(build(36, |i| sin(to_real(i))), 6, 0, range(6)) + total(build(40, |i| to_real(i))) }"
+            .into(),
+    ));
+    for (name, src) in sources {
         for setting in SETTINGS {
             let Ok(mut program) = compile("prog.flx", &src) else {
                 continue;
@@ -1307,12 +1381,7 @@ fn sanitizers_find_nothing_in_the_examples() {
             let Ok(c) = fluxion_driver::native_backend::c_source(&module, code) else {
                 continue;
             };
-            let stem = format!(
-                "{}-{}-{}",
-                path.file_stem().unwrap().to_string_lossy(),
-                setting.0.name(),
-                setting.1.name()
-            );
+            let stem = format!("{name}-{}-{}", setting.0.name(), setting.1.name());
             let exe = build_sanitized(&cc, &(c + SANITIZE_MAIN), &stem);
             let out = std::process::Command::new(&exe).output().expect("runs");
             assert!(

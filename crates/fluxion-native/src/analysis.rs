@@ -129,3 +129,143 @@ pub(crate) fn unread_slices(body: &Body) -> HashSet<VarId> {
     });
     slices
 }
+
+/// Whether `t` is an array of scalars (its elements hold no reference).
+fn scalar_array(t: &Type) -> bool {
+    matches!(t, Type::Array(e) if matches!(**e, Type::Real | Type::Int | Type::Bool))
+}
+
+/// Whether primitive `p` only reads its array operand `i` (its result never shares it).
+fn reads_operand(p: Prim, i: usize) -> bool {
+    use Prim::*;
+    match p {
+        Index | Length | Sum | Slice | Reverse | Argmax | Maximum | Minimum => i == 0,
+        Concat => i <= 1,
+        Map => i == 1,
+        Map2 => i == 1 || i == 2,
+        Fold | Scan => i == 2,
+        _ => false,
+    }
+}
+
+/// Whether every use of `v` in `body` (its branches included) only reads it: a
+/// primitive that reads it ([`reads_operand`]), a direct call's parameter in
+/// `read_only`, or a capture in `read_only` of a closure in `on_stack` (one that never
+/// escapes `body`).
+fn only_read(
+    m: &Module,
+    body: &Body,
+    v: VarId,
+    read_only: &HashSet<VarId>,
+    on_stack: &HashSet<VarId>,
+) -> bool {
+    let a = Atom::Var(v);
+    if body.result == a {
+        return false;
+    }
+    body.bindings.iter().all(|b| match &b.rhs {
+        Rhs::Prim(p, args) => args
+            .iter()
+            .enumerate()
+            .all(|(i, x)| *x != a || reads_operand(*p, i)),
+        Rhs::CallDirect(c, args) => args
+            .iter()
+            .zip(&m.code(*c).params)
+            .all(|(x, p)| *x != a || read_only.contains(p)),
+        Rhs::Closure(c, args) => args
+            .iter()
+            .zip(&m.code(*c).captures)
+            .all(|(x, k)| *x != a || (on_stack.contains(&b.var) && read_only.contains(k))),
+        Rhs::If(c, t, e) => {
+            *c != a
+                && only_read(m, t, v, read_only, on_stack)
+                && only_read(m, e, v, read_only, on_stack)
+        }
+        Rhs::Match(x, arms, d) => {
+            *x != a
+                && arms
+                    .iter()
+                    .all(|arm| only_read(m, &arm.body, v, read_only, on_stack))
+                && d.as_ref()
+                    .is_none_or(|d| only_read(m, d, v, read_only, on_stack))
+        }
+        Rhs::Atom(x) | Rhs::Proj(x, _) => *x != a,
+        Rhs::Call(f, args) => *f != a && !args.contains(&a),
+        Rhs::Tuple(args) | Rhs::Array(args) | Rhs::Ctor(_, _, args) => !args.contains(&a),
+    })
+}
+
+/// The parameters and captures, arrays of scalars, that their code only reads (and
+/// passes only where they are only read): an array made for such a parameter can live
+/// on the caller's C stack. The greatest such set, by removing what fails until none
+/// does (a recursive function's parameter read by itself stays).
+///
+/// None where a code records on a tape: a loop node or dot node holds its loop's
+/// operands and its function's captures until the sweep, after the frame that made
+/// them is gone.
+pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> Option<HashSet<VarId>> {
+    let mut tape = false;
+    for c in codes {
+        fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| {
+            tape |= matches!(&b.rhs, Rhs::Prim(p, _) if p.name().starts_with("%delta"));
+        });
+    }
+    if tape {
+        return None;
+    }
+    let mut read_only: HashSet<VarId> = codes
+        .iter()
+        .flat_map(|c| {
+            let code = m.code(*c);
+            code.params.iter().chain(&code.captures).copied()
+        })
+        .filter(|v| scalar_array(m.var_ty(*v)))
+        .collect();
+    let stacks: HashMap<CodeId, HashSet<VarId>> = codes
+        .iter()
+        .map(|c| (*c, non_escaping_closures(&m.code(*c).body)))
+        .collect();
+    loop {
+        let mut out = Vec::new();
+        for c in codes {
+            let code = m.code(*c);
+            for v in code.params.iter().chain(&code.captures) {
+                if read_only.contains(v) && !only_read(m, &code.body, *v, &read_only, &stacks[c]) {
+                    out.push(*v);
+                }
+            }
+        }
+        if out.is_empty() {
+            return Some(read_only);
+        }
+        for v in out {
+            read_only.remove(&v);
+        }
+    }
+}
+
+/// The arrays of scalars `body` makes with `build`, `map` or `map2` and only reads
+/// ([`only_read`]): small ones live on the C stack (`fx_stack_arr`), no allocation
+/// (det's minor: the columns left, one array per term).
+pub(crate) fn stack_arrays(
+    m: &Module,
+    body: &Body,
+    read_only: Option<&HashSet<VarId>>,
+    on_stack: &HashSet<VarId>,
+) -> HashSet<VarId> {
+    let mut made = Vec::new();
+    // None in a module recording on a tape ([`read_only_inputs`]).
+    let Some(read_only) = read_only else {
+        return HashSet::new();
+    };
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if matches!(b.rhs, Rhs::Prim(Prim::Build | Prim::Map | Prim::Map2, _))
+            && scalar_array(m.var_ty(b.var))
+        {
+            made.push(b.var);
+        }
+    });
+    made.into_iter()
+        .filter(|v| only_read(m, body, *v, read_only, on_stack))
+        .collect()
+}

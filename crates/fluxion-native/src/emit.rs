@@ -84,6 +84,8 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         many_pushes: false,
         loop_ranges: HashSet::new(),
         unread_slices: HashSet::new(),
+        read_only: crate::analysis::read_only_inputs(m, &codes),
+        stack_arrays: HashSet::new(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -169,6 +171,12 @@ impl Emitter<'_> {
         self.on_stack = non_escaping_closures(&code.body);
         self.loop_ranges = crate::analysis::loop_ranges(&code.body);
         self.unread_slices = crate::analysis::unread_slices(&code.body);
+        self.stack_arrays = crate::analysis::stack_arrays(
+            self.m,
+            &code.body,
+            self.read_only.as_ref(),
+            &self.on_stack,
+        );
         self.made_here.clear();
         let mut pushes = 0;
         fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {

@@ -50,6 +50,12 @@ pub(crate) struct Emitter<'m> {
     /// In the function being emitted, the `slice`s nothing reads: their check only
     /// (`analysis::unread_slices`).
     pub(crate) unread_slices: HashSet<VarId>,
+    /// The arrays of scalars their code only reads (`analysis::read_only_inputs`;
+    /// `None` in a module that records on a tape).
+    pub(crate) read_only: Option<HashSet<VarId>>,
+    /// In the function being emitted, the arrays made on the C stack when small
+    /// (`analysis::stack_arrays`).
+    pub(crate) stack_arrays: HashSet<VarId>,
 }
 
 /// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions

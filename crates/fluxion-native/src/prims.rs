@@ -69,6 +69,19 @@ pub(crate) fn emit(
     let decl = |s: &mut String, expr: String| {
         let _ = writeln!(s, "{pad}{ct} {name} = {expr};");
     };
+    // A new array of `len` elements of `size` bytes: on the C stack where small and
+    // only read (`analysis::stack_arrays`), else from the heap.
+    let stack = e.stack_arrays.contains(&v);
+    let fresh = |s: &mut String, len: &str, size: &str, what: &str| -> String {
+        let heap = format!("fx_arr_new({len}, {size}, \"{what}\", {sp})");
+        if !stack {
+            return heap;
+        }
+        let _ = writeln!(s, "{pad}uint64_t {name}_stk[FX_STACK_ARR_WORDS];");
+        format!(
+            "({len}) <= FX_STACK_ARR_BYTES / {size} ? fx_stack_arr({name}_stk, {len}, \"{what}\", {sp}) : {heap}"
+        )
+    };
     if let Some(f) = real_fn(p) {
         decl(s, format!("{f}({})", a[0]));
         return Ok(false);
@@ -131,7 +144,8 @@ pub(crate) fn emit(
             let size = e.types().elem_size(&elem(ty));
             let call = e.call_closure(&args[1], &["i".into()]);
             let put = e.types().set(&elem(ty), &name, "i", &call);
-            decl(s, format!("fx_arr_new({}, {size}, \"build\", {sp})", a[0]));
+            let new = fresh(s, &a[0], &size.to_string(), "build");
+            decl(s, new);
             let body = |assume: &str| {
                 format!("for (int64_t i = 0; i < {}; i++) {{ {assume}{put} }}", a[0])
             };
@@ -142,10 +156,8 @@ pub(crate) fn emit(
             let size = e.types().elem_size(&elem(ty));
             let call = e.call_closure(&args[0], &[x]);
             let put = e.types().set(&elem(ty), &name, "i", &call);
-            decl(
-                s,
-                format!("fx_arr_new(FX_LEN({}), {size}, \"map\", {sp})", a[1]),
-            );
+            let new = fresh(s, &format!("FX_LEN({})", a[1]), &size.to_string(), "map");
+            decl(s, new);
             line(
                 s,
                 format!("for (int64_t i = 0; i < FX_LEN({}); i++) {put}", a[1]),
@@ -164,10 +176,8 @@ pub(crate) fn emit(
                     a[1], a[2]
                 ),
             );
-            decl(
-                s,
-                format!("fx_arr_new(FX_LEN({}), {size}, \"map2\", {sp})", a[1]),
-            );
+            let new = fresh(s, &format!("FX_LEN({})", a[1]), &size.to_string(), "map2");
+            decl(s, new);
             line(
                 s,
                 format!("for (int64_t i = 0; i < FX_LEN({}); i++) {put}", a[1]),

@@ -376,6 +376,24 @@ static fx_arr *fx_arr_new(int64_t n, size_t elem, const char *what, uint32_t src
   return a;
 }
 
+/* An array of `n` elements in `buf` (FX_STACK_ARR_WORDS words, on the caller's C
+ * stack; the caller checked that they fit): no reference count (rc -1, as a stack
+ * closure), never freed, not counted against the budget (analysis.rs `stack_arrays`:
+ * only arrays that nothing keeps past the block that made them). */
+#define FX_STACK_ARR_BYTES 256
+#define FX_STACK_ARR_WORDS ((sizeof(fx_arr) + FX_STACK_ARR_BYTES) / 8)
+static inline fx_arr *fx_stack_arr(uint64_t *buf, int64_t n, const char *what, uint32_t src, uint32_t start,
+                                   uint32_t end) {
+  fx_length(n, what, src, start, end);
+  fx_arr *a = (fx_arr *)buf;
+  a->h.rc = -1;
+  a->h.bytes = 0;
+  a->h.prev = a->h.next = NULL;
+  a->len = n;
+  a->kind = FX_DENSE;
+  return a;
+}
+
 /* The constant series [x, 0, ..., 0] of order k (a real captured by a closure lifted
  * into Taylor mode at run time, `%chad_of`). */
 static fx_arr *fx_jet_lift(double x, int64_t k, uint32_t src, uint32_t start, uint32_t end) {
@@ -520,6 +538,7 @@ static void fx_later_drain(void) {
 /* At the top of a dec helper: put `x` off if the stack is low. */
 #define FX_DEC_LATER(x, f)                    \
   do {                                        \
+    if ((x) && ((fx_hdr *)(x))->rc < 0) return; \
     if (fx_stack_low(FX_LATER_ROOM)) {        \
       fx_later_push((x), (fx_dec_fn)(f));     \
       return;                                 \
