@@ -227,8 +227,9 @@ fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
 
 /// Whether code `c`, the element function of loop primitive `p` (`build`, `map`,
 /// `map2`), can be computed again at the sweep: its parameters scalars or pairs, its
-/// captures those or arrays of them or of tuples of them (at most [`MAX_HELD`] arrays with the loop's
-/// operands), its bindings projections, tuples and [`cheap`] primitives on scalars
+/// captures those or arrays of them or of tuples of them (at most [`MAX_HELD`] arrays
+/// with the loop's operands), its bindings projections, tuples and [`cheap`]
+/// primitives on scalars (reads of tuples too)
 /// besides its `%delta`s, whose ids flow only into later `%delta`s' terms and, one of
 /// them, into the result pair.
 pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> {

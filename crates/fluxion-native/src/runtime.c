@@ -170,8 +170,9 @@ static fx_hdr fx_all = {0, 0, &fx_all, &fx_all};
 #define FX_POOL_CLASSES (16 + 4 * 8)
 #define FX_POOL_MAX 65536
 static void *fx_pool[FX_POOL_CLASSES];
-/* The bytes the free lists hold, at most FX_POOL_HELD (beyond, a freed object goes
- * back to malloc): memory the budget no longer counts stays bounded. */
+/* The bytes the free lists hold, at most FX_POOL_HELD and an eighth of the memory
+ * budget (beyond, a freed object goes back to malloc): memory the budget no longer
+ * counts stays bounded. */
 #define FX_POOL_HELD ((uint64_t)64 << 20)
 static uint64_t fx_pool_held;
 
@@ -256,7 +257,7 @@ static void fx_release(void *p) {
   fx_live_objects--;
   h->prev->next = h->next;
   h->next->prev = h->prev;
-  if (cls < FX_POOL_CLASSES && fx_pool_held + size <= FX_POOL_HELD) {
+  if (cls < FX_POOL_CLASSES && fx_pool_held + size <= FX_POOL_HELD && fx_pool_held + size <= fx_memory_limit / 8) {
     h->next = (fx_hdr *)fx_pool[cls];
     fx_pool[cls] = h;
     fx_pool_held += size;
@@ -914,8 +915,8 @@ static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_
  * tape); not asked of an array longer than `most` (0 then). */
 static int fx_pair_ids_zero(fx_arr *a, int64_t most) {
   if (!a) return 1;
-  a = fx_dense(a);
   if (a->len > most) return 0;
+  a = fx_dense(a);
   const int64_t *ids = fx_pair_ids(a);
   for (int64_t t = 0; t < a->len; t++)
     if (ids[t] != 0) return 0;

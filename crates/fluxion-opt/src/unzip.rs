@@ -403,8 +403,11 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
         let (bindings, ys_i) = component_loop(cx, &plan, i);
         // The loops after the first run the same failing operations on the same
         // elements, after it: they cannot fail (`Context::shadowed`).
+        // Not a copy that records on a tape: `sink` and `fuse` would take a shadowed
+        // loop for inert and might move or recompute its `%delta`s.
         if (k > 0 || shadowed)
             && let Rhs::Closure(code, _) = &bindings[0].rhs
+            && !records(cx, *code)
         {
             cx.shadowed.borrow_mut().insert(*code);
         }
@@ -451,7 +454,17 @@ fn apply(cx: &mut Context, body: &mut Body, plan: Plan) {
     }
 }
 
-/// Moves the loop `ys_i` (a component after the first, which cannot fail) and its
+/// Whether code `c` makes tape nodes (`%delta`).
+fn records(cx: &Context, c: CodeId) -> bool {
+    let mut found = false;
+    fluxion_core::visit::for_each_binding(&cx.m.code(c).body, &mut |b| {
+        found |= matches!(b.rhs, Rhs::Prim(Prim::DeltaPush, _));
+    });
+    found
+}
+
+/// Moves the loop `ys_i` (a component after the first, which cannot fail: the first
+/// ran the same operations on the same elements before it; any unzipped loop) and its
 /// function's closure, bound just before it at the top level of `body`, down to just
 /// before the first binding that reads it: a component summed by the next binding
 /// then lies next to its sum, which the native backend fuses only when adjacent
@@ -473,8 +486,9 @@ fn move_to_first_use(body: &mut Body, ys_i: VarId) {
     else {
         return;
     };
-    // Its `%delta`s must land on the tape they did: it passes no tape's opening,
-    // sweep or closing.
+    // Its `%delta`s must land on the tape they did: it passes no binding that opens
+    // a tape, sweeps or closes it (an operator that opens and closes its own tape
+    // within one binding leaves the tape as it found it).
     if first == 0
         || body.bindings[at + 1..at + 1 + first]
             .iter()
