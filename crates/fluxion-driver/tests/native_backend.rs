@@ -677,6 +677,55 @@ fn map_loop_nodes_over_constants_take_no_ids() {
     }
 }
 
+/// A sum loop node or a dot node whose elements read only zero ids is the zero delta
+/// and holds nothing until the sweep, as the interpreter records nothing for them: 200
+/// sums over 10^5 constants each fit a 64 MiB budget on both backends. The gradients
+/// are Σ_k (k + 10⁻⁶ Σ_j f(c_j)) for c_j = (j + k)/2, summed here in closed form.
+#[test]
+fn sum_and_dot_nodes_over_constants_hold_nothing() {
+    let (n, big_k) = (100000.0_f64, 200.0_f64);
+    let sj = n * (n - 1.0) / 2.0;
+    let sj2 = (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+    let (sk, sk2) = (
+        big_k * (big_k - 1.0) / 2.0,
+        (big_k - 1.0) * big_k * (2.0 * big_k - 1.0) / 6.0,
+    );
+    // Σ_k Σ_j c and Σ_k Σ_j c².
+    let sum_c = (big_k * sj + n * sk) / 2.0;
+    let sum_c2 = (big_k * sj2 + 2.0 * sk * sj + n * sk2) / 4.0;
+    let cases = [
+        (
+            "sum(map(|v| v * v * 0.5 + v, c))",
+            "x_->ids = 0",
+            sk + 1e-6 * (0.5 * sum_c2 + sum_c),
+        ),
+        (
+            "sum(map(|v| v * v, c))",
+            "fx_tape_dot(da",
+            sk + 1e-6 * sum_c2,
+        ),
+    ];
+    for (sum, node, want) in cases {
+        let src = format!(
+            "fn main() -> [Real] {{ grad(|x: [Real]| fold(|acc: Real, k: Int| {{ let c = build(100000, |j| to_real(j + k) * 0.5); acc + (c[k] + {sum} * 0.000001) * x[0] }}, 0.0, range(200)), [1.0]) }}"
+        );
+        assert!(delta_c_of_main(&src).contains(node), "no {node}: {src}");
+        let (interp, _) = run_in_64_mib(&src, Backend::Interp);
+        let (native, notes) = run_in_64_mib(&src, Backend::Native);
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(native, interp, "{src}");
+        let got: f64 = native
+            .expect("runs")
+            .trim_matches(['[', ']'])
+            .parse()
+            .expect("a real");
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{got} against {want}: {src}"
+        );
+    }
+}
+
 /// `src`'s `main` under `--ad delta` with a 64 MiB memory budget: its literal result
 /// and notes.
 fn run_in_64_mib(src: &str, backend: Backend) -> (Result<String, String>, Vec<String>) {

@@ -568,8 +568,10 @@ pub(crate) fn emit(
         &format!("{name}.f1"),
         (&lsp, &ssp),
     );
+    // Elements reading only zero ids ([`live`]): the sum is the zero delta, no node.
+    let live = live(e, code, &env, &held, rec);
     format!(
-        "{}if (node_) {{ double t = 0.0; {loops} {name}.f0 = t; {push} }} else {{ {fallback} }}",
+        "{}int live_ = {live}; if (node_ || !live_) {{ double t = 0.0; {loops} {name}.f0 = t; if (live_) {{ {push} }} else {name}.f1 = 0; }} else {{ {fallback} }}",
         held.c
     )
 }

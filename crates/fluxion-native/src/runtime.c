@@ -1037,7 +1037,7 @@ static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, in
 }
 /* The dot node of `a` and `b` over their first `n` elements (the caller checked that
  * both have them, and fx_tape_dot_pays of their `held` bytes), holding a reference to each; the zero delta
- * when n is 0, as fx_tape_fused_close. */
+ * when n is 0 (as fx_tape_fused_close) or every id is zero. */
 /* The bytes of terms node `d` stands for: a dot's 24 per element, a loop's own. */
 static inline uint64_t fx_tape_dot_terms(const fx_tape_dot_t *d) {
   return d->loop ? d->loop->terms : 24 * (uint64_t)d->n;
@@ -1080,6 +1080,13 @@ static int64_t fx_tape_push_dot(fx_tape_dot_t d, uint32_t src, uint32_t start, u
 static int64_t fx_tape_dot(fx_arr *a, fx_arr *b, int64_t n, uint64_t held, uint32_t src, uint32_t start,
                            uint32_t end) {
   if (n == 0) return 0;
+  /* Every id zero (constant data inside a gradient): the zero delta, as the
+   * interpreter's products make, and no node holding the arrays until the sweep. The
+   * scan stops at the first element either side has a delta for. */
+  const int64_t *ai = fx_pair_ids(a), *bi = fx_pair_ids(b);
+  int64_t t = 0;
+  while (t < n && (ai[t] | bi[t]) == 0) t++;
+  if (t == n) return 0;
   return fx_tape_push_dot((fx_tape_dot_t){0, n, a, b, held, NULL}, src, start, end);
 }
 /* The loop node of `n` elements (n > 0; the caller checked fx_tape_loop_pays): `x`
