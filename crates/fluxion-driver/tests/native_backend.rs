@@ -661,19 +661,7 @@ fn map_loop_nodes_over_constants_take_no_ids() {
             delta_c_of_main(src).contains("x_->ids = 1"),
             "no map loop node:\n{src}"
         );
-        let (interp, _) = run_in_64_mib(src, Backend::Interp);
-        let (native, notes) = run_in_64_mib(src, Backend::Native);
-        assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(native, interp, "{src}");
-        let got: f64 = native
-            .expect("runs")
-            .trim_matches(['[', ']'])
-            .parse()
-            .expect("a real");
-        assert!(
-            (got - want).abs() <= 1e-9 * want,
-            "{got} against {want}: {src}"
-        );
+        gradient_fits_64_mib(src, want);
     }
 }
 
@@ -710,20 +698,26 @@ fn sum_and_dot_nodes_over_constants_hold_nothing() {
             "fn main() -> [Real] {{ grad(|x: [Real]| fold(|acc: Real, k: Int| {{ let c = build(100000, |j| to_real(j + k) * 0.5); acc + (c[k] + {sum} * 0.000001) * x[0] }}, 0.0, range(200)), [1.0]) }}"
         );
         assert!(delta_c_of_main(&src).contains(node), "no {node}: {src}");
-        let (interp, _) = run_in_64_mib(&src, Backend::Interp);
-        let (native, notes) = run_in_64_mib(&src, Backend::Native);
-        assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(native, interp, "{src}");
-        let got: f64 = native
-            .expect("runs")
-            .trim_matches(['[', ']'])
-            .parse()
-            .expect("a real");
-        assert!(
-            (got - want).abs() <= 1e-9 * want,
-            "{got} against {want}: {src}"
-        );
+        gradient_fits_64_mib(&src, want);
     }
+}
+
+/// `src`'s `main`, a one-element gradient, within a 64 MiB budget: the interpreter's
+/// result natively, no note, and `want` to 1e-9 relative.
+fn gradient_fits_64_mib(src: &str, want: f64) {
+    let (interp, _) = run_in_64_mib(src, Backend::Interp);
+    let (native, notes) = run_in_64_mib(src, Backend::Native);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(native, interp, "{src}");
+    let got: f64 = native
+        .expect("runs")
+        .trim_matches(['[', ']'])
+        .parse()
+        .expect("a real");
+    assert!(
+        (got - want).abs() <= 1e-9 * want,
+        "{got} against {want}: {src}"
+    );
 }
 
 /// `src`'s `main` under `--ad delta` with a 64 MiB memory budget: its literal result

@@ -477,12 +477,12 @@ fn move_to_first_use(body: &mut Body, ys_i: VarId) {
         return;
     }
     let f = body.bindings[at - 1].var;
-    if !matches!(body.bindings[at - 1].rhs, Rhs::Closure(..)) || !reads(&body.bindings[at].rhs, f) {
+    if !matches!(body.bindings[at - 1].rhs, Rhs::Closure(..)) || !reads(&body.bindings[at], f) {
         return;
     }
     let Some(first) = body.bindings[at + 1..]
         .iter()
-        .position(|b| reads(&b.rhs, ys_i) || reads(&b.rhs, f))
+        .position(|b| reads(b, ys_i) || reads(b, f))
     else {
         return;
     };
@@ -522,19 +522,14 @@ fn opens_or_sweeps(rhs: &Rhs) -> bool {
     }
 }
 
-/// Whether `rhs` reads `v`, in its operands or its branches.
-fn reads(rhs: &Rhs, v: VarId) -> bool {
-    let in_body =
-        |b: &Body| b.result == Atom::Var(v) || b.bindings.iter().any(|x| reads(&x.rhs, v));
-    mentions(rhs, v)
-        || match rhs {
-            Rhs::If(_, t, e) => in_body(t) || in_body(e),
-            Rhs::Match(_, arms, default) => {
-                arms.iter().any(|a| in_body(&a.body))
-                    || default.as_ref().is_some_and(|d| in_body(d))
-            }
-            _ => false,
-        }
+/// Whether binding `b` reads `v`, in its operands or its branches (their bindings and
+/// results).
+fn reads(b: &Binding, v: VarId) -> bool {
+    let mut found = false;
+    fluxion_core::visit::for_each_binding_in(std::slice::from_ref(b), &mut |x| {
+        found |= mentions(&x.rhs, v) || results_in(&x.rhs, v);
+    });
+    found
 }
 
 /// `let f_i = |..| f(..).i; let ys_i = loop(f_i, ..)`: the bindings and `ys_i`.
