@@ -349,6 +349,12 @@ impl Program {
     pub fn resolve(&mut self, options: RunOptions) -> Result<(), Diagnostic> {
         let roots = self.user_functions();
         fluxion_ad::ahead::resolve_operators(&mut self.module, &roots, options.opt, options.fwd);
+        if options.opt == OptLevel::On {
+            // The primal calls' copies with the late passes (`fluxion_opt::Stage`).
+            let mut report = OptReport::default();
+            fluxion_opt::finish_primal_code(&mut self.module, &mut report)
+                .map_err(|m| Diagnostic::new(Phase::Input, None, m))?;
+        }
         if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
             eprintln!(
                 "{}",
@@ -410,8 +416,12 @@ impl Program {
     pub fn optimize(&mut self, opt: OptLevel) -> Result<OptReport, Diagnostic> {
         let mut report = OptReport::default();
         if opt == OptLevel::On {
-            fluxion_opt::optimize_module(&mut self.module, &mut report)
-                .map_err(|m| Diagnostic::new(Phase::Input, None, m))?;
+            fluxion_opt::optimize_module(
+                &mut self.module,
+                fluxion_opt::Stage::BeforeAd,
+                &mut report,
+            )
+            .map_err(|m| Diagnostic::new(Phase::Input, None, m))?;
             check_core(&self.module, "optimising")?;
         }
         Ok(report)
@@ -452,7 +462,14 @@ impl Program {
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
             "opt" => {
-                let program = self.optimised_copy(mode)?;
+                // As the primal runs: the late passes too (`fluxion_opt::Stage`).
+                let mut program = self.optimised_copy(mode)?;
+                let mut report = OptReport::default();
+                fluxion_opt::optimize_module(
+                    &mut program.module,
+                    fluxion_opt::Stage::Final,
+                    &mut report,
+                )?;
                 let roots = self.roots(&program.module, entry)?;
                 Ok(fluxion_core::print::print_reachable(
                     &program.module,
@@ -474,6 +491,9 @@ impl Program {
                     OptLevel::On,
                     FwdMode::default(),
                 );
+                let mut report = OptReport::default();
+                fluxion_opt::finish_primal_code(&mut program.module, &mut report)?;
+                let code = program.module.functions[name];
                 fluxion_native::c_source(&program.module, code).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
                 })
@@ -517,7 +537,12 @@ impl Program {
                 }
                 if opt == OptLevel::On {
                     let mut report = OptReport::default();
-                    fluxion_opt::optimize_codes_from(&mut module, first_new, &mut report)?;
+                    fluxion_opt::optimize_codes_from(
+                        &mut module,
+                        first_new,
+                        fluxion_opt::Stage::Final,
+                        &mut report,
+                    )?;
                 }
                 check_core(&module, stage).map_err(|d| d.message)?;
                 Ok(skipped + &fluxion_core::print::print_reachable(&module, &derived))

@@ -543,3 +543,51 @@ fn unit_scalings_are_removed() {
         assert_eq!(got, vec![y + x.cos(), x - 1.0], "{mode:?}");
     }
 }
+
+/// `scan_sum` is a late pass (`fluxion_opt::Stage`): the primal runs the fold, while
+/// the gradient differentiates the scan and the sum — a sum the native backend records
+/// as one loop node, where the fold's carried sum made a chain of tape nodes, one per
+/// term. Both backends give the closed form's value and gradient.
+#[test]
+fn scans_fuse_into_sums_after_differentiating() {
+    let src = "fn f(x: [Real], t: Real) -> Real {
+                   let powers = scan(|p, _j| p * t, 1.0, range(length(x)));
+                   sumbuild(length(x), |j| x[j] * powers[j])
+               }
+               fn main() -> (Real, [Real]) {
+                   let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+                   (f(x, 0.5), grad(|x: [Real]| f(x, 0.5), x))
+               }";
+    let opts = options(AdMode::Delta, FwdMode::default(), OptLevel::On);
+    let (f, main) = with_big_stack(move || {
+        let mut program = compile("late.flx", src).unwrap_or_else(|f| panic!("{}", f.render()));
+        program.prepare(opts).expect("prepares");
+        let m = &program.module;
+        let show = |roots: &[fluxion_driver::core::CodeId]| {
+            fluxion_driver::core::print::print_reachable(m, roots)
+        };
+        (show(&[m.functions["f"]]), show(&[m.functions["main"]]))
+    });
+    assert!(
+        f.contains("fold(") && !f.contains("scan("),
+        "the primal's fold:\n{f}"
+    );
+    // `main` (the gradient's translation, and `f` inlined, neither a copy: `main`
+    // applies an operator): the scan (in the gradient on primals, its values
+    // constants) and the recorded sum, no fold.
+    assert!(
+        main.contains("scan(") && main.contains("%delta_sum(") && !main.contains("fold("),
+        "the gradient's scan and sum:\n{main}"
+    );
+    // Σ_j x_j·t^(j+1) at t = 1/2, and its gradient t^(j+1): exact in binary.
+    for backend in [
+        fluxion_driver::Backend::Interp,
+        fluxion_driver::Backend::Native,
+    ] {
+        let got = run(src, RunOptions { backend, ..opts });
+        assert_eq!(
+            got, "(1.875, [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625])",
+            "{backend:?}"
+        );
+    }
+}

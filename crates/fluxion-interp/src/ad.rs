@@ -349,7 +349,7 @@ impl Interp {
     ) -> EvalResult<()> {
         if self.opt_level() == fluxion_opt::OptLevel::On && first_new < m.codes.len() {
             let mut report = fluxion_opt::Report::default();
-            fluxion_opt::optimize_codes_from(m, first_new, &mut report)
+            fluxion_opt::optimize_codes_from(m, first_new, fluxion_opt::Stage::Final, &mut report)
                 .map_err(|message| RuntimeError { span, message })?;
         }
         verify_derived(m, first_new, span)

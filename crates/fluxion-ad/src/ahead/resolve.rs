@@ -102,7 +102,12 @@ pub fn resolve_operators(
         // not its duplicate subterms: flat code differentiates into flat code).
         if m.codes.len() > made_before && opt == fluxion_opt::OptLevel::On {
             let mut report = fluxion_opt::Report::default();
-            let _ = fluxion_opt::optimize_codes_from(m, made_before, &mut report);
+            let _ = fluxion_opt::optimize_codes_from(
+                m,
+                made_before,
+                fluxion_opt::Stage::BeforeAd,
+                &mut report,
+            );
         }
         round = (made_before..m.codes.len())
             .map(|i| CodeId(i as u32))
@@ -112,8 +117,10 @@ pub fn resolve_operators(
     drop_unfinished(m);
     if m.codes.len() > first_new && opt == fluxion_opt::OptLevel::On {
         let mut report = fluxion_opt::Report::default();
-        // Optimising is an improvement only; a failure leaves the codes as made.
-        let _ = fluxion_opt::optimize_codes_from(m, first_new, &mut report);
+        // Optimising is an improvement only; a failure leaves the codes as made. (No
+        // translation reads these again: every pass, `fluxion_opt::Stage::Final`.)
+        let _ =
+            fluxion_opt::optimize_codes_from(m, first_new, fluxion_opt::Stage::Final, &mut report);
     }
 }
 
