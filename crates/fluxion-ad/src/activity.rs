@@ -6,6 +6,16 @@
 //! the classic activity analysis of source-transformation AD; in the delta layer it
 //! keeps such values off the tape.
 //!
+//! The "varied" half: a binding computed from no input — from literals, values without
+//! perturbation (`Int`s: a point `t = to_real(i) / to_real(n)`), other such bindings
+//! and captures the enclosing translation passes as primals — has zero perturbation
+//! wherever it is read, so it is computed on primals too, and a translated binding
+//! reads it as a constant: a real is lifted where it is read (as a literal is), and an
+//! array of reals may be captured by a lambda that only indexes it (and takes its
+//! length), made for a loop or a call, whose translation then takes the capture as a
+//! primal ([`lifts_cheaply`]; llsq's powers of `t`, a `scan`: no pair per power, no
+//! tape entry).
+//!
 //! The rewrite that exposes it ([`rewrite_extrema`]): `minimum(map(f, xs))` is
 //! `f(xs[i])` at the first index `i` attaining the minimum (`minimum` follows the first
 //! index, `docs/language.md` §5), so the map is left to find `i` — on primals — and one
@@ -13,8 +23,8 @@
 //! instead of one per centroid).
 //!
 //! What must stay true: a primal-only variable is read by the translation only where a
-//! primal is wanted (the primitives of [`reads_primal`]) or by another primal-only
-//! binding (or inside one); its binding's free variables have primals (a primal-only
+//! primal is wanted (the primitives of [`reads_primal`]), by another primal-only
+//! binding (or inside one), or, made from no input, where it lifts cheaply; its binding's free variables have primals (a primal-only
 //! variable, a value of a type without perturbation, a translated value without
 //! functions, whose primal `primal_of` takes, or a translated function whose arguments
 //! can be lifted, called on lifted arguments — [`wraps`]); and its right-hand side
@@ -142,7 +152,12 @@ struct Use {
 /// codes of their own) whose binding the translation by `map` computes on primals.
 /// The greatest set closed under the rules of the module doc: every binding that could
 /// be primal-only starts in, and one that breaks a rule leaves, until none does.
-pub(crate) fn primal_only(m: &Module, body: &Body, map: TypeMap) -> HashSet<VarId> {
+pub(crate) fn primal_only(
+    m: &Module,
+    body: &Body,
+    map: TypeMap,
+    seeds: &HashSet<VarId>,
+) -> HashSet<VarId> {
     let mut rhs_of: HashMap<VarId, &Rhs> = HashMap::new();
     let mut uses: HashMap<VarId, Vec<Use>> = HashMap::new();
     let mut inside: HashMap<VarId, Vec<VarId>> = HashMap::new();
@@ -166,14 +181,18 @@ pub(crate) fn primal_only(m: &Module, body: &Body, map: TypeMap) -> HashSet<VarI
             readers.entry(*x).or_default().push(*v);
         }
     }
+    let unvaried = unvaried(m, map, &set, &free, &readers, seeds);
     let keeps = |v: &VarId, set: &HashSet<VarId>| {
         let used_well = uses.get(v).is_none_or(|us| {
-            us.iter()
-                .all(|u| u.primal || u.chain.iter().any(|c| set.contains(c)))
+            us.iter().all(|u| {
+                u.primal
+                    || u.chain.iter().any(|c| set.contains(c))
+                    || (unvaried.contains(v) && lifts_cheaply(m, *v, u, &rhs_of, &uses))
+            })
         });
         used_well
             && free[v].iter().all(|x| {
-                set.contains(x) || {
+                set.contains(x) || seeds.contains(x) || {
                     let t = m.var_ty(*x);
                     m.is_fixed(t, map) || !m.can_hold_fn(t) || wraps(m, t, map)
                 }
@@ -201,6 +220,119 @@ pub(crate) fn primal_only(m: &Module, body: &Body, map: TypeMap) -> HashSet<VarI
         }
     }
     set
+}
+
+/// The varied half of activity analysis: the candidates computed from `seeds`
+/// (captures the enclosing translation passes as primals), literals and values
+/// without perturbation only, to a fixed point. Their perturbation is zero wherever
+/// they are read, so a translated binding may read them lifted as constants.
+fn unvaried(
+    m: &Module,
+    map: TypeMap,
+    candidates: &HashSet<VarId>,
+    free: &HashMap<VarId, Vec<VarId>>,
+    readers: &HashMap<VarId, Vec<VarId>>,
+    seeds: &HashSet<VarId>,
+) -> HashSet<VarId> {
+    let mut set = candidates.clone();
+    let mut queue: Vec<VarId> = set.iter().copied().collect();
+    while let Some(v) = queue.pop() {
+        let constant = |x: &VarId, set: &HashSet<VarId>| {
+            set.contains(x) || seeds.contains(x) || m.is_fixed(m.var_ty(*x), map)
+        };
+        if !set.contains(&v) || free[&v].iter().all(|x| constant(x, &set)) {
+            continue;
+        }
+        set.remove(&v);
+        queue.extend(
+            readers
+                .get(&v)
+                .into_iter()
+                .flatten()
+                .filter(|r| set.contains(r)),
+        );
+    }
+    set
+}
+
+/// Whether use `u` of unvaried `v` by a translated binding is cheap to serve: a real
+/// is lifted where it is read (a constant, as a literal is); an array of reals may be
+/// captured by a lambda that only indexes it and takes its length, made for a loop or
+/// a call (never an operator's function, whose translation takes translated
+/// captures), which is then translated with the capture as a primal.
+fn lifts_cheaply(
+    m: &Module,
+    v: VarId,
+    u: &Use,
+    rhs_of: &HashMap<VarId, &Rhs>,
+    uses: &HashMap<VarId, Vec<Use>>,
+) -> bool {
+    match m.var_ty(v) {
+        Type::Real => true,
+        Type::Array(t) if **t == Type::Real => {
+            let Some(w) = u.chain.first() else {
+                return false;
+            };
+            let Some(Rhs::Closure(code, args)) = rhs_of.get(w) else {
+                return false;
+            };
+            let code = m.code(*code);
+            code.kind == fluxion_core::CodeKind::Lambda
+                && args
+                    .iter()
+                    .zip(&code.captures)
+                    .filter(|(a, _)| **a == Atom::Var(v))
+                    .all(|(_, c)| only_indexed(&code.body, *c))
+                && uses.get(w).is_some_and(|us| {
+                    us.iter().all(|u| {
+                        u.chain
+                            .first()
+                            .and_then(|r| rhs_of.get(r))
+                            .is_some_and(|rhs| applies_only(rhs, *w))
+                    })
+                })
+        }
+        _ => false,
+    }
+}
+
+/// Whether `c` occurs in `body` (branches included; a lambda capturing it counts)
+/// only as the array of `c[i]` or `length(c)`.
+fn only_indexed(body: &Body, c: VarId) -> bool {
+    body.result != Atom::Var(c)
+        && body.bindings.iter().all(|b| match &b.rhs {
+            Rhs::Prim(Prim::Index | Prim::Length, _) => true,
+            Rhs::If(cond, t, e) => {
+                *cond != Atom::Var(c) && only_indexed(t, c) && only_indexed(e, c)
+            }
+            Rhs::Match(s, arms, default) => {
+                *s != Atom::Var(c)
+                    && arms.iter().all(|a| only_indexed(&a.body, c))
+                    && default.iter().all(|d| only_indexed(d, c))
+            }
+            rhs => !free_vars_of(rhs).contains(&c),
+        })
+}
+
+/// Whether `rhs` reads closure `w` only as the function a loop or a call applies.
+fn applies_only(rhs: &Rhs, w: VarId) -> bool {
+    let f = Atom::Var(w);
+    let (callee, rest): (Option<&Atom>, Vec<&Atom>) = match rhs {
+        Rhs::Prim(Prim::Build | Prim::Sumbuild | Prim::Iterate, a) if a.len() >= 2 => (
+            Some(&a[1]),
+            a.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 1)
+                .map(|(_, x)| x)
+                .collect(),
+        ),
+        Rhs::Prim(Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan, a) if !a.is_empty() => {
+            (Some(&a[0]), a[1..].iter().collect())
+        }
+        Rhs::Call(g, a) => (Some(g), a.iter().collect()),
+        _ => (None, Vec::new()),
+    };
+    callee == Some(&f) && !rest.contains(&&f)
 }
 
 /// Whether a translated function of type `ty` has a primal counterpart the

@@ -199,6 +199,18 @@ pub(crate) fn translate_code<L: Layer>(
     layer: &L,
     captures: Captures,
 ) -> Result<CodeId, AdError> {
+    translate_code_with(m, code, layer, captures, &HashSet::new())
+}
+
+/// [`translate_code`], inline, with the captures at positions `primal` passed as
+/// primals (unvaried arrays the lambda only indexes: `activity.rs`).
+fn translate_code_with<L: Layer>(
+    m: &mut Module,
+    code: CodeId,
+    layer: &L,
+    captures: Captures,
+    primal: &HashSet<usize>,
+) -> Result<CodeId, AdError> {
     let key = translation_key(layer.map(), code);
     if captures.is_none()
         && let Some(id) = m.derived_codes.get(&key)
@@ -210,7 +222,9 @@ pub(crate) fn translate_code<L: Layer>(
     // finds the map primal-only (`activity.rs`); the original code stays as it is.
     let mut source = original.body.clone();
     crate::activity::rewrite_extrema(m, &mut source);
-    let primal_only = crate::activity::primal_only(m, &source, layer.map());
+    let seeds: HashSet<VarId> = primal.iter().map(|i| original.captures[*i]).collect();
+    let mut primal_only = crate::activity::primal_only(m, &source, layer.map(), &seeds);
+    primal_only.extend(seeds);
     // A closure made with another count of captures than its code has is a bug
     // upstream; an error here, not an index out of bounds below.
     if let Some(cs) = &captures
@@ -395,9 +409,15 @@ impl<L: Layer> Translate<'_, L> {
         }
     }
 
-    /// The translation of an atom; a real literal becomes a constant.
+    /// The translation of an atom; a real literal, or a primal-only real (unvaried,
+    /// `activity.rs`), becomes a constant. (A primal-only array is its primal: only a
+    /// lambda that indexes it captures it so.)
     fn atom(&mut self, b: &mut Builder, a: &Atom) -> Atom {
         match a {
+            Atom::Var(v) if self.primal_only.contains(v) && *b.m.var_ty(*v) == Type::Real => {
+                let r = self.env[v];
+                self.layer.constant(b, r)
+            }
             Atom::Var(v) => self.env[v],
             Atom::Lit(Lit::Real(r)) => self.layer.constant(b, real(*r)),
             Atom::Lit(l) => Atom::Lit(*l),
@@ -457,10 +477,23 @@ impl<L: Layer> Translate<'_, L> {
                     })
                     .collect();
                 let vars = crate::helpers::distinct_vars(b, vars);
-                let args = vars.iter().map(|v| Atom::Var(*v)).collect();
+                let args_out = vars.iter().map(|v| Atom::Var(*v)).collect();
+                // Unvaried arrays are captured as primals (`activity::lifts_cheaply`).
+                let primal: HashSet<usize> = args
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| {
+                        matches!(a, Atom::Var(v) if self.primal_only.contains(v)
+                            && *b.m.var_ty(*v) != Type::Real)
+                    })
+                    .map(|(i, _)| i)
+                    .collect();
                 // A top-level function used as a value is translated on its own, once.
                 let inline = (b.m.code(*c).kind == CodeKind::Lambda).then_some(vars);
-                Rhs::Closure(translate_code(b.m, *c, self.layer, inline)?, args)
+                Rhs::Closure(
+                    translate_code_with(b.m, *c, self.layer, inline, &primal)?,
+                    args_out,
+                )
             }
             Rhs::If(c, t, e) => {
                 let c = self.atom(b, c);

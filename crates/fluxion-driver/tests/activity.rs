@@ -153,3 +153,92 @@ fn the_nearest_centroid_alone_is_differentiated_in_every_mode() {
         }
     }
 }
+
+/// The varied half: values computed from no input — a point `t_i` made of `Int`s, its
+/// powers by a `scan`, the sign of `t_i` — stay primals under every translation (the
+/// scan's array is `[Real]` in the delta translation, captured as a primal by the loop
+/// that indexes it), and a translated product reads them as constants. The oracle, by
+/// hand: f(x) = ½ Σ_i (s_i − Σ_j x_j t_i^j)², so ∂f/∂x_j = −Σ_i r_i t_i^j and the
+/// Hessian is Σ_i t_i^j t_i^k; `g` reads an unvaried array through a tuple and a
+/// `map2` (no cheap lift: translated as before), ∂g/∂x_j = j + 1.
+const POLY: &str = "
+fn f(x: [Real], n: Int) -> Real {
+    let m = length(x);
+    0.5 * sumbuild(n, |i| {
+        let t = -1.0 + to_real(i) * 2.0 / to_real(n - 1);
+        let powers = scan(|p, _j| p * t, 1.0, range(m - 1));
+        let poly = x[0] + sumbuild(m - 1, |j| x[j + 1] * powers[j]);
+        let s = if t > 0.0 { 1.0 } else if t < 0.0 { -1.0 } else { 0.0 };
+        let r = s - poly;
+        r * r
+    })
+}
+fn g(x: [Real]) -> Real {
+    let w = map(|j| to_real(j) + 1.0, range(length(x)));
+    let p = (w, x);
+    sum(map2(|a, b| a * b, p.0, p.1))
+}";
+
+#[test]
+fn values_computed_from_no_input_stay_primals() {
+    let x = [0.3, -1.2, 0.8, 0.5];
+    let n = 7;
+    let ts: Vec<f64> = (0..n)
+        .map(|i| -1.0 + i as f64 * 2.0 / (n - 1) as f64)
+        .collect();
+    let m = x.len();
+    let (mut grad, mut hess_ones) = (vec![0.0; m], vec![0.0; m]);
+    for t in &ts {
+        let pw: Vec<f64> = (0..m).map(|j| t.powi(j as i32)).collect();
+        let s = if *t > 0.0 {
+            1.0
+        } else if *t < 0.0 {
+            -1.0
+        } else {
+            0.0
+        };
+        let r = s - (0..m).map(|j| x[j] * pw[j]).sum::<f64>();
+        for j in 0..m {
+            grad[j] -= r * pw[j];
+            hess_ones[j] += pw[j] * pw.iter().sum::<f64>();
+        }
+    }
+    let xs = format!("{x:?}");
+    let expr = format!(
+        "(grad(|x: [Real]| f(x, {n}), {xs}), \
+          jvp(|x: [Real]| grad(|y: [Real]| f(y, {n}), x), {xs}, [1.0, 1.0, 1.0, 1.0]).1, \
+          grad(g, {xs}))"
+    );
+    let g_by_hand: Vec<f64> = (0..m).map(|j| (j + 1) as f64).collect();
+    for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
+        for backend in [Backend::Interp, Backend::Native] {
+            let options = RunOptions {
+                mode,
+                backend,
+                ..RunOptions::default()
+            };
+            let at = format!("{mode:?}, {backend:?}");
+            let got = numbers(
+                &eval_literal(POLY, &expr, options).unwrap_or_else(|e| panic!("{at}: {e}")),
+            );
+            close(&format!("grad f ({at})"), &got[..m], &grad);
+            close(&format!("H·1 of f ({at})"), &got[m..2 * m], &hess_ones);
+            close(&format!("grad g ({at})"), &got[2 * m..], &g_by_hand);
+        }
+    }
+    // The translation keeps the powers primal: a scan of reals, no scan of pairs.
+    let program =
+        fluxion_driver::compile("poly.flx", POLY).unwrap_or_else(|f| panic!("{}", f.render()));
+    let delta = program
+        .show_optimized(
+            "delta",
+            Some("f"),
+            AdMode::Delta,
+            fluxion_driver::OptLevel::On,
+        )
+        .expect("shows");
+    assert!(
+        delta.contains(": [Real] = scan(") && !delta.contains(": [(Real, Int)] = scan("),
+        "{delta}"
+    );
+}

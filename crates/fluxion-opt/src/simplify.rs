@@ -259,6 +259,21 @@ impl Simplifier<'_> {
                 ) if *tag as i64 == t => Some(Outcome::Rename(fields[j as usize])),
                 _ => keep(args),
             },
+            // A tape term on the zero delta (a constant's id, 0) adds nothing, as the
+            // tape's push drops it; with no term left, the push is the zero delta.
+            DeltaPush if args.chunks(2).any(|t| t[1] == Atom::Lit(Lit::Int(0))) => {
+                let live: Vec<Atom> = args
+                    .chunks(2)
+                    .filter(|t| t[1] != Atom::Lit(Lit::Int(0)))
+                    .flatten()
+                    .copied()
+                    .collect();
+                if live.is_empty() {
+                    Some(Outcome::Rename(Atom::Lit(Lit::Int(0))))
+                } else {
+                    keep(live)
+                }
+            }
             // `0 + n`, `n + 0` and `n - 0` of `Int`s are `n` (no overflow; not so for
             // reals: `0.0 + -0.0` is `0.0`).
             Add if args[0] == Atom::Lit(Lit::Int(0)) => Some(Outcome::Rename(args[1])),
