@@ -431,12 +431,30 @@ pub(crate) fn code_operator_free(
     if let Some(known) = clean.get(&code) {
         return *known;
     }
-    // A recursive code counts as clean while it is looked at (its own calls add nothing).
-    clean.insert(code, true);
-    let (ok, codes) = scan(&m.code(code).body.bindings);
-    let verdict = ok && codes.into_iter().all(|c| code_operator_free(m, c, clean));
-    clean.insert(code, verdict);
-    verdict
+    // Every code reached, each once (cycles included); only final verdicts are kept,
+    // so a code on a cycle is never taken as clean while it is still looked at.
+    let (mut seen, mut stack, mut ok) = (HashSet::new(), vec![code], true);
+    while let Some(c) = stack.pop() {
+        if !seen.insert(c) {
+            continue;
+        }
+        match clean.get(&c) {
+            Some(true) => continue,
+            Some(false) => {
+                ok = false;
+                break;
+            }
+            None => {}
+        }
+        let (clean_here, codes) = scan(&m.code(c).body.bindings);
+        if !clean_here {
+            ok = false;
+            break;
+        }
+        stack.extend(codes);
+    }
+    clean.insert(code, ok);
+    ok
 }
 
 /// Whether `bindings` (branches included) run only copyable primitives, and the codes

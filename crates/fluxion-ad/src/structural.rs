@@ -222,9 +222,6 @@ fn translate_code_with<L: Layer>(
     // finds the map primal-only (`activity.rs`); the original code stays as it is.
     let mut source = original.body.clone();
     crate::activity::rewrite_extrema(m, &mut source);
-    let seeds: HashSet<VarId> = primal.iter().map(|i| original.captures[*i]).collect();
-    let mut primal_only = crate::activity::primal_only(m, &source, layer.map(), &seeds);
-    primal_only.extend(seeds);
     // A closure made with another count of captures than its code has is a bug
     // upstream; an error here, not an index out of bounds below.
     if let Some(cs) = &captures
@@ -240,6 +237,12 @@ fn translate_code_with<L: Layer>(
             ),
         ));
     }
+    let seeds: HashSet<VarId> = primal
+        .iter()
+        .filter_map(|i| original.captures.get(*i).copied())
+        .collect();
+    let mut primal_only = crate::activity::primal_only(m, &source, layer.map(), &seeds);
+    primal_only.extend(seeds);
     let mut b = Builder::new(m, original.span);
     let id = b.reserve_code(
         &format!("{}_{}", original.name, layer_name(layer.map())),

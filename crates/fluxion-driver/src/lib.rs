@@ -350,10 +350,10 @@ impl Program {
         let roots = self.user_functions();
         fluxion_ad::ahead::resolve_operators(&mut self.module, &roots, options.opt, options.fwd);
         if options.opt == OptLevel::On {
-            // The primal calls' copies with the late passes (`fluxion_opt::Stage`).
+            // The primal calls' copies with the late passes (`fluxion_opt::Stage`). An
+            // improvement only: a failure leaves the calls as they were.
             let mut report = OptReport::default();
-            fluxion_opt::finish_primal_code(&mut self.module, &mut report)
-                .map_err(|m| Diagnostic::new(Phase::Input, None, m))?;
+            let _ = fluxion_opt::finish_primal_code(&mut self.module, &mut report);
         }
         if std::env::var_os("FLUXION_DUMP_RESOLVED").is_some() {
             eprintln!(
@@ -462,14 +462,11 @@ impl Program {
                 Ok(fluxion_core::print::print_reachable(&self.module, &roots))
             }
             "opt" => {
-                // As the primal runs: the late passes too (`fluxion_opt::Stage`).
+                // As the primal runs: a closed function the late passes improve is its
+                // copy (`fluxion_opt::finish_primal_code`).
                 let mut program = self.optimised_copy(mode)?;
                 let mut report = OptReport::default();
-                fluxion_opt::optimize_module(
-                    &mut program.module,
-                    fluxion_opt::Stage::Final,
-                    &mut report,
-                )?;
+                let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
                 let roots = self.roots(&program.module, entry)?;
                 Ok(fluxion_core::print::print_reachable(
                     &program.module,
@@ -492,7 +489,7 @@ impl Program {
                     FwdMode::default(),
                 );
                 let mut report = OptReport::default();
-                fluxion_opt::finish_primal_code(&mut program.module, &mut report)?;
+                let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
                 let code = program.module.functions[name];
                 fluxion_native::c_source(&program.module, code).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)

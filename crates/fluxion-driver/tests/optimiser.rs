@@ -579,6 +579,36 @@ fn scans_fuse_into_sums_after_differentiating() {
         main.contains("scan(") && main.contains("%delta_sum(") && !main.contains("fold("),
         "the gradient's scan and sum:\n{main}"
     );
+    // A closed function used as a value keeps its code (operators' tables know it):
+    // chosen at run time and differentiated, natively without the interpreter.
+    let chosen = "fn poly(x: [Real]) -> Real {
+                      let p = scan(|a, _j| a * 0.5, 1.0, range(length(x)));
+                      sumbuild(length(x), |j| x[j] * p[j])
+                  }
+                  fn other(x: [Real]) -> Real { sum(x) }
+                  fn main() -> ([Real], Real) {
+                      let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+                      let f = if x[0] > 0.0 { poly } else { other };
+                      (grad(f, x), poly(x))
+                  }";
+    for backend in [
+        fluxion_driver::Backend::Interp,
+        fluxion_driver::Backend::Native,
+    ] {
+        let out = with_big_stack(move || {
+            let program =
+                compile("chosen.flx", chosen).unwrap_or_else(|f| panic!("{}", f.render()));
+            let out = program
+                .run_with_options("main", None, RunOptions { backend, ..opts })
+                .unwrap_or_else(|f| panic!("{}", f.render()));
+            (out.to_literal(), out.notes)
+        });
+        assert_eq!(
+            out.0, "([0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625], 1.875)",
+            "{backend:?}"
+        );
+        assert!(out.1.is_empty(), "{backend:?}: {:?}", out.1);
+    }
     // Σ_j x_j·t^(j+1) at t = 1/2, and its gradient t^(j+1): exact in binary.
     for backend in [
         fluxion_driver::Backend::Interp,

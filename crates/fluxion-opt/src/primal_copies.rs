@@ -8,8 +8,9 @@
 //! code, so no closure it makes can flow where resolving expected the original's
 //! lambdas (`%chad_of`'s tables, `fluxion-ad`'s `flow.rs`) — is copied
 //! (`instantiate`), the copy optimised at `Final`; where a late pass fired (fewer
-//! scans), every call and closure of the function in the module's codes and the copies
-//! names the copy, and so does its entry in `functions`. Derivative code that calls the
+//! scans), every direct call of the function in the module's codes and the copies
+//! names the copy, and so does its entry in `functions` (a closure of it stays the
+//! original's: the function as a value is what operators' tables know). Derivative code that calls the
 //! function for a primal value calls the copy too: the same value, bit for bit, as
 //! every pass keeps. `m.unresolved` keeps the bodies as written.
 
@@ -47,16 +48,11 @@ pub fn finish_primal_code(m: &mut Module, report: &mut Report) -> Result<(), Str
     let mut copies = Vec::new();
     for &c in &candidates {
         let source = m.code(c).clone();
-        let params: Vec<_> = source
-            .params
-            .iter()
-            .map(|p| {
-                let (name, ty) = (m.var(*p).name.clone(), m.var_ty(*p).clone());
-                m.fresh_var(name, ty)
-            })
-            .collect();
-        let args: Vec<Atom> = params.iter().map(|p| Atom::Var(*p)).collect();
-        let (bindings, result) = instantiate(m, c, &[], &args, source.span);
+        let args: Vec<Atom> = source.params.iter().map(|p| Atom::Var(*p)).collect();
+        let (mut bindings, result) = instantiate(m, c, &[], &args, source.span);
+        // The copy's first bindings copy the arguments (`let p' = p`, no captures):
+        // their variables are its parameters.
+        let params: Vec<_> = bindings.drain(..args.len()).map(|b| b.var).collect();
         let copy = m.add_code(Code {
             name: source.name.clone(),
             kind: CodeKind::TopLevel,
@@ -138,11 +134,13 @@ fn scans(m: &Module, code: CodeId) -> usize {
     count
 }
 
-/// Calls and closures of the keys of `redirect` in `body` name their values.
+/// Direct calls of the keys of `redirect` in `body` name their values. (Not closures:
+/// a function used as a value may meet an operator at run time, whose tables —
+/// `%chad_of`'s, the tapes of tapes' — know the original code.)
 fn rename_calls(body: &mut Body, redirect: &HashMap<CodeId, CodeId>) {
     for b in &mut body.bindings {
         match &mut b.rhs {
-            Rhs::CallDirect(c, _) | Rhs::Closure(c, _) => {
+            Rhs::CallDirect(c, _) => {
                 if let Some(copy) = redirect.get(c) {
                     *c = *copy;
                 }
