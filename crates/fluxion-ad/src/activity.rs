@@ -24,7 +24,8 @@
 //!
 //! What must stay true: a primal-only variable is read by the translation only where a
 //! primal is wanted (the primitives of [`reads_primal`]), by another primal-only
-//! binding (or inside one), or, made from no input, where it lifts cheaply; its binding's free variables have primals (a primal-only
+//! binding (or inside one), or, made from no input, where it lifts cheaply; its
+//! binding's free variables have primals (a primal-only
 //! variable, a value of a type without perturbation, a translated value without
 //! functions, whose primal `primal_of` takes, or a translated function whose arguments
 //! can be lifted, called on lifted arguments — [`wraps`]); and its right-hand side
@@ -481,12 +482,7 @@ fn one(rhs: &Rhs) -> Binding {
 /// Primitives a copy on primals may run: not the operators, nor those of the tapes or
 /// CHAD's closures (their effects belong to the translation).
 fn copyable(p: Prim) -> bool {
-    let name = p.name();
-    !(p.is_differential()
-        || p.is_tape()
-        || name.starts_with("%delta")
-        || name.starts_with("%chad")
-        || name == "%capture")
+    !p.is_derivative_machinery()
 }
 
 /// The variables `rhs` reads from outside (its branches' and lambdas' included).

@@ -369,6 +369,18 @@ impl Prim {
         )
     }
 
+    /// The primitives of derivative code: the operators, the tapes', CHAD's closures'
+    /// and `%capture` (their effects belong to a translation, so code holding one is
+    /// neither copied on primals nor treated as plain primal code).
+    pub fn is_derivative_machinery(self) -> bool {
+        let name = self.name();
+        self.is_differential()
+            || self.is_tape()
+            || name.starts_with("%delta")
+            || name.starts_with("%chad")
+            || name == "%capture"
+    }
+
     /// Operators that printing spells infix or prefix.
     pub fn operator_symbol(self) -> Option<&'static str> {
         use Prim::*;

@@ -126,32 +126,41 @@ fn the_nearest_centroid_alone_is_differentiated_in_every_mode() {
         let flat = format!("{cs}[0]");
         // The Hessian in the first centroid alone: diagonal, 2·#{{i near it}}.
         let hessian = format!("hessian(|c0: [Real]| {f}({ps}, [c0, {cs}[1], {cs}[2]]), {flat})");
-        for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
-            for backend in [Backend::Interp, Backend::Native] {
-                let options = RunOptions {
-                    mode,
-                    backend,
-                    ..RunOptions::default()
-                };
-                let at = format!("{f}, {mode:?}, {backend:?}");
-                // One run (one native compilation) for the three.
-                let expr = format!("({grad}, {hv}, {hessian})");
-                let got = numbers(
-                    &eval_literal(COST, &expr, options)
-                        .unwrap_or_else(|e| panic!("{at}: {expr}: {e}")),
-                );
-                let (got_g, rest) = got.split_at(K * D);
-                let (got_h, got_hessian) = rest.split_at(K * D);
-                close(&format!("grad ({at})"), got_g, &g);
-                close(&format!("jvp of grad ({at})"), got_h, &h);
-                let mut first = vec![0.0; D * D];
-                for k in 0..D {
-                    first[k * D + k] = h[k];
-                }
-                close(&format!("hessian ({at})"), got_hessian, &first);
+        // One run (one native compilation) for the three.
+        let expr = format!("({grad}, {hv}, {hessian})");
+        for (at, got) in in_every_mode(COST, &expr) {
+            let at = format!("{f}, {at}");
+            let (got_g, rest) = got.split_at(K * D);
+            let (got_h, got_hessian) = rest.split_at(K * D);
+            close(&format!("grad ({at})"), got_g, &g);
+            close(&format!("jvp of grad ({at})"), got_h, &h);
+            let mut first = vec![0.0; D * D];
+            for k in 0..D {
+                first[k * D + k] = h[k];
             }
+            close(&format!("hessian ({at})"), got_hessian, &first);
         }
     }
+}
+
+/// The numbers `expr` prints over `src` in every reverse mode on both backends, each
+/// with where it ran ("Delta, Native").
+fn in_every_mode(src: &str, expr: &str) -> Vec<(String, Vec<f64>)> {
+    let mut out = Vec::new();
+    for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
+        for backend in [Backend::Interp, Backend::Native] {
+            let options = RunOptions {
+                mode,
+                backend,
+                ..RunOptions::default()
+            };
+            let at = format!("{mode:?}, {backend:?}");
+            let printed =
+                eval_literal(src, expr, options).unwrap_or_else(|e| panic!("{at}: {expr}: {e}"));
+            out.push((at, numbers(&printed)));
+        }
+    }
+    out
 }
 
 /// The varied half: values computed from no input — a point `t_i` made of `Int`s, its
@@ -210,21 +219,10 @@ fn values_computed_from_no_input_stay_primals() {
           grad(g, {xs}))"
     );
     let g_by_hand: Vec<f64> = (0..m).map(|j| (j + 1) as f64).collect();
-    for mode in [AdMode::Delta, AdMode::Chad, AdMode::Fwd] {
-        for backend in [Backend::Interp, Backend::Native] {
-            let options = RunOptions {
-                mode,
-                backend,
-                ..RunOptions::default()
-            };
-            let at = format!("{mode:?}, {backend:?}");
-            let got = numbers(
-                &eval_literal(POLY, &expr, options).unwrap_or_else(|e| panic!("{at}: {e}")),
-            );
-            close(&format!("grad f ({at})"), &got[..m], &grad);
-            close(&format!("H·1 of f ({at})"), &got[m..2 * m], &hess_ones);
-            close(&format!("grad g ({at})"), &got[2 * m..], &g_by_hand);
-        }
+    for (at, got) in in_every_mode(POLY, &expr) {
+        close(&format!("grad f ({at})"), &got[..m], &grad);
+        close(&format!("H·1 of f ({at})"), &got[m..2 * m], &hess_ones);
+        close(&format!("grad g ({at})"), &got[2 * m..], &g_by_hand);
     }
     // The translation keeps the powers primal: a scan of reals, no scan of pairs.
     let program =

@@ -78,17 +78,25 @@ pub(crate) fn instantiate_projecting(
 /// The bindings a copy of `code`'s body makes: its own and those of the lambdas made
 /// in it, which are copied with it (what inlining and fusion pay for).
 pub(crate) fn deep_size(m: &Module, code: CodeId) -> usize {
+    copied_codes(m, code)
+        .into_iter()
+        .map(|c| fluxion_core::visit::count_bindings(&m.code(c).body))
+        .sum()
+}
+
+/// `code` and the lambdas made in it, at any depth: the codes a copy of its body
+/// copies (a derived code is shared, not copied).
+pub(crate) fn copied_codes(m: &Module, code: CodeId) -> Vec<CodeId> {
     let derived: HashSet<CodeId> = m.derived_codes.values().copied().collect();
-    let mut size = 0;
+    let mut out = Vec::new();
     let mut stack = vec![code];
     let mut seen = HashSet::new();
     while let Some(c) = stack.pop() {
         if !seen.insert(c) {
             continue;
         }
-        let body = &m.code(c).body;
-        size += fluxion_core::visit::count_bindings(body);
-        fluxion_core::visit::for_each_binding(body, &mut |b| {
+        out.push(c);
+        fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| {
             if let Rhs::Closure(d, _) = &b.rhs
                 && m.code(*d).kind == CodeKind::Lambda
                 && !derived.contains(d)
@@ -97,7 +105,7 @@ pub(crate) fn deep_size(m: &Module, code: CodeId) -> usize {
             }
         });
     }
-    size
+    out
 }
 
 struct Copier<'m> {

@@ -30,9 +30,10 @@
 //! the module before its operators are resolved and a forward translation that a
 //! later round differentiates are optimised at [`Stage::BeforeAd`]; after resolving,
 //! the functions a late pass improves are copied and the copies optimised at `Final`
-//! for the primal calls ([`finish_primal_code`], `primal_copies.rs`). `scan_sum`'s fold is faster than the scan and
-//! the sum, but its carried sum differentiates into a chain, one tape node per term
-//! (llsq's gradient took 4.5 ms where the scan and the sum, a loop node, took 3.0).
+//! for the primal calls ([`finish_primal_code`], `primal_copies.rs`). `scan_sum`'s
+//! fold is faster than the scan and the sum, but its carried sum differentiates into a
+//! chain, one tape node per term (llsq's gradient took 4.5 ms where the scan and the
+//! sum, a loop node, took 3.0).
 
 mod concat;
 mod cse;
@@ -393,18 +394,15 @@ pub fn optimize_codes_from(
     // together: copies of copies cannot grow the program beyond a constant factor.
     let growth = std::cell::Cell::new(before + GROWTH);
     let shadowed = std::cell::RefCell::new(HashSet::new());
+    // The code's size after the last pass run (a pass left for later reports it).
+    let mut size = before;
     for round in 0..ROUNDS {
         let mut changed = false;
         for (index, pass) in PASSES.iter().enumerate() {
+            let place = round * PASSES.len() + index;
             if pass.late && stage == Stage::BeforeAd {
                 // In the report as a pass that did nothing (one entry per place).
-                let size = live_size_from(m, first);
-                report.add(
-                    round * PASSES.len() + index,
-                    pass.name,
-                    Duration::ZERO,
-                    size,
-                );
+                report.add(place, pass.name, Duration::ZERO, size);
                 continue;
             }
             let start = Instant::now();
@@ -437,12 +435,8 @@ pub fn optimize_codes_from(
                 changed |= cx.changed;
                 m.codes[c.0 as usize].body = body;
             }
-            report.add(
-                round * PASSES.len() + index,
-                pass.name,
-                start.elapsed(),
-                live_size_from(m, first),
-            );
+            size = live_size_from(m, first);
+            report.add(place, pass.name, start.elapsed(), size);
             if cfg!(debug_assertions) {
                 fluxion_core::verify::verify_codes_from(m, first).map_err(|errors| {
                     format!(

@@ -10,15 +10,16 @@
 //! (`instantiate`), the copy optimised at `Final`; where a late pass fired (fewer
 //! scans), every direct call of the function in the module's codes and the copies
 //! names the copy, and so does its entry in `functions` (a closure of it stays the
-//! original's: the function as a value is what operators' tables know). Derivative code that calls the
-//! function for a primal value calls the copy too: the same value, bit for bit, as
-//! every pass keeps. `m.unresolved` keeps the bodies as written.
+//! original's: the function as a value is what operators' tables know). Derivative
+//! code that calls the function for a primal value calls the copy too: the same
+//! value, bit for bit, as every pass keeps. `m.unresolved` keeps the bodies as
+//! written.
 
 use std::collections::{HashMap, HashSet};
 
 use fluxion_core::{Atom, Body, Code, CodeId, CodeKind, Module, Prim, Rhs};
 
-use crate::instantiate::instantiate;
+use crate::instantiate::{copied_codes, instantiate};
 use crate::{Report, Stage};
 
 /// Optimises copies of the module's user functions at [`Stage::Final`] and points the
@@ -101,14 +102,7 @@ fn closed(m: &Module, code: CodeId) -> bool {
         }
         ok &= !m.translated_from.contains_key(&c);
         fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| match &b.rhs {
-            Rhs::Prim(p, _) => {
-                let name = p.name();
-                ok &= !(p.is_differential()
-                    || p.is_tape()
-                    || name.starts_with("%delta")
-                    || name.starts_with("%chad")
-                    || name == "%capture");
-            }
+            Rhs::Prim(p, _) => ok &= !p.is_derivative_machinery(),
             Rhs::CallDirect(d, _) | Rhs::Closure(d, _) => stack.push(*d),
             _ => {}
         });
@@ -119,16 +113,9 @@ fn closed(m: &Module, code: CodeId) -> bool {
 /// The `scan`s in `code`'s body and in the lambdas made in it.
 fn scans(m: &Module, code: CodeId) -> usize {
     let mut count = 0;
-    let mut stack = vec![code];
-    let mut seen = HashSet::new();
-    while let Some(c) = stack.pop() {
-        if !seen.insert(c) {
-            continue;
-        }
-        fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| match &b.rhs {
-            Rhs::Prim(Prim::Scan, _) => count += 1,
-            Rhs::Closure(d, _) if m.code(*d).kind == CodeKind::Lambda => stack.push(*d),
-            _ => {}
+    for c in copied_codes(m, code) {
+        fluxion_core::visit::for_each_binding(&m.code(c).body, &mut |b| {
+            count += usize::from(matches!(b.rhs, Rhs::Prim(Prim::Scan, _)));
         });
     }
     count
