@@ -181,6 +181,13 @@ impl Layer for Delta {
             // their coefficients now outer pairs, go on the second tape.
             Prim::DeltaPush => b.emit(hint, Rhs::Prim(Prim::Delta2Push, args.to_vec()), lty),
             Prim::DeltaSum => b.emit(hint, Rhs::Prim(Prim::Delta2Sum, args.to_vec()), lty),
+            // A preaccumulated sum is the sum of its elements: on the second tape, as
+            // `%delta_sum` of their `build`.
+            Prim::DeltaSumbuild => {
+                let elems = b.m.map_type(&Type::array(ty.clone()), TypeMap::Delta);
+                let a = b.emit(hint, Rhs::Prim(Prim::Build, args.to_vec()), elems);
+                b.emit(hint, Rhs::Prim(Prim::Delta2Sum, vec![a]), lty)
+            }
             // A push forward's direction in derivative code translated again (reverse
             // over forward: `ahead::translate_delta_resolved`). No code that translation
             // reaches makes a symbolic zero (`%tzero`, CHAD's linear blocks) and every

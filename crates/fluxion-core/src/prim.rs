@@ -90,7 +90,11 @@ prims! {
     // `%delta_jacobian(f, x)` is `jacobian(f, x)` by one run on one tape and one sweep
     // per output (each row `eᵢᵀ·J`), where rows of `%delta_vjp` would run `f` once per
     // row.
+    // `%delta_sumbuild(n, f)` is `%delta_sum(build(n, f))` for `f: Int -> (Real, Int)`,
+    // each element's own entries swept as soon as it is made and dropped, the sum one
+    // entry on what they read (preaccumulation; fluxion-opt's `preaccumulate.rs`).
     DeltaVjp => "%delta_vjp", DeltaPush => "%delta", DeltaSum => "%delta_sum",
+    DeltaSumbuild => "%delta_sumbuild",
     DeltaJvp => "%delta_jvp", DeltaTaylor => "%delta_taylor", DeltaJacobian => "%delta_jacobian",
     // Internal: reverse CHAD ([CHAD]; fluxion-ad's `chad.rs`). `%chad_vjp(f, x, w)` is
     // `(f(x), wᵀ·J)`: the run time translates `f` by CHAD, calls it for its value and
@@ -353,6 +357,7 @@ impl Prim {
             self,
             DeltaPush
                 | DeltaSum
+                | DeltaSumbuild
                 | DeltaLift
                 | DeltaOpen
                 | DeltaInputs
@@ -497,6 +502,10 @@ impl Prim {
             TanZero => return None,
             DeltaSum => mono(
                 vec![arr(S::Tuple(vec![S::Real, S::Int]))],
+                S::Tuple(vec![S::Real, S::Int]),
+            ),
+            DeltaSumbuild => mono(
+                vec![S::Int, func(vec![S::Int], S::Tuple(vec![S::Real, S::Int]))],
                 S::Tuple(vec![S::Real, S::Int]),
             ),
             LinScale => mono(vec![S::Real, S::Real], S::Real),

@@ -42,6 +42,25 @@ pub(crate) fn id_of_int(v: &Value) -> DeltaId {
     }
 }
 
+/// The real of a pair `(Real, Int)`.
+fn real_part(v: &Value) -> f64 {
+    match v {
+        Value::RealInt(x, _) => *x,
+        v => v.tuple_get(0).as_ref().map_or(0.0, real_of),
+    }
+}
+
+/// The innermost tape, or the fault of a delta outside a reverse pass.
+fn open_tape(tapes: &mut [Tape], span: Span) -> EvalResult<&mut Tape> {
+    match tapes.last_mut() {
+        Some(tape) if tape.len() >= u32::MAX as usize => {
+            fail(span, "the reverse pass needs more than 2^32 deltas")
+        }
+        Some(tape) => Ok(tape),
+        None => fail(span, "internal error: a delta outside a reverse pass"),
+    }
+}
+
 /// The field types of constructor `tag` of enum `e`.
 pub(crate) fn fields_of(m: &Module, e: fluxion_core::EnumId, tag: u32) -> Vec<Type> {
     m.enum_def(e).variants[tag as usize].fields.clone()
@@ -77,10 +96,7 @@ impl Interp {
         let mut total = 0.0;
         let mut ids = Vec::with_capacity(a.array_len().unwrap_or(0));
         for v in a.array_iter() {
-            total += match &v {
-                Value::RealInt(x, _) => *x,
-                v => v.tuple_get(0).as_ref().map_or(0.0, real_of),
-            };
+            total += real_part(&v);
             ids.push((1.0, id_of(&v)));
         }
         let id = if ids.is_empty() {
@@ -89,6 +105,65 @@ impl Interp {
             tape.push(ids)
         };
         Ok(pair(total, id))
+    }
+
+    /// `%delta_sumbuild(n, f)`: `%delta_sum(build(n, f))`, each element's entries swept
+    /// as soon as it is made (seeded with 1) and dropped, the sum one entry on the ids
+    /// below them, each with its summed adjoint (preaccumulation). Inside another
+    /// element (the accumulator is in use), the elements stay on the tape as
+    /// `%delta_sum(build(n, f))` leaves them.
+    pub(crate) fn delta_sumbuild(&self, n: &Value, f: &Value, span: Span) -> EvalResult<Value> {
+        let n = crate::prims::length_arg(n, "sumbuild", span)?;
+        let nested = self.preaccumulating.replace(true);
+        let result = if nested {
+            self.sum_elements(n, f, span)
+        } else {
+            self.preaccumulate(n, f, span)
+        };
+        self.preaccumulating.set(nested);
+        result
+    }
+
+    /// The elements of `build(n, f)` left on the tape, and `%delta_sum`'s entry.
+    fn sum_elements(&self, n: usize, f: &Value, span: Span) -> EvalResult<Value> {
+        let mut total = 0.0;
+        let mut ids = Vec::with_capacity(n);
+        for i in 0..n {
+            let v = self.apply(f, [Value::Int(i as i64)], span)?;
+            total += real_part(&v);
+            ids.push((1.0, id_of(&v)));
+        }
+        let mut tapes = self.tapes.borrow_mut();
+        let tape = open_tape(&mut tapes, span)?;
+        let id = if ids.is_empty() {
+            DeltaId::ZERO
+        } else {
+            tape.push(ids)
+        };
+        Ok(pair(total, id))
+    }
+
+    /// Each element of `build(n, f)` swept into the sum's coefficients, then dropped.
+    fn preaccumulate(&self, n: usize, f: &Value, span: Span) -> EvalResult<Value> {
+        let mark = open_tape(&mut self.tapes.borrow_mut(), span)?.len();
+        let mut acc = crate::tape::Preaccumulated::default();
+        let mut total = 0.0;
+        for i in 0..n {
+            let v = self.apply(f, [Value::Int(i as i64)], span)?;
+            total += real_part(&v);
+            let id = id_of(&v);
+            let mut tapes = self.tapes.borrow_mut();
+            let tape = open_tape(&mut tapes, span)?;
+            if id.0 as usize >= mark {
+                tape.sweep_into(mark, id, &mut acc);
+            } else {
+                acc.add(id, 1.0);
+            }
+            tape.truncate(mark);
+        }
+        let mut tapes = self.tapes.borrow_mut();
+        let tape = open_tape(&mut tapes, span)?;
+        Ok(pair(total, tape.push(acc.terms())))
     }
 
     /// `%delta_vjp(f, x, w) = (f(x), wᵀ·J)`: `f` translated by the delta layer and run

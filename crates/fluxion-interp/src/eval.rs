@@ -82,6 +82,8 @@ pub struct Interp {
     pub(crate) tapes: RefCell<Vec<crate::tape::Tape>>,
     /// The second tapes of reverse over reverse (`%delta2_open`), innermost last.
     pub(crate) tapes2: RefCell<Vec<crate::tape::Tape2>>,
+    /// Whether a `%delta_sumbuild` is preaccumulating (its elements' own ones do not).
+    pub(crate) preaccumulating: std::cell::Cell<bool>,
     /// Set where code made ahead of time cannot go on (`resolved.rs`, or a walk too
     /// deep for the stack): the run is made again on the module as written
     /// ([`Interp::run_code`]).
@@ -115,6 +117,7 @@ impl Interp {
             memory: MemoryBudget::UNLIMITED,
             tapes: RefCell::new(Vec::new()),
             tapes2: RefCell::new(Vec::new()),
+            preaccumulating: std::cell::Cell::new(false),
             handed_over: std::cell::Cell::new(false),
         }
     }
@@ -250,6 +253,7 @@ impl Interp {
         self.compiled.borrow_mut().clear();
         self.tapes.borrow_mut().clear();
         self.tapes2.borrow_mut().clear();
+        self.preaccumulating.set(false);
         self.call_code(id, &[], args, span)
     }
 

@@ -18,7 +18,7 @@ fn int_overflow<T>(span: Span, op: &str) -> EvalResult<T> {
 }
 
 /// `n` as an array length, checked against [`MAX_ARRAY_LEN`].
-fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
+pub(crate) fn length_arg(n: &Value, what: &str, span: Span) -> EvalResult<usize> {
     match n {
         Value::Int(n) if *n < 0 => fail(span, format!("{what}: negative length {n}")),
         Value::Int(n) if *n > MAX_ARRAY_LEN => fail(
@@ -498,6 +498,7 @@ impl Interp {
                 Value::Int(self.push_delta(terms, span)?)
             }
             DeltaSum => return self.delta_sum(a(0), span),
+            DeltaSumbuild => return self.delta_sumbuild(a(0), a(1), span),
             MatchFail => return fail(span, "non-exhaustive match: no arm matches this value"),
             TanZero => Value::Zero,
             TanPlus => {

@@ -132,6 +132,71 @@ impl Tape {
     }
 }
 
+/// The coefficients of a preaccumulated sum (`%delta_sumbuild`): for each id below
+/// the elements' mark, the sum over the elements of its adjoint in the element's own
+/// sweep, and the order the ids were first reached in (the node's terms).
+#[derive(Debug, Default)]
+pub struct Preaccumulated {
+    coefs: std::collections::HashMap<u32, f64>,
+    order: Vec<u32>,
+}
+
+impl Preaccumulated {
+    /// `x` more for `id` (the zero delta and a zero `x` add nothing, as native code's
+    /// `fx_pre_add`: the terms are the same set there).
+    pub fn add(&mut self, id: DeltaId, x: f64) {
+        if id == DeltaId::ZERO || x == 0.0 {
+            return;
+        }
+        let c = self.coefs.entry(id.0).or_insert_with(|| {
+            self.order.push(id.0);
+            0.0
+        });
+        *c += x;
+    }
+
+    /// The node's terms: each id reached, in order, with a coefficient other than 0.
+    pub fn terms(&self) -> impl Iterator<Item = (f64, DeltaId)> + '_ {
+        self.order
+            .iter()
+            .map(|p| (self.coefs[p], DeltaId(*p)))
+            .filter(|(c, _)| *c != 0.0)
+    }
+}
+
+impl Tape {
+    /// Drops the ids from `mark` on (an element of a preaccumulated sum, swept).
+    pub fn truncate(&mut self, mark: usize) {
+        let end = self.starts[mark] as usize;
+        self.starts.truncate(mark + 1);
+        self.coefs.truncate(end);
+        self.parents.truncate(end);
+    }
+
+    /// The sweep of the ids from `mark` on, seeded with 1 at `seed` (≥ `mark`): what
+    /// reaches an id below the mark goes into `acc` instead (the element's row of the
+    /// sum's Jacobian). The updates are [`Tape::backward`]'s, in its order.
+    pub fn sweep_into(&self, mark: usize, seed: DeltaId, acc: &mut Preaccumulated) {
+        let mut adjoint = vec![0.0; self.len() - mark];
+        adjoint[seed.0 as usize - mark] = 1.0;
+        for id in (mark..self.len()).rev() {
+            let a = adjoint[id - mark];
+            if a == 0.0 {
+                continue;
+            }
+            let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
+            for (&c, &parent) in self.coefs[start..end].iter().zip(&self.parents[start..end]) {
+                if c != 0.0 {
+                    match (parent as usize).checked_sub(mark) {
+                        Some(local) => adjoint[local] += c * a,
+                        None => acc.add(DeltaId(parent), c * a),
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl Tape2 {
     /// The adjoint of every id as an outer pair, given the seeds: one sweep from the
     /// last id to the first, `adj[p] += c·a` per term, an outer node where `c` or `a`

@@ -27,7 +27,9 @@ pub(crate) fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
                 Rhs::Prim(p, args) => {
                     let applied = match p {
                         Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan => Some(0),
-                        Prim::Build | Prim::Sumbuild | Prim::Iterate => Some(1),
+                        Prim::Build | Prim::Sumbuild | Prim::Iterate | Prim::DeltaSumbuild => {
+                            Some(1)
+                        }
                         _ => None,
                     };
                     for (i, a) in args.iter().enumerate() {

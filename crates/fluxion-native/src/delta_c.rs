@@ -103,6 +103,16 @@ pub(crate) fn emit(
                 a[0]
             ));
         }
+        Prim::DeltaSumbuild => {
+            // fluxion-opt's preaccumulate.rs; runtime.c's `fx_pre_*`.
+            let call = e.call_closure(&args[1], &["i".into()]);
+            line(format!("fx_length({}, \"sumbuild\", {sp});", a[0]));
+            line(format!("{ct} {name};"));
+            line(format!(
+                "{{ int64_t n_ = {0}, pm_ = fx_pre_open({sp}); double t_ = 0.0; fx_arr *ids_ = pm_ < 0 ? fx_arr_new(n_, sizeof(int64_t), \"sumbuild\", {sp}) : NULL; for (int64_t i = 0; i < n_; i++) {{ {ct} x_ = {call}; t_ += x_.f0; if (pm_ < 0) ((int64_t *)(ids_ + 1))[i] = x_.f1; else fx_pre_element(pm_, x_.f1, {sp}); }} {name}.f0 = t_; if (pm_ < 0) {{ {name}.f1 = fx_pre_plain(ids_, {sp}); fx_release(ids_); }} else {name}.f1 = fx_pre_close({sp}); }}",
+                a[0]
+            ));
+        }
         Prim::DeltaOpen => line(format!("{ct} {name} = fx_tape_open();")),
         Prim::DeltaLift | Prim::DeltaInputs => {
             let h = if p == Prim::DeltaLift {

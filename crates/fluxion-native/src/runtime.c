@@ -759,9 +759,19 @@ static struct {
   uint64_t dot_held, dot_terms;
 } fx_tape;
 
+/* Preaccumulation's buffers (`fx_pre_add`). */
+static struct {
+  int active, sweeping;
+  double *g;
+  int64_t cap_g;
+  uint32_t *touched;
+  int64_t ntouched, cap_touched;
+} fx_pre;
+
 /* The bytes the tape's buffers hold (their capacity). */
 static uint64_t fx_tape_bytes(void) {
-  return (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
+  return (uint64_t)fx_pre.cap_g * sizeof(double) + (uint64_t)fx_pre.cap_touched * sizeof(uint32_t) +
+         (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
          (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t)) +
          (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t) + (uint64_t)fx_tape.cap_adj * sizeof(double);
 }
@@ -770,7 +780,9 @@ static uint64_t fx_tape_bytes(void) {
  * the budget is set) buffers grown past a quarter of the budget by an earlier call are
  * freed instead, so that its tape never counts against this one; between the runs of
  * one call (`keep` 1, fx_run_again) they are this call's own and are all kept. */
+static void fx_pre_reset(void);
 static void fx_tape_reset(int keep) {
+  fx_pre_reset();
   fx_tape.len = 1;
   fx_tape.depth = 0;
   fx_tape.nterms = 0;
@@ -783,6 +795,11 @@ static void fx_tape_reset(int keep) {
     free(fx_tape.parents);
     free(fx_tape.dots);
     free(fx_tape.adj);
+    free(fx_pre.g);
+    free(fx_pre.touched);
+    fx_pre.g = NULL;
+    fx_pre.touched = NULL;
+    fx_pre.cap_g = fx_pre.cap_touched = 0;
     fx_tape.starts = NULL;
     fx_tape.coefs = NULL;
     fx_tape.parents = NULL;
@@ -909,6 +926,37 @@ static void fx_tape_sweep_begin(int64_t mark, uint32_t src, uint32_t start, uint
 static inline void fx_tape_seed(int64_t id, double w) {
   if (id >= fx_tape.mark) fx_tape.adj[id - fx_tape.mark] += w;
 }
+/* Preaccumulation (`%delta_sumbuild`, fluxion-opt's preaccumulate.rs; the
+ * interpreter's delta.rs `preaccumulate`, step for step): each element's entries are
+ * swept as soon as it is made, seeded with 1, and dropped; what reaches an id below
+ * the elements' mark goes into `g` (by id, all zero between sums), the ids in the
+ * order first reached in `touched`. The sum is then one node of those terms. One sum
+ * preaccumulates at a time: inside its elements, a `%delta_sumbuild` leaves its
+ * elements on the tape (`fx_pre_plain`). The struct is with the tape's. */
+/* Id `p` reached for the first time since its coefficient was last zero (the zero
+ * delta never: its coefficient is dropped at fx_pre_close). */
+static __attribute__((noinline)) void fx_pre_touch(int64_t p) {
+  if (p == 0) return;
+  if (fx_pre.ntouched == fx_pre.cap_touched)
+    fx_pre.touched = (uint32_t *)fx_tape_grow(fx_pre.touched, &fx_pre.cap_touched, fx_pre.ntouched + 1,
+                                              sizeof(uint32_t), 0, 0, 0);
+  fx_pre.touched[fx_pre.ntouched++] = (uint32_t)p;
+}
+/* `x` more for id `p`. The ids reached with 0 only are listed too, and left out of the
+ * node, as the interpreter leaves out every zero coefficient. */
+static inline void fx_pre_add(int64_t p, double x) {
+  double *g = fx_pre.g + p;
+  if (*g == 0.0) fx_pre_touch(p);
+  *g += x;
+}
+/* `adj[p - mark] += x` for an id from the mark on; below it, an element's sweep's
+ * term for its sum (fx_pre_add), any other sweep's constant (nothing). */
+#define FX_ADJ_ADD(adj, mark, p, x)                 \
+  do {                                              \
+    int64_t p__ = (p);                              \
+    if (p__ >= (mark)) (adj)[p__ - (mark)] += (x);  \
+    else if (fx_pre.sweeping) fx_pre_add(p__, (x)); \
+  } while (0)
 static inline const double *fx_pair_vals(const fx_arr *a) { return (const double *)(a + 1); }
 static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_t *)((const uint64_t *)(a + 1) + a->len); }
 /* Whether every id of array of pairs `a` is zero (the zero delta: constants to the
@@ -931,8 +979,8 @@ static void fx_tape_sweep_dot(const fx_tape_dot_t *d, double a, double *adj, int
   int finite = isfinite(a);
   for (int64_t t = d->n - 1; t >= 0; t--) {
     /* As in fx_tape_sweep: a zero partial passes no infinite or NaN adjoint on. */
-    if (ai[t] >= mark && (finite || bv[t] != 0.0)) adj[ai[t] - mark] += bv[t] * a;
-    if (bi[t] >= mark && (finite || av[t] != 0.0)) adj[bi[t] - mark] += av[t] * a;
+    if (finite || bv[t] != 0.0) FX_ADJ_ADD(adj, mark, ai[t], bv[t] * a);
+    if (finite || av[t] != 0.0) FX_ADJ_ADD(adj, mark, bi[t], av[t] * a);
   }
 }
 static void fx_tape_sweep(void) {
@@ -961,17 +1009,13 @@ static void fx_tape_sweep(void) {
     int64_t k0 = fx_tape.starts[id], k1 = fx_tape.starts[id + 1];
     if (isfinite(a)) {
       /* A zero partial adds 0.0 here, which is skipping it: an adjoint is never -0.0. */
-      for (int64_t k = k0; k < k1; k++) {
-        int64_t p = fx_tape.parents[k];
-        if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
-      }
+      for (int64_t k = k0; k < k1; k++) FX_ADJ_ADD(adj, mark, (int64_t)fx_tape.parents[k], fx_tape.coefs[k] * a);
     } else {
       /* A zero partial passes nothing on, not even an infinite or NaN adjoint
        * (tape.rs: the rule of every mode). */
       for (int64_t k = k0; k < k1; k++) {
-        int64_t p = fx_tape.parents[k];
         double c = fx_tape.coefs[k];
-        if (p >= mark && c != 0.0) adj[p - mark] += c * a;
+        if (c != 0.0) FX_ADJ_ADD(adj, mark, (int64_t)fx_tape.parents[k], c * a);
       }
     }
   }
@@ -1097,7 +1141,8 @@ static int64_t fx_tape_loop(fx_tape_loop_t *x, fx_arr *a, fx_arr *b, int64_t n, 
   return fx_tape_push_dot((fx_tape_dot_t){0, n, a, b, held, x}, src, start, end);
 }
 static inline double fx_tape_adjoint(int64_t id) { return id >= fx_tape.mark ? fx_tape.adj[id - fx_tape.mark] : 0.0; }
-static void fx_tape_close(int64_t mark) {
+/* Drops the ids from `mark` on, releasing what their dot and loop nodes held. */
+static void fx_tape_truncate(int64_t mark) {
   while (fx_tape.ndots > 0 && fx_tape.dots[fx_tape.ndots - 1].id >= mark) {
     fx_tape_dot_t *d = &fx_tape.dots[--fx_tape.ndots];
     fx_tape.dot_held -= d->held;
@@ -1110,7 +1155,68 @@ static void fx_tape_close(int64_t mark) {
   }
   fx_tape.len = mark;
   fx_tape.nterms = fx_tape.starts[mark];
+}
+static void fx_tape_close(int64_t mark) {
+  fx_tape_truncate(mark);
   fx_tape.depth--;
+}
+
+/* A `%delta_sumbuild` of `n` elements begins: the mark of its elements' ids, or -1
+ * inside another's elements (they stay on the tape: fx_pre_plain). */
+static int64_t fx_pre_open(uint32_t src, uint32_t start, uint32_t end) {
+  if (fx_pre.active) return -1;
+  fx_tape_reserve(0, src, start, end);
+  int64_t mark = fx_tape.len;
+  if (mark > fx_pre.cap_g) {
+    int64_t cap = fx_pre.cap_g;
+    fx_pre.g = (double *)fx_tape_grow(fx_pre.g, &cap, mark, sizeof(double), src, start, end);
+    memset(fx_pre.g + fx_pre.cap_g, 0, (size_t)(cap - fx_pre.cap_g) * sizeof(double));
+    fx_pre.cap_g = cap;
+  }
+  fx_pre.active = 1;
+  return mark;
+}
+/* Element `id` made: its entries (from `mark` on) swept into the sum's terms, dropped. */
+static void fx_pre_element(int64_t mark, int64_t id, uint32_t src, uint32_t start, uint32_t end) {
+  if (id >= mark) {
+    fx_tape_sweep_begin(mark, src, start, end);
+    fx_tape.adj[id - mark] = 1.0;
+    fx_pre.sweeping = 1;
+    fx_tape_sweep();
+    fx_pre.sweeping = 0;
+  } else {
+    fx_pre_add(id, 1.0);
+  }
+  fx_tape_truncate(mark);
+}
+/* The sum's node: each id reached, with its coefficient if not 0; `g` zero again. */
+static int64_t fx_pre_close(uint32_t src, uint32_t start, uint32_t end) {
+  fx_pre.active = 0;
+  fx_tape_reserve(fx_pre.ntouched, src, start, end);
+  for (int64_t k = 0; k < fx_pre.ntouched; k++) {
+    uint32_t p = fx_pre.touched[k];
+    if (fx_pre.g[p] != 0.0) fx_tape_term(fx_pre.g[p], p);
+    fx_pre.g[p] = 0.0;
+  }
+  fx_pre.ntouched = 0;
+  fx_pre.g[0] = 0.0;
+  return fx_tape_node();
+}
+/* A `%delta_sumbuild` inside another's elements: `%delta_sum` of its elements' ids. */
+static int64_t fx_pre_plain(const fx_arr *ids, uint32_t src, uint32_t start, uint32_t end) {
+  int64_t n = ids->len;
+  if (n == 0) return 0;
+  const int64_t *d = (const int64_t *)(ids + 1);
+  fx_tape_reserve(n, src, start, end);
+  for (int64_t i = 0; i < n; i++) fx_tape_term(1.0, d[i]);
+  return fx_tape_node();
+}
+/* After a failed call: no sum under way, `g` zero. */
+static void fx_pre_reset(void) {
+  for (int64_t k = 0; k < fx_pre.ntouched; k++) fx_pre.g[fx_pre.touched[k]] = 0.0;
+  if (fx_pre.g) fx_pre.g[0] = 0.0;
+  fx_pre.ntouched = 0;
+  fx_pre.active = fx_pre.sweeping = 0;
 }
 
 /* The second tape of reverse over reverse (fluxion-ad's delta_twice.rs; the

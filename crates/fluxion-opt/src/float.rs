@@ -68,7 +68,7 @@ fn loop_functions(body: &Body) -> HashSet<VarId> {
         if let Rhs::Prim(p, args) = &b.rhs {
             let f = match p {
                 Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan => args.first(),
-                Prim::Build | Prim::Sumbuild | Prim::Iterate => args.get(1),
+                Prim::Build | Prim::Sumbuild | Prim::Iterate | Prim::DeltaSumbuild => args.get(1),
                 _ => None,
             };
             if let Some(Atom::Var(f)) = f {

@@ -97,6 +97,7 @@ pub(crate) fn is_repeatable(rhs: &Rhs) -> bool {
             p,
             DeltaPush
                 | DeltaSum
+                | DeltaSumbuild
                 | DeltaVjp
                 | DeltaJacobian
                 | DeltaJvp

@@ -194,6 +194,7 @@ fn is_loop_or_effect(p: Prim) -> bool {
             | Iterate
             | DeltaPush
             | DeltaSum
+            | DeltaSumbuild
             | DeltaVjp
             | DeltaJacobian
             | DeltaJvp

@@ -94,7 +94,12 @@ pub(crate) fn loop_element_counts(
             Rhs::Closure(c, _) => {
                 closures.insert(b.var, *c);
             }
-            Rhs::Prim(fluxion_core::Prim::Build | fluxion_core::Prim::Sumbuild, a) => {
+            Rhs::Prim(
+                fluxion_core::Prim::Build
+                | fluxion_core::Prim::Sumbuild
+                | fluxion_core::Prim::DeltaSumbuild,
+                a,
+            ) => {
                 if let Atom::Var(f) = a[1]
                     && uses.get(&f) == Some(&1)
                     && let Some(c) = closures.get(&f)
