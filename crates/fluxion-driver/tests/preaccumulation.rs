@@ -18,7 +18,7 @@ static ALLOC: CountingAlloc = CountingAlloc;
 /// f(x) = Σ_{i<n} log Σ_{j<m} exp(x_j·c_ij), c_ij = sin(i + 2j): a log-sum-exp per
 /// point, as GMM's likelihood. ∂f/∂x_j = Σ_i c_ij·exp(x_j·c_ij) / Σ_l exp(x_l·c_il).
 /// `g` nests such sums: g(x) = Σ_{i<n} Σ_{k<3} s_ik², s_ik = Σ_j x_j·c_ij·(k + 1), so
-/// ∂g/∂x_j = Σ_i Σ_k 2·s_ik·c_ij·(k + 1). `h`'s element runs a loop but its result is
+/// ∂g/∂x_j = Σ_i Σ_k 2·s_ik·c_ij·(k + 1). `h`'s element runs a loop of sines but its result is
 /// an input's own pair (no entry of its own): h(x) = Σ_{i<n} x_{i mod m}, so
 /// ∂h/∂x_j = #{i < n : i mod m = j}.
 const SUMS: &str = "
@@ -35,7 +35,7 @@ fn g(x: [Real], n: Int) -> Real {
 fn h(x: [Real], n: Int) -> Real {
     sumbuild(n, |i| {
         let m = length(x);
-        let w = sumbuild(m, |j| to_real(j));
+        let w = sumbuild(m, |j| sin(to_real(j)));
         if w >= 0.0 { x[i % m] } else { 0.0 }
     })
 }";

@@ -359,7 +359,7 @@ pub(crate) fn local_sweep(
                 _ => {
                     let _ = write!(
                         s,
-                        " {{ double c_ = {coef}; if (fin_ || c_ != 0.0) FX_ADJ_ADD(adj_, mark_, {}, c_ * l{k}); }}",
+                        " {{ double c_ = {coef}; int64_t p_ = {}; if (p_ >= mark_ && (fin_ || c_ != 0.0)) adj_[p_ - mark_] += c_ * l{k}; }}",
                         atom(id)
                     );
                 }

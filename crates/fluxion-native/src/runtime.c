@@ -759,18 +759,21 @@ static struct {
   uint64_t dot_held, dot_terms;
 } fx_tape;
 
-/* Preaccumulation's buffers (`fx_pre_add`). */
+/* Preaccumulation's buffers (FX_PRE_ADD, fx_pre_*): a coefficient per id and two
+ * levels of bits saying which ids (b1, a bit per id) and which words of b1 (b2) an
+ * element's sweep reached; all zero between sums. Bits, not a list: the sweeps' inner
+ * loops then make no call (which made the C compiler reload a loop node's captures
+ * every term: llsq's gradient was 15% slower for it). */
 static struct {
-  int active, sweeping;
+  int active;
   double *g;
-  int64_t cap_g;
-  uint32_t *touched;
-  int64_t ntouched, cap_touched;
+  uint32_t *b1, *b2;
+  int64_t cap_g, cap_b1, cap_b2;
 } fx_pre;
 
 /* The bytes the tape's buffers hold (their capacity). */
 static uint64_t fx_tape_bytes(void) {
-  return (uint64_t)fx_pre.cap_g * sizeof(double) + (uint64_t)fx_pre.cap_touched * sizeof(uint32_t) +
+  return (uint64_t)fx_pre.cap_g * sizeof(double) + (uint64_t)(fx_pre.cap_b1 + fx_pre.cap_b2) * sizeof(uint32_t) +
          (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
          (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t)) +
          (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t) + (uint64_t)fx_tape.cap_adj * sizeof(double);
@@ -796,10 +799,11 @@ static void fx_tape_reset(int keep) {
     free(fx_tape.dots);
     free(fx_tape.adj);
     free(fx_pre.g);
-    free(fx_pre.touched);
+    free(fx_pre.b1);
+    free(fx_pre.b2);
     fx_pre.g = NULL;
-    fx_pre.touched = NULL;
-    fx_pre.cap_g = fx_pre.cap_touched = 0;
+    fx_pre.b1 = fx_pre.b2 = NULL;
+    fx_pre.cap_g = fx_pre.cap_b1 = fx_pre.cap_b2 = 0;
     fx_tape.starts = NULL;
     fx_tape.coefs = NULL;
     fx_tape.parents = NULL;
@@ -929,33 +933,16 @@ static inline void fx_tape_seed(int64_t id, double w) {
 /* Preaccumulation (`%delta_sumbuild`, fluxion-opt's preaccumulate.rs; the
  * interpreter's delta.rs `preaccumulate`, step for step): each element's entries are
  * swept as soon as it is made, seeded with 1, and dropped; what reaches an id below
- * the elements' mark goes into `g` (by id, all zero between sums), the ids in the
- * order first reached in `touched`. The sum is then one node of those terms. One sum
- * preaccumulates at a time: inside its elements, a `%delta_sumbuild` leaves its
- * elements on the tape (`fx_pre_plain`). The struct is with the tape's. */
-/* Id `p` reached for the first time since its coefficient was last zero (the zero
- * delta never: its coefficient is dropped at fx_pre_close). */
-static __attribute__((noinline)) void fx_pre_touch(int64_t p) {
-  if (p == 0) return;
-  if (fx_pre.ntouched == fx_pre.cap_touched)
-    fx_pre.touched = (uint32_t *)fx_tape_grow(fx_pre.touched, &fx_pre.cap_touched, fx_pre.ntouched + 1,
-                                              sizeof(uint32_t), 0, 0, 0);
-  fx_pre.touched[fx_pre.ntouched++] = (uint32_t)p;
-}
-/* `x` more for id `p`. The ids reached with 0 only are listed too, and left out of the
- * node, as the interpreter leaves out every zero coefficient. */
-static inline void fx_pre_add(int64_t p, double x) {
-  double *g = fx_pre.g + p;
-  if (*g == 0.0) fx_pre_touch(p);
-  *g += x;
-}
-/* `adj[p - mark] += x` for an id from the mark on; below it, an element's sweep's
- * term for its sum (fx_pre_add), any other sweep's constant (nothing). */
-#define FX_ADJ_ADD(adj, mark, p, x)                 \
-  do {                                              \
-    int64_t p__ = (p);                              \
-    if (p__ >= (mark)) (adj)[p__ - (mark)] += (x);  \
-    else if (fx_pre.sweeping) fx_pre_add(p__, (x)); \
+ * the elements' mark goes into `g` (by id). The sum is then one node of those terms.
+ * One sum preaccumulates at a time: inside its elements, a `%delta_sumbuild` leaves
+ * its elements on the tape (`fx_pre_plain`). The buffers are with the tape's. */
+/* `x` more for id `p` below the elements' mark, and its bits set. */
+#define FX_PRE_ADD(p, x)                                  \
+  do {                                                    \
+    int64_t q__ = (p);                                    \
+    fx_pre.g[q__] += (x);                                 \
+    fx_pre.b1[q__ >> 5] |= 1u << (q__ & 31);              \
+    fx_pre.b2[q__ >> 10] |= 1u << ((q__ >> 5) & 31);      \
   } while (0)
 static inline const double *fx_pair_vals(const fx_arr *a) { return (const double *)(a + 1); }
 static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_t *)((const uint64_t *)(a + 1) + a->len); }
@@ -973,17 +960,27 @@ static int fx_pair_ids_zero(fx_arr *a, int64_t most) {
 /* A dot node's terms, as the fused node of the same loop held them (delta_fuse.rs):
  * the last element's first, each element's `(b[t], id of a[t]), (a[t], id of b[t])`,
  * the order of the product's `%delta` — so the adjoints are the interpreter's bits. */
-static void fx_tape_sweep_dot(const fx_tape_dot_t *d, double a, double *adj, int64_t mark) {
+/* `pre` is 1 in a preaccumulating sum's sweep of one element (fx_pre_element): the
+ * terms on ids below the mark go into the sum's coefficients (FX_PRE_ADD); 0 in every
+ * other sweep, whose code is then what it was before preaccumulation existed (its
+ * inner loops unchanged: an extra branch there slowed llsq's gradient by 15%). */
+static inline __attribute__((always_inline)) void fx_sweep_dot_impl(int pre, const fx_tape_dot_t *d, double a,
+                                                                   double *adj, int64_t mark) {
   const double *av = fx_pair_vals(d->a), *bv = fx_pair_vals(d->b);
   const int64_t *ai = fx_pair_ids(d->a), *bi = fx_pair_ids(d->b);
   int finite = isfinite(a);
   for (int64_t t = d->n - 1; t >= 0; t--) {
     /* As in fx_tape_sweep: a zero partial passes no infinite or NaN adjoint on. */
-    if (finite || bv[t] != 0.0) FX_ADJ_ADD(adj, mark, ai[t], bv[t] * a);
-    if (finite || av[t] != 0.0) FX_ADJ_ADD(adj, mark, bi[t], av[t] * a);
+    if (ai[t] >= mark && (finite || bv[t] != 0.0)) adj[ai[t] - mark] += bv[t] * a;
+    else if (pre && ai[t] < mark && (finite || bv[t] != 0.0)) FX_PRE_ADD(ai[t], bv[t] * a);
+    if (bi[t] >= mark && (finite || av[t] != 0.0)) adj[bi[t] - mark] += av[t] * a;
+    else if (pre && bi[t] < mark && (finite || av[t] != 0.0)) FX_PRE_ADD(bi[t], av[t] * a);
   }
 }
-static void fx_tape_sweep(void) {
+static void fx_tape_sweep_dot(const fx_tape_dot_t *d, double a, double *adj, int64_t mark) {
+  fx_sweep_dot_impl(0, d, a, adj, mark);
+}
+static inline __attribute__((always_inline)) void fx_sweep_impl(int pre) {
   int64_t mark = fx_tape.mark;
   double *adj = fx_tape.adj;
   int64_t r = fx_tape.ndots - 1;
@@ -991,6 +988,8 @@ static void fx_tape_sweep(void) {
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
     if (id == next_dot) {
+      /* No loop node is made while a sum preaccumulates (fx_tape_loop_pays), so an
+       * element's sweep meets dot nodes only. */
       const fx_tape_dot_t *d = &fx_tape.dots[r];
       if (d->loop && d->loop->ids) {
         /* A map loop node: its elements' ids, each with its own adjoint. */
@@ -998,7 +997,7 @@ static void fx_tape_sweep(void) {
         id -= d->n - 1;
       } else if (a != 0.0) {
         if (d->loop) d->loop->sweep(d, a, adj, mark);
-        else fx_tape_sweep_dot(d, a, adj, mark);
+        else fx_sweep_dot_impl(pre, d, a, adj, mark);
       }
       r--;
       next_dot = r >= 0 ? fx_tape.dots[r].id : -1;
@@ -1009,17 +1008,25 @@ static void fx_tape_sweep(void) {
     int64_t k0 = fx_tape.starts[id], k1 = fx_tape.starts[id + 1];
     if (isfinite(a)) {
       /* A zero partial adds 0.0 here, which is skipping it: an adjoint is never -0.0. */
-      for (int64_t k = k0; k < k1; k++) FX_ADJ_ADD(adj, mark, (int64_t)fx_tape.parents[k], fx_tape.coefs[k] * a);
+      for (int64_t k = k0; k < k1; k++) {
+        int64_t p = fx_tape.parents[k];
+        if (p >= mark) adj[p - mark] += fx_tape.coefs[k] * a;
+        else if (pre) FX_PRE_ADD(p, fx_tape.coefs[k] * a);
+      }
     } else {
       /* A zero partial passes nothing on, not even an infinite or NaN adjoint
        * (tape.rs: the rule of every mode). */
       for (int64_t k = k0; k < k1; k++) {
+        int64_t p = fx_tape.parents[k];
         double c = fx_tape.coefs[k];
-        if (c != 0.0) FX_ADJ_ADD(adj, mark, (int64_t)fx_tape.parents[k], c * a);
+        if (p >= mark && c != 0.0) adj[p - mark] += c * a;
+        else if (pre && p < mark && c != 0.0) FX_PRE_ADD(p, c * a);
       }
     }
   }
 }
+static void fx_tape_sweep(void) { fx_sweep_impl(0); }
+static void fx_pre_sweep(void) { fx_sweep_impl(1); }
 /* A fused `%delta_sum` over a loop (delta_fuse.rs): the sum's node gets room for
  * the `n·k` terms of its `n` elements, which each element writes in its turn below
  * the last (fx_tape_fused_terms), so that they lie last element first, in the order
@@ -1058,10 +1065,15 @@ static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
  * /work/adv12/min). */
 /* Whether a node holding `held` more bytes, in place of `terms` bytes of nodes, keeps
  * the held arrays within twice what the nodes would take (a loop node's test). */
-static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
+static inline int fx_tape_held_pays(uint64_t held, uint64_t terms) {
   return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + terms) + fx_memory_limit / 16;
 }
-static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_loop_pays(held, 24 * (uint64_t)n); }
+/* Not while a sum preaccumulates: an element's sweep (fx_pre_sweep) routes the terms
+ * below its mark, which a loop node's generated sweep does not. */
+static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
+  return !fx_pre.active && fx_tape_held_pays(held, terms);
+}
+static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_held_pays(held, 24 * (uint64_t)n); }
 /* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
  * as held: each once, and none the node before holds. */
 static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, int k) {
@@ -1168,10 +1180,16 @@ static int64_t fx_pre_open(uint32_t src, uint32_t start, uint32_t end) {
   fx_tape_reserve(0, src, start, end);
   int64_t mark = fx_tape.len;
   if (mark > fx_pre.cap_g) {
-    int64_t cap = fx_pre.cap_g;
+    int64_t cap = fx_pre.cap_g, c1 = fx_pre.cap_b1, c2 = fx_pre.cap_b2;
     fx_pre.g = (double *)fx_tape_grow(fx_pre.g, &cap, mark, sizeof(double), src, start, end);
     memset(fx_pre.g + fx_pre.cap_g, 0, (size_t)(cap - fx_pre.cap_g) * sizeof(double));
     fx_pre.cap_g = cap;
+    fx_pre.b1 = (uint32_t *)fx_tape_grow(fx_pre.b1, &c1, cap / 32 + 1, sizeof(uint32_t), src, start, end);
+    memset(fx_pre.b1 + fx_pre.cap_b1, 0, (size_t)(c1 - fx_pre.cap_b1) * sizeof(uint32_t));
+    fx_pre.cap_b1 = c1;
+    fx_pre.b2 = (uint32_t *)fx_tape_grow(fx_pre.b2, &c2, cap / 1024 + 1, sizeof(uint32_t), src, start, end);
+    memset(fx_pre.b2 + fx_pre.cap_b2, 0, (size_t)(c2 - fx_pre.cap_b2) * sizeof(uint32_t));
+    fx_pre.cap_b2 = c2;
   }
   fx_pre.active = 1;
   return mark;
@@ -1181,25 +1199,45 @@ static void fx_pre_element(int64_t mark, int64_t id, uint32_t src, uint32_t star
   if (id >= mark) {
     fx_tape_sweep_begin(mark, src, start, end);
     fx_tape.adj[id - mark] = 1.0;
-    fx_pre.sweeping = 1;
-    fx_tape_sweep();
-    fx_pre.sweeping = 0;
+    fx_pre_sweep();
   } else {
-    fx_pre_add(id, 1.0);
+    FX_PRE_ADD(id, 1.0);
   }
   fx_tape_truncate(mark);
 }
-/* The sum's node: each id reached, with its coefficient if not 0; `g` zero again. */
+/* Calls `f(id)` for each id whose bit is set, in increasing order, clearing the bits
+ * (the words of b1 that b2 marks: work in proportion to the ids reached). */
+#define FX_PRE_EACH(f)                                                     \
+  for (int64_t w2 = 0; w2 < fx_pre.cap_b2; w2++) {                        \
+    for (uint32_t m2 = fx_pre.b2[w2]; m2; m2 &= m2 - 1) {                 \
+      int64_t w1 = w2 * 32 + __builtin_ctz(m2);                           \
+      for (uint32_t m1 = fx_pre.b1[w1]; m1; m1 &= m1 - 1) f(w1 * 32 + __builtin_ctz(m1)); \
+      fx_pre.b1[w1] = 0;                                                  \
+    }                                                                     \
+    fx_pre.b2[w2] = 0;                                                    \
+  }
+/* The sum's node: each id reached but the zero delta, with its coefficient if not 0
+ * (the interpreter's terms, in increasing order: each id once, so the order changes
+ * no sum); `g` and the bits zero again. */
 static int64_t fx_pre_close(uint32_t src, uint32_t start, uint32_t end) {
   fx_pre.active = 0;
-  fx_tape_reserve(fx_pre.ntouched, src, start, end);
-  for (int64_t k = 0; k < fx_pre.ntouched; k++) {
-    uint32_t p = fx_pre.touched[k];
-    if (fx_pre.g[p] != 0.0) fx_tape_term(fx_pre.g[p], p);
-    fx_pre.g[p] = 0.0;
-  }
-  fx_pre.ntouched = 0;
-  fx_pre.g[0] = 0.0;
+  int64_t terms = 0;
+#define FX_PRE_COUNT(p) terms += (p) != 0 && fx_pre.g[p] != 0.0
+  for (int64_t w2 = 0; w2 < fx_pre.cap_b2; w2++)
+    for (uint32_t m2 = fx_pre.b2[w2]; m2; m2 &= m2 - 1) {
+      int64_t w1 = w2 * 32 + __builtin_ctz(m2);
+      for (uint32_t m1 = fx_pre.b1[w1]; m1; m1 &= m1 - 1) FX_PRE_COUNT(w1 * 32 + __builtin_ctz(m1));
+    }
+#undef FX_PRE_COUNT
+  fx_tape_reserve(terms, src, start, end);
+#define FX_PRE_TERM(p)                                          \
+  do {                                                          \
+    int64_t p_ = (p);                                           \
+    if (p_ != 0 && fx_pre.g[p_] != 0.0) fx_tape_term(fx_pre.g[p_], p_); \
+    fx_pre.g[p_] = 0.0;                                         \
+  } while (0)
+  FX_PRE_EACH(FX_PRE_TERM)
+#undef FX_PRE_TERM
   return fx_tape_node();
 }
 /* A `%delta_sumbuild` inside another's elements: `%delta_sum` of its elements' ids. */
@@ -1213,10 +1251,10 @@ static int64_t fx_pre_plain(const fx_arr *ids, uint32_t src, uint32_t start, uin
 }
 /* After a failed call: no sum under way, `g` zero. */
 static void fx_pre_reset(void) {
-  for (int64_t k = 0; k < fx_pre.ntouched; k++) fx_pre.g[fx_pre.touched[k]] = 0.0;
-  if (fx_pre.g) fx_pre.g[0] = 0.0;
-  fx_pre.ntouched = 0;
-  fx_pre.active = fx_pre.sweeping = 0;
+#define FX_PRE_CLEAR(p) fx_pre.g[p] = 0.0
+  FX_PRE_EACH(FX_PRE_CLEAR)
+#undef FX_PRE_CLEAR
+  fx_pre.active = 0;
 }
 
 /* The second tape of reverse over reverse (fluxion-ad's delta_twice.rs; the

@@ -22,7 +22,7 @@
 //! | `unzip` | `unzip.rs` | a loop returning tuples whose result is only taken apart becomes one loop per component read (CHAD's value/backpropagator arrays; reverse over forward's dual numbers of pairs); a loop of cotangent constructors whose `%lsum` is only taken apart, one summed loop per field |
 //! | `sink` | `sink.rs` | an inert `map` (or a shadowed `build`/`map2`) read only by whole loops in one lambda made here moves into it |
 //! | `fuse` | `fuse.rs`, `fuse/one_hot.rs`, `fuse/read.rs` | a `map`/`map2`/`build` read once by the next `map`, `map2`, `fold` or `sum` becomes one loop (`sum` of `map` → `sumbuild`); `length` of a loop's result; `map2` over a `replicate` of the right length is a `map`; the sum of a loop of one-hot cotangents is one dense `build`; `build` read once at `i` is its function at `i` |
-//! | `preaccumulate` (late) | `preaccumulate.rs` | in delta code, `%delta_sum` of a `build` whose element runs a loop or a call is `%delta_sumbuild`: each element's tape swept and dropped as it is made, the sum one entry |
+//! | `preaccumulate` (late) | `preaccumulate.rs` | in delta code, `%delta_sum` of a `build` whose element calls a function or runs a loop of more than arithmetic is `%delta_sumbuild`: each element's tape swept and dropped as it is made, the sum one entry |
 //! | `float` | `float.rs` | inert bindings of a loop's lambda that read only its captures computed once, where the closure is made |
 //! | `cse` | `cse.rs` | common subexpressions of pure right-hand sides, in scope |
 //! | `dce` | `dce.rs` | dead bindings that cannot fail; captures a lambda no longer reads |
