@@ -581,8 +581,11 @@ fn forward_over_reverse_sums_are_loop_nodes() {
 /// function that only reads them) live on the C stack when they fit in 256 bytes:
 /// det's minors, one array of columns per term. The interpreter's results, from the
 /// stack and (past 32 elements) from the heap; no stack array where one escapes (is
-/// returned, stored, captured by a closure that escapes) or the program records on a
-/// tape (loop nodes hold arrays until the sweep).
+/// returned, stored, captured by a closure that escapes) or, in a program that
+/// records on a tape, where a loop node may hold it until the sweep (captured by an
+/// element function it runs again, a `map`'s operand): det's gradient keeps its
+/// minors' columns on the stack; a gradient whose loop node reads a small array made
+/// per element does not.
 #[test]
 fn small_read_only_arrays_live_on_the_stack() {
     // Whether the program's C (after the runtime) makes an array on the stack.
@@ -625,8 +628,22 @@ fn small_read_only_arrays_live_on_the_stack() {
     let gradient = format!(
         "{det} fn main() -> [Real] {{ grad(|a: [Real]| minor(a, 4, 0, range(4)), build(16, |i| cos(to_real(i)))) }}"
     );
-    assert!(!on_stack(&gradient));
+    assert!(on_stack(&gradient));
     let _ = natively_as_interpreted(&gradient, AdMode::Delta);
+    // Σ_i Σ_k x_k·w_ik, w_ik = i·k/2, made per i and read by the inner sum's loop node:
+    // ∂/∂x_k = k/2 · Σ_{i<12} i = 33k.
+    let held = "fn main() -> [Real] {
+        grad(|x: [Real]| sumbuild(12, |i| {
+            let w = build(9, |k| to_real(i * k) * 0.5);
+            sumbuild(9, |k| x[k] * w[k])
+        }), build(9, |k| to_real(k)))
+    }";
+    // (The primal's copy of `w` may live on the stack; the delta code's, which the
+    // loop node holds, on the heap — read from a dead frame at the sweep it would not
+    // give the interpreter's bits or the oracle's.)
+    let out = natively_as_interpreted(held, AdMode::Delta).expect("runs");
+    let expected: Vec<String> = (0..9).map(|k| format!("{:?}", 33.0 * k as f64)).collect();
+    assert_eq!(out, format!("[{}]", expected.join(", ")));
 }
 
 /// A map loop node whose elements read only zero ids (data constant at run time

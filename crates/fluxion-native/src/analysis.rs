@@ -152,44 +152,35 @@ fn reads_operand(p: Prim, i: usize) -> bool {
 
 /// Whether every use of `v` in `body` (its branches included) only reads it: a
 /// primitive that reads it ([`reads_operand`]), a direct call's parameter in
-/// `read_only`, or a capture in `read_only` of a closure in `on_stack` (one that never
-/// escapes `body`).
-fn only_read(
-    m: &Module,
-    body: &Body,
-    v: VarId,
-    read_only: &HashSet<VarId>,
-    on_stack: &HashSet<VarId>,
-) -> bool {
+/// `ro.vars`, or a capture in `ro.vars` of a closure in `on_stack` (one that never
+/// escapes `body`). In a module that records on a tape, not a capture of a closure a
+/// loop node may hold ([`ReadOnly::held`]) nor a `map`'s operand: the node keeps them
+/// until the sweep, after the frame that made them is gone.
+fn only_read(m: &Module, body: &Body, v: VarId, ro: &ReadOnly, on_stack: &HashSet<VarId>) -> bool {
     let a = Atom::Var(v);
     if body.result == a {
         return false;
     }
     body.bindings.iter().all(|b| match &b.rhs {
-        Rhs::Prim(p, args) => args
-            .iter()
-            .enumerate()
-            .all(|(i, x)| *x != a || reads_operand(*p, i)),
+        Rhs::Prim(p, args) => args.iter().enumerate().all(|(i, x)| {
+            *x != a || (reads_operand(*p, i) && !(ro.tape && matches!(p, Prim::Map | Prim::Map2)))
+        }),
         Rhs::CallDirect(c, args) => args
             .iter()
             .zip(&m.code(*c).params)
-            .all(|(x, p)| *x != a || read_only.contains(p)),
-        Rhs::Closure(c, args) => args
-            .iter()
-            .zip(&m.code(*c).captures)
-            .all(|(x, k)| *x != a || (on_stack.contains(&b.var) && read_only.contains(k))),
+            .all(|(x, p)| *x != a || ro.vars.contains(p)),
+        Rhs::Closure(c, args) => args.iter().zip(&m.code(*c).captures).all(|(x, k)| {
+            *x != a || (on_stack.contains(&b.var) && ro.vars.contains(k) && !ro.held.contains(c))
+        }),
         Rhs::If(c, t, e) => {
-            *c != a
-                && only_read(m, t, v, read_only, on_stack)
-                && only_read(m, e, v, read_only, on_stack)
+            *c != a && only_read(m, t, v, ro, on_stack) && only_read(m, e, v, ro, on_stack)
         }
         Rhs::Match(x, arms, d) => {
             *x != a
                 && arms
                     .iter()
-                    .all(|arm| only_read(m, &arm.body, v, read_only, on_stack))
-                && d.as_ref()
-                    .is_none_or(|d| only_read(m, d, v, read_only, on_stack))
+                    .all(|arm| only_read(m, &arm.body, v, ro, on_stack))
+                && d.as_ref().is_none_or(|d| only_read(m, d, v, ro, on_stack))
         }
         Rhs::Atom(x) | Rhs::Proj(x, _) => *x != a,
         Rhs::Call(f, args) => *f != a && !args.contains(&a),
@@ -197,32 +188,52 @@ fn only_read(
     })
 }
 
+/// What [`read_only_inputs`] finds: the parameters and captures only read, and what a
+/// tape may hold.
+pub(crate) struct ReadOnly {
+    pub(crate) vars: HashSet<VarId>,
+    /// Where the module records on a tape: the codes a loop node may run again at its
+    /// sweep (`delta_loop::recomputable`), whose captures the node holds.
+    pub(crate) held: HashSet<CodeId>,
+    pub(crate) tape: bool,
+}
+
 /// The parameters and captures, arrays of scalars, that their code only reads (and
 /// passes only where they are only read): an array made for such a parameter can live
 /// on the caller's C stack. The greatest such set, by removing what fails until none
 /// does (a recursive function's parameter read by itself stays).
-///
-/// None where a code records on a tape: a loop node or dot node holds its loop's
-/// operands and its function's captures until the sweep, after the frame that made
-/// them is gone.
-pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> Option<HashSet<VarId>> {
+pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> ReadOnly {
     let mut tape = false;
     for c in codes {
         fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| {
             tape |= matches!(&b.rhs, Rhs::Prim(p, _) if p.name().starts_with("%delta"));
         });
     }
-    if tape {
-        return None;
-    }
-    let mut read_only: HashSet<VarId> = codes
-        .iter()
-        .flat_map(|c| {
-            let code = m.code(*c);
-            code.params.iter().chain(&code.captures).copied()
-        })
-        .filter(|v| scalar_array(m.var_ty(*v)))
-        .collect();
+    let held = if tape {
+        codes
+            .iter()
+            .filter(|c| {
+                [Prim::Build, Prim::Map, Prim::Map2]
+                    .iter()
+                    .any(|p| crate::delta_loop::recomputable(m, *p, **c).is_some())
+            })
+            .copied()
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let mut ro = ReadOnly {
+        vars: codes
+            .iter()
+            .flat_map(|c| {
+                let code = m.code(*c);
+                code.params.iter().chain(&code.captures).copied()
+            })
+            .filter(|v| scalar_array(m.var_ty(*v)))
+            .collect(),
+        held,
+        tape,
+    };
     let stacks: HashMap<CodeId, HashSet<VarId>> = codes
         .iter()
         .map(|c| (*c, non_escaping_closures(&m.code(*c).body)))
@@ -232,16 +243,16 @@ pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> Option<HashSet<V
         for c in codes {
             let code = m.code(*c);
             for v in code.params.iter().chain(&code.captures) {
-                if read_only.contains(v) && !only_read(m, &code.body, *v, &read_only, &stacks[c]) {
+                if ro.vars.contains(v) && !only_read(m, &code.body, *v, &ro, &stacks[c]) {
                     out.push(*v);
                 }
             }
         }
         if out.is_empty() {
-            return Some(read_only);
+            return ro;
         }
         for v in out {
-            read_only.remove(&v);
+            ro.vars.remove(&v);
         }
     }
 }
@@ -252,14 +263,10 @@ pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> Option<HashSet<V
 pub(crate) fn stack_arrays(
     m: &Module,
     body: &Body,
-    read_only: Option<&HashSet<VarId>>,
+    read_only: &ReadOnly,
     on_stack: &HashSet<VarId>,
 ) -> HashSet<VarId> {
     let mut made = Vec::new();
-    // None in a module recording on a tape ([`read_only_inputs`]).
-    let Some(read_only) = read_only else {
-        return HashSet::new();
-    };
     fluxion_core::visit::for_each_binding(body, &mut |b| {
         if matches!(b.rhs, Rhs::Prim(Prim::Build | Prim::Map | Prim::Map2, _))
             && scalar_array(m.var_ty(b.var))

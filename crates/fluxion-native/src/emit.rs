@@ -171,12 +171,8 @@ impl Emitter<'_> {
         self.on_stack = non_escaping_closures(&code.body);
         self.loop_ranges = crate::analysis::loop_ranges(&code.body);
         self.unread_slices = crate::analysis::unread_slices(&code.body);
-        self.stack_arrays = crate::analysis::stack_arrays(
-            self.m,
-            &code.body,
-            self.read_only.as_ref(),
-            &self.on_stack,
-        );
+        self.stack_arrays =
+            crate::analysis::stack_arrays(self.m, &code.body, &self.read_only, &self.on_stack);
         self.made_here.clear();
         let mut pushes = 0;
         fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {

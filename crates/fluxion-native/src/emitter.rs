@@ -52,7 +52,7 @@ pub(crate) struct Emitter<'m> {
     pub(crate) unread_slices: HashSet<VarId>,
     /// The arrays of scalars their code only reads (`analysis::read_only_inputs`;
     /// `None` in a module that records on a tape).
-    pub(crate) read_only: Option<HashSet<VarId>>,
+    pub(crate) read_only: crate::analysis::ReadOnly,
     /// In the function being emitted, the arrays made on the C stack when small
     /// (`analysis::stack_arrays`).
     pub(crate) stack_arrays: HashSet<VarId>,
