@@ -201,8 +201,14 @@ pub(crate) struct ReadOnly {
 /// The parameters and captures, arrays of scalars, that their code only reads (and
 /// passes only where they are only read): an array made for such a parameter can live
 /// on the caller's C stack. The greatest such set, by removing what fails until none
-/// does (a recursive function's parameter read by itself stays).
-pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> ReadOnly {
+/// does (a recursive function's parameter read by itself stays). `held(c)`: whether a
+/// loop node may run code `c` again at its sweep, holding its captures
+/// (`delta_loop::recomputable`, a layer above).
+pub(crate) fn read_only_inputs(
+    m: &Module,
+    codes: &[CodeId],
+    held: &dyn Fn(CodeId) -> bool,
+) -> ReadOnly {
     let mut tape = false;
     for c in codes {
         fluxion_core::visit::for_each_binding(&m.code(*c).body, &mut |b| {
@@ -210,15 +216,7 @@ pub(crate) fn read_only_inputs(m: &Module, codes: &[CodeId]) -> ReadOnly {
         });
     }
     let held = if tape {
-        codes
-            .iter()
-            .filter(|c| {
-                [Prim::Build, Prim::Map, Prim::Map2]
-                    .iter()
-                    .any(|p| crate::delta_loop::recomputable(m, *p, **c).is_some())
-            })
-            .copied()
-            .collect()
+        codes.iter().filter(|c| held(**c)).copied().collect()
     } else {
         HashSet::new()
     };

@@ -84,7 +84,11 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         many_pushes: false,
         loop_ranges: HashSet::new(),
         unread_slices: HashSet::new(),
-        read_only: crate::analysis::read_only_inputs(m, &codes),
+        read_only: crate::analysis::read_only_inputs(m, &codes, &|c| {
+            [Prim::Build, Prim::Map, Prim::Map2]
+                .iter()
+                .any(|p| crate::delta_loop::recomputable(m, *p, c).is_some())
+        }),
         stack_arrays: HashSet::new(),
     };
     let mut functions = String::new();
