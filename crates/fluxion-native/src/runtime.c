@@ -937,12 +937,15 @@ static inline void fx_tape_seed(int64_t id, double w) {
  * One sum preaccumulates at a time: inside its elements, a `%delta_sumbuild` leaves
  * its elements on the tape (`fx_pre_plain`). The buffers are with the tape's. */
 /* `x` more for id `p` below the elements' mark, and its bits set. */
-#define FX_PRE_ADD(p, x)                                  \
-  do {                                                    \
-    int64_t q__ = (p);                                    \
-    fx_pre.g[q__] += (x);                                 \
-    fx_pre.b1[q__ >> 5] |= 1u << (q__ & 31);              \
-    fx_pre.b2[q__ >> 10] |= 1u << ((q__ >> 5) & 31);      \
+#define FX_PRE_ADD(p, x)                                         \
+  do {                                                           \
+    int64_t q__ = (p);                                           \
+    uint32_t *w__ = fx_pre.b1 + (q__ >> 5), bit__ = 1u << (q__ & 31); \
+    fx_pre.g[q__] += (x);                                        \
+    if (!(*w__ & bit__)) {                                       \
+      *w__ |= bit__;                                             \
+      fx_pre.b2[q__ >> 10] |= 1u << ((q__ >> 5) & 31);           \
+    }                                                            \
   } while (0)
 static inline const double *fx_pair_vals(const fx_arr *a) { return (const double *)(a + 1); }
 static inline const int64_t *fx_pair_ids(const fx_arr *a) { return (const int64_t *)((const uint64_t *)(a + 1) + a->len); }
