@@ -620,7 +620,7 @@ impl<L: Layer> Translate<'_, L> {
             }
             // Delta-translated code translated again by the delta layer (reverse over
             // reverse, `delta_twice.rs`): its tape entries go on a second tape.
-            DeltaPush | DeltaSum => {
+            DeltaPush | DeltaSum | DeltaSumbuild => {
                 let targs = self.atoms(b, args);
                 match self.layer.special_prim(b, p, &targs, ty, hint) {
                     Some(a) => a,

@@ -126,6 +126,8 @@ impl Interp {
 
     /// The elements of `build(n, f)` left on the tape, and `%delta_sum`'s entry.
     fn sum_elements(&self, n: usize, f: &Value, span: Span) -> EvalResult<Value> {
+        // What the `build` it stands for reserved (natively, its ids' array).
+        self.reserve(n * 8, span)?;
         let mut total = 0.0;
         let mut ids = Vec::with_capacity(n);
         for i in 0..n {
