@@ -374,6 +374,36 @@ impl Prim {
         )
     }
 
+    /// Arithmetic, comparisons and reads: what the native back end's loop nodes run
+    /// again at their sweep (`delta_loop.rs`), and so what a preaccumulated sum's
+    /// element may loop over and still be left as it is (fluxion-opt's
+    /// `preaccumulate.rs`). None but the reads and integer division can fail.
+    pub fn is_cheap_arithmetic(self) -> bool {
+        use Prim::*;
+        matches!(
+            self,
+            Add | Sub
+                | Mul
+                | Div
+                | Rem
+                | Neg
+                | Not
+                | Eq
+                | Ne
+                | Lt
+                | Le
+                | Gt
+                | Ge
+                | Index
+                | Length
+                | LinScale
+                | ToReal
+                | Min
+                | Max
+                | Abs
+        )
+    }
+
     /// The primitives of derivative code: the operators, the tapes', CHAD's closures'
     /// and `%capture` (their effects belong to a translation, so code holding one is
     /// neither copied on primals nor treated as plain primal code).

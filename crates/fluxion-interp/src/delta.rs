@@ -74,12 +74,7 @@ impl Interp {
         span: Span,
     ) -> EvalResult<i64> {
         let mut tapes = self.tapes.borrow_mut();
-        let Some(tape) = tapes.last_mut() else {
-            return fail(span, "internal error: a delta outside a reverse pass");
-        };
-        if tape.len() >= u32::MAX as usize {
-            return fail(span, "the reverse pass needs more than 2^32 deltas");
-        }
+        let tape = open_tape(&mut tapes, span)?;
         let terms = terms.map(|(c, id)| (real_of(c), id_of_int(id)));
         Ok(tape.push(terms).0 as i64)
     }
@@ -87,12 +82,7 @@ impl Interp {
     /// `%delta_sum(a)`: one entry on the current tape for the whole sum.
     pub(crate) fn delta_sum(&self, a: &Value, span: Span) -> EvalResult<Value> {
         let mut tapes = self.tapes.borrow_mut();
-        let Some(tape) = tapes.last_mut() else {
-            return fail(span, "internal error: a delta outside a reverse pass");
-        };
-        if tape.len() >= u32::MAX as usize {
-            return fail(span, "the reverse pass needs more than 2^32 deltas");
-        }
+        let tape = open_tape(&mut tapes, span)?;
         let mut total = 0.0;
         let mut ids = Vec::with_capacity(a.array_len().unwrap_or(0));
         for v in a.array_iter() {

@@ -182,34 +182,6 @@ fn flat(t: &Type) -> bool {
     scalar(t) || matches!(t, Type::Tuple(ts) if ts.iter().all(scalar))
 }
 
-/// Primitives an element computed again may apply: cheap, and none but the reads and
-/// integer division can fail (and those failed in the loop's own run, if at all).
-fn cheap(p: Prim) -> bool {
-    use Prim::*;
-    matches!(
-        p,
-        Add | Sub
-            | Mul
-            | Div
-            | Rem
-            | Neg
-            | Not
-            | Eq
-            | Ne
-            | Lt
-            | Le
-            | Gt
-            | Ge
-            | Index
-            | Length
-            | LinScale
-            | ToReal
-            | Min
-            | Max
-            | Abs
-    )
-}
-
 /// The `%delta` whose id code `c` returns as its result pair's second component.
 fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
     let body = &m.code(c).body;
@@ -228,7 +200,7 @@ fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
 /// Whether code `c`, the element function of loop primitive `p` (`build`, `map`,
 /// `map2`), can be computed again at the sweep: its parameters scalars or pairs, its
 /// captures those or arrays of them or of tuples of them (at most [`MAX_HELD`] arrays
-/// with the loop's operands), its bindings projections, tuples and [`cheap`]
+/// with the loop's operands), its bindings projections, tuples and [`Prim::is_cheap_arithmetic`]
 /// primitives on scalars (reads of tuples too)
 /// besides its `%delta`s, whose ids flow only into later `%delta`s' terms and, one of
 /// them, into the result pair.
@@ -263,7 +235,7 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
                 deltas.push(b.var);
                 terms += args.len() / 2;
             }
-            Rhs::Prim(q, _) if cheap(*q) && scalar(m.var_ty(b.var)) => {}
+            Rhs::Prim(q, _) if q.is_cheap_arithmetic() && scalar(m.var_ty(b.var)) => {}
             Rhs::Prim(Prim::Index, _) if flat(m.var_ty(b.var)) => {}
             Rhs::If(_, t, f) if scalar(m.var_ty(b.var)) && inert(m, t) && inert(m, f) => {}
             _ => return None,
@@ -311,14 +283,14 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
 }
 
 /// Whether a branch of an element function is computed again as it is: projections,
-/// tuples, [`cheap`] primitives and such branches on scalars, no `%delta` (its
+/// tuples, [`Prim::is_cheap_arithmetic`] primitives and such branches on scalars, no `%delta` (its
 /// sweep would depend on the branch taken).
 fn inert(m: &Module, body: &Body) -> bool {
     body.bindings.iter().all(|b| {
         scalar(m.var_ty(b.var))
             && match &b.rhs {
                 Rhs::Atom(_) | Rhs::Proj(..) | Rhs::Tuple(_) => true,
-                Rhs::Prim(q, _) => cheap(*q),
+                Rhs::Prim(q, _) => q.is_cheap_arithmetic(),
                 Rhs::If(_, t, f) => inert(m, t) && inert(m, f),
                 _ => false,
             }

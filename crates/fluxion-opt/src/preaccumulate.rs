@@ -135,35 +135,14 @@ fn element_function(p: Prim, args: &[Atom]) -> Option<Atom> {
     }
 }
 
-/// Whether `code`'s body is arithmetic, comparisons, reads and tape entries only.
+/// Whether `code`'s body is arithmetic, comparisons, reads and tape entries only (what
+/// a native loop node runs again: `Prim::is_cheap_arithmetic`).
 fn only_arithmetic(m: &Module, code: CodeId) -> bool {
-    use Prim::*;
     let mut cheap = true;
     fluxion_core::visit::for_each_binding(&m.code(code).body, &mut |b| {
         cheap &= match &b.rhs {
             Rhs::Call(..) | Rhs::CallDirect(..) | Rhs::Closure(..) => false,
-            Rhs::Prim(p, _) => matches!(
-                p,
-                Add | Sub
-                    | Mul
-                    | Div
-                    | Neg
-                    | Abs
-                    | Min
-                    | Max
-                    | Eq
-                    | Ne
-                    | Lt
-                    | Le
-                    | Gt
-                    | Ge
-                    | Not
-                    | ToReal
-                    | Index
-                    | Length
-                    | LinScale
-                    | DeltaPush
-            ),
+            Rhs::Prim(p, _) => p.is_cheap_arithmetic() || *p == Prim::DeltaPush,
             _ => true,
         };
     });
