@@ -1221,38 +1221,36 @@ static void fx_pre_element(int64_t mark, int64_t id, uint32_t src, uint32_t star
   }
   fx_tape_truncate(mark);
 }
-/* Calls `f(id)` for each id whose bit is set, in increasing order, clearing the bits:
- * the words of b1 that b2 marks, in b2's words below `hi`. */
-#define FX_PRE_EACH(f)                                                     \
-  for (int64_t w2 = 0; w2 < fx_pre.hi; w2++) {                    \
-    for (uint32_t m2 = fx_pre.b2[w2]; m2; m2 &= m2 - 1) {                 \
-      int64_t w1 = w2 * 32 + __builtin_ctz(m2);                           \
+/* Calls `f(id)` for each id whose bit is set, in increasing order: the words of b1
+ * that b2 marks, in b2's words below `hi`; with `clear` 1, clearing the bits. */
+#define FX_PRE_BITS(f, clear)                                                           \
+  for (int64_t w2 = 0; w2 < fx_pre.hi; w2++) {                                          \
+    for (uint32_t m2 = fx_pre.b2[w2]; m2; m2 &= m2 - 1) {                               \
+      int64_t w1 = w2 * 32 + __builtin_ctz(m2);                                         \
       for (uint32_t m1 = fx_pre.b1[w1]; m1; m1 &= m1 - 1) f(w1 * 32 + __builtin_ctz(m1)); \
-      fx_pre.b1[w1] = 0;                                                  \
-    }                                                                     \
-    fx_pre.b2[w2] = 0;                                                    \
+      if (clear) fx_pre.b1[w1] = 0;                                                     \
+    }                                                                                   \
+    if (clear) fx_pre.b2[w2] = 0;                                                       \
   }
+/* Whether id `p` is one of the sum's node's terms. */
+#define FX_PRE_LIVE(p) ((p) != 0 && fx_pre.g[p] != 0.0)
 /* The sum's node: each id reached but the zero delta, with its coefficient if not 0
  * (the interpreter's terms, in increasing order: each id once, so the order changes
  * no sum); `g` and the bits zero again. */
 static int64_t fx_pre_close(uint32_t src, uint32_t start, uint32_t end) {
   fx_pre.active = 0;
   int64_t terms = 0;
-#define FX_PRE_COUNT(p) terms += (p) != 0 && fx_pre.g[p] != 0.0
-  for (int64_t w2 = 0; w2 < fx_pre.hi; w2++)
-    for (uint32_t m2 = fx_pre.b2[w2]; m2; m2 &= m2 - 1) {
-      int64_t w1 = w2 * 32 + __builtin_ctz(m2);
-      for (uint32_t m1 = fx_pre.b1[w1]; m1; m1 &= m1 - 1) FX_PRE_COUNT(w1 * 32 + __builtin_ctz(m1));
-    }
+#define FX_PRE_COUNT(p) terms += FX_PRE_LIVE(p)
+  FX_PRE_BITS(FX_PRE_COUNT, 0)
 #undef FX_PRE_COUNT
   fx_tape_reserve(terms, src, start, end);
 #define FX_PRE_TERM(p)                                          \
   do {                                                          \
     int64_t p_ = (p);                                           \
-    if (p_ != 0 && fx_pre.g[p_] != 0.0) fx_tape_term(fx_pre.g[p_], p_); \
+    if (FX_PRE_LIVE(p_)) fx_tape_term(fx_pre.g[p_], p_);        \
     fx_pre.g[p_] = 0.0;                                         \
   } while (0)
-  FX_PRE_EACH(FX_PRE_TERM)
+  FX_PRE_BITS(FX_PRE_TERM, 1)
 #undef FX_PRE_TERM
   fx_pre.hi = 0;
   return fx_tape_node();
@@ -1269,7 +1267,7 @@ static int64_t fx_pre_plain(const fx_arr *ids, uint32_t src, uint32_t start, uin
 /* After a failed call: no sum under way, `g` zero. */
 static void fx_pre_reset(void) {
 #define FX_PRE_CLEAR(p) fx_pre.g[p] = 0.0
-  FX_PRE_EACH(FX_PRE_CLEAR)
+  FX_PRE_BITS(FX_PRE_CLEAR, 1)
 #undef FX_PRE_CLEAR
   fx_pre.hi = 0;
   fx_pre.active = 0;
