@@ -621,3 +621,33 @@ fn scans_fuse_into_sums_after_differentiating() {
         );
     }
 }
+
+/// A lambda capturing a closure without captures calls it as a known function, so the
+/// call is inlined (`uses::known_capture_closures`): local helpers used inside a loop's
+/// lambda, and the projections and negations derivative code binds once and captures
+/// into its loops. The values are the same with the optimiser off.
+#[test]
+fn captured_closures_are_inlined() {
+    let src = "fn f(xs: [Real], s: Real) -> [Real] {
+                   let neg = |y: Real| -y;
+                   let twice = |y: Real| neg(neg(y)) * 2.0;
+                   map(|x| twice(x) * s + neg(x), xs)
+               }
+               fn main() -> ([Real], [Real]) {
+                   let xs = [1.0, -2.0, 3.5];
+                   (f(xs, 1.5), grad(|v: [Real]| sum(f(v, 1.5)), xs))
+               }";
+    let text = shown(src, "opt", AdMode::Delta);
+    // The map's lambda is the one closure left, and it calls nothing.
+    assert!(
+        !text.contains("call_") && text.matches(": fn(").count() == 1,
+        "no call of a captured closure is left:\n{text}"
+    );
+    for mode in [AdMode::Delta, AdMode::Chad] {
+        let on = run(src, options(mode, FwdMode::default(), OptLevel::On));
+        let off = run(src, options(mode, FwdMode::default(), OptLevel::Off));
+        assert_same(&on, &off, "captured closures");
+        // f(x) = 2x·s − x = 2x at s = 1.5; the gradient of its sum, 2 per element.
+        assert_eq!(on, "([2.0, -4.0, 7.0], [2.0, 2.0, 2.0])");
+    }
+}

@@ -1,6 +1,8 @@
 //! Inlining ([Knossos] §3's inlining before CSE, and §5.4's "the more inlining the better"; the rule the
 //! Knossos simplifier applies to `let f = lam; f(a)`): a call whose callee is known here
-//! — `CallDirect` of a top-level function, or `Call` of a variable bound to a `Closure`
+//! — `CallDirect` of a top-level function, `Call` of a variable bound to a `Closure`,
+//! or `Call` of a capture of this lambda known to hold a closure without captures
+//! (`uses::known_capture_closures`: a helper bound once and called in a loop's lambda)
 //! — is replaced by the callee's body under fresh names, its captures and parameters
 //! bound to the closure's captured atoms and the arguments by copies (`simplify`
 //! propagates them). This is beta reduction when the closure is a lambda made in the
@@ -37,9 +39,19 @@ pub(crate) const BUDGET: usize = 400;
 pub(crate) fn inline_calls(cx: &mut Context, body: &mut Body) {
     let uses = crate::uses::count_uses(body);
     let size = fluxion_core::visit::count_bindings(body);
+    // A capture holding a known closure without captures is called as that closure
+    // (`uses::known_capture_closures`).
+    let mut closures = HashMap::new();
+    if let Some(c) = cx.current {
+        for v in &cx.m.code(c).captures {
+            if let Some(k) = cx.known_captures.get(v) {
+                closures.insert(*v, (*k, Vec::new()));
+            }
+        }
+    }
     let mut inliner = Inliner {
         cx,
-        closures: HashMap::new(),
+        closures,
         uses,
         budget: size + BUDGET,
     };
@@ -110,7 +122,8 @@ impl Inliner<'_, '_> {
             Rhs::CallDirect(c, args) => (*c, Vec::new(), args.clone(), self.called_once(*c)),
             Rhs::Call(Atom::Var(f), args) => {
                 let (c, captures) = self.closures.get(f)?;
-                let once = self.uses.get(f) == Some(&1);
+                // A captured closure may be called elsewhere too: copied only if small.
+                let once = self.uses.get(f) == Some(&1) && !self.cx.known_captures.contains_key(f);
                 (*c, captures.clone(), args.clone(), once)
             }
             _ => return None,

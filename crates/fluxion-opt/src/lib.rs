@@ -76,6 +76,7 @@ pub fn eliminate_dead_bindings(m: &mut Module, body: &mut Body) {
             captured: &HashSet::new(),
             recursive: &HashSet::new(),
             closure_sites: &std::collections::HashMap::new(),
+            known_captures: &std::collections::HashMap::new(),
             references: &std::collections::HashMap::new(),
             loop_counts: &std::collections::HashMap::new(),
             current: None,
@@ -138,6 +139,9 @@ pub struct Context<'a> {
     pub recursive: &'a HashSet<CodeId>,
     /// How many `Closure`s of each code the module makes.
     pub closure_sites: &'a std::collections::HashMap<CodeId, usize>,
+    /// Captures holding a closure of a known code without captures
+    /// (`uses::known_capture_closures`).
+    pub known_captures: &'a std::collections::HashMap<VarId, CodeId>,
     /// How many calls and closures of each code the optimised codes make
     /// (`uses::code_references`).
     pub references: &'a std::collections::HashMap<CodeId, usize>,
@@ -415,6 +419,7 @@ pub fn optimize_codes_from(
             let start = Instant::now();
             let captured = captured_vars(m, first);
             let closure_sites = uses::closure_sites(m, first);
+            let known_captures = uses::known_capture_closures(m, first, &closure_sites);
             let references = uses::code_references(m, first);
             let loop_counts = uses::loop_element_counts(m, first, &closure_sites);
             let lengths = lengths::Lengths::collect(m, first);
@@ -429,6 +434,7 @@ pub fn optimize_codes_from(
                     captured: &captured,
                     recursive: &recursive,
                     closure_sites: &closure_sites,
+                    known_captures: &known_captures,
                     references: &references,
                     loop_counts: &loop_counts,
                     current: Some(c),

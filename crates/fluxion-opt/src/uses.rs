@@ -125,3 +125,57 @@ pub(crate) fn results_in(rhs: &Rhs, v: VarId) -> bool {
         _ => false,
     }
 }
+
+/// Captures known to hold a closure of a code without captures of its own, with that
+/// code: a lambda made at one site only (`closure_sites`) captures there a variable
+/// bound to `Closure(k, [])` (or a copy of one, or another such capture). Code made by
+/// the AD passes binds such closures once (a primal projection, a negation) and
+/// captures them into the lambdas of its loops; a call of the capture is then a call
+/// of `k`, which `inline` may copy like any known closure's.
+pub(crate) fn known_capture_closures(
+    m: &fluxion_core::Module,
+    first: usize,
+    closure_sites: &HashMap<CodeId, usize>,
+) -> HashMap<VarId, CodeId> {
+    let mut known: HashMap<VarId, CodeId> = HashMap::new();
+    let mut sites: Vec<(CodeId, Vec<Atom>)> = Vec::new();
+    let mut copies: Vec<(VarId, VarId)> = Vec::new();
+    for code in &m.codes[first..] {
+        fluxion_core::visit::for_each_binding(&code.body, &mut |b| match &b.rhs {
+            Rhs::Closure(c, args) if args.is_empty() => {
+                known.insert(b.var, *c);
+            }
+            Rhs::Closure(c, args) if closure_sites.get(c) == Some(&1) => {
+                sites.push((*c, args.clone()));
+            }
+            Rhs::Atom(Atom::Var(x)) => copies.push((b.var, *x)),
+            _ => {}
+        });
+    }
+    // A capture's value may be another lambda's capture: to the fixed point (each
+    // round adds a variable, or stops).
+    loop {
+        let before = known.len();
+        for (v, x) in &copies {
+            if let Some(k) = known.get(x).copied() {
+                known.entry(*v).or_insert(k);
+            }
+        }
+        for (c, args) in &sites {
+            let code = m.code(*c);
+            if code.kind != fluxion_core::CodeKind::Lambda || (c.0 as usize) < first {
+                continue;
+            }
+            for (cv, a) in code.captures.iter().zip(args) {
+                if let Atom::Var(x) = a
+                    && let Some(k) = known.get(x).copied()
+                {
+                    known.entry(*cv).or_insert(k);
+                }
+            }
+        }
+        if known.len() == before {
+            return known;
+        }
+    }
+}
