@@ -431,6 +431,35 @@ pub(crate) fn transpose(
         .collect()
 }
 
+/// [`transpose`] over the Boolean semiring (CHAD's dependency instance,
+/// `chad_sweep::Ground::Dependencies`): `ct` itself for each argument whose partial is
+/// not structurally zero, whatever its value (the pattern is structural: `0.0 * x`
+/// depends on x), and for `min`/`max` the followed argument's indicator times `ct` —
+/// the same structure the forward dependency layer (`deps.rs`) unites sets by.
+pub(crate) fn transpose_dependencies(
+    b: &mut Builder,
+    rule: &RealRule,
+    xs: &[Atom],
+    y: Atom,
+    ct: Atom,
+) -> Vec<Option<Atom>> {
+    let follows = follows_one_argument(rule.prim);
+    (rule.partials)(b, xs, y)
+        .into_iter()
+        .map(|d| match d {
+            Partial::Zero => None,
+            Partial::At(d) if follows => Some(b.prim(Prim::LinScale, &[d, ct], Type::Real)),
+            Partial::At(_) => Some(ct),
+        })
+        .collect()
+}
+
+/// Whether the primitive's result is one of its arguments, chosen by comparing them
+/// (`min`, `max`: ties follow the first): it depends on the one it follows only.
+pub(crate) fn follows_one_argument(p: Prim) -> bool {
+    matches!(p, Prim::Min | Prim::Max)
+}
+
 /// Forward CHAD: the tangent `Σᵢ %lscale(∂ᵢ, dxᵢ)` of `y = p(xs)` given the arguments'
 /// tangents (`None` where one is zero statically); `None` when every term is zero.
 /// Linear building blocks, not `*` and `+`, so that a tangent that is the run-time

@@ -13,6 +13,7 @@
 //! | `Dr_G(x) = <x, LAM v. coproj_idx(x)(v)>` | the context cotangent `Dr(Γ)2` is kept *split* and *sparse*: one list of contribution terms per context variable ([`Adjoints`]); a variable's occurrence adds one term to its own list, never an environment-sized tuple |
 //! | `Dr_G(let x = t in s)`: `let v = y' @ v in fst v + x' @ (snd v)` | bindings are processed in reverse; when `x`'s binding is reached its terms are summed once (`%tplus`) and pushed back through its rule — the fan-in `+` |
 //! | `Dr_G(op(t1..tk))` with `DopT` | a real primitive's transposed derivative `∂ᵢ·w` from the one table of partials (`calculus.rs`), as `%lscale(∂ᵢ, w)` |
+//! | §11.3: CHAD over any commutative monoid | the ground interpretation is a parameter ([`Ground`]): the rule above is `Reals`'; `Dependencies` (the Boolean semiring, embedded in the reals ≥ 0) passes `w` itself to each argument whose partial is not structurally zero — every other rule is shared ([`chad_deps_code`]) |
 //! | `Dr_G(<t, s>)`, `fst`, `snd` | `%lproj(w, i)` per component; a projection's cotangent is the tuple with `w` in its slot and symbolic zeros elsewhere |
 //! | `Dr_G(\x. t)`: primal keeps `snd (z' @ v)`, cotangent `case v of !x ⊗ v -> fst ((snd (y x)) @ v)` | a translated lambda returns its value with its backpropagator, which yields the argument's cotangent *and* the captures' cotangents; the copower `!Dr(A)1 ⊗ T(B)` is folded at each call (`lcopowfold` applied entry by entry): the call's backpropagator is the entry's consumer, already applied to that call's argument, so nothing is recomputed (caveat 4). The folded value is the captures' cotangent, a constructor of the enum `FnCt` per lambda code (closure conversion, as "Efficient CHAD" does); `+` of two is fieldwise |
 //! | `Dr_G(t s)`: `x'ctx @ (!y ⊗ v) + y' @ (x'arg @ v)` | the call's backpropagator applied to `v` gives `(x'arg @ v, x'ctx-part)`: the first goes to the argument, the second to the function value's cotangent, and from there (at the closure's creation) into the captured variables |
@@ -44,23 +45,46 @@ use crate::AdError;
 use crate::builder::{Builder, int};
 use crate::calculus;
 use crate::chad_sweep::{
-    Block, Chad, Direction, Outputs, Step, carries_cotangent, is_active, last_value, map_proj,
-    result_of, translate_code, zeros,
+    Block, Chad, Direction, Ground, Outputs, Step, carries_cotangent, is_active, last_value,
+    map_proj, result_of, translate_code, zeros,
 };
 use crate::layer::negate_array;
 use crate::tangent::{self, Tan};
 
 /// The CHAD translation of `code`, creating it on first request.
 pub fn chad_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
-    translate_code(m, code, &Reverse)
+    translate_code(m, code, &REVERSE_AD)
 }
 
-/// Reverse CHAD's linear part: the backpropagator.
-struct Reverse;
+/// The CHAD translation of `code` over the Boolean semiring ([CHAD] §11.3): the same
+/// rules with the dependency analysis as the ground interpretation
+/// ([`Ground::Dependencies`]). Its backpropagator, given an output's one-hot seed,
+/// is nonzero exactly at the inputs that output depends on (`sparsity_by_chad_code`).
+pub fn chad_deps_code(m: &mut Module, code: CodeId) -> Result<CodeId, AdError> {
+    translate_code(m, code, &DEPENDENCIES)
+}
+
+/// Reverse CHAD's linear part: the backpropagator, over a ground interpretation.
+struct Reverse {
+    ground: Ground,
+}
+
+/// Reverse AD: CHAD over the reals.
+static REVERSE_AD: Reverse = Reverse {
+    ground: Ground::Reals,
+};
+/// The dependency analysis: CHAD over the Boolean semiring.
+static DEPENDENCIES: Reverse = Reverse {
+    ground: Ground::Dependencies,
+};
 
 impl Direction for Reverse {
     fn map(&self) -> TypeMap {
         TypeMap::Chad
+    }
+
+    fn ground(&self) -> Ground {
+        self.ground
     }
 
     fn linear(&self, t: &mut Chad, b: &mut Builder, block: Block) -> Atom {
@@ -316,7 +340,10 @@ impl Chad {
         match p {
             _ if calculus::is_real_function(p) && ty == Type::Real => {
                 let rule = calculus::rule(p).expect("a real function has a rule");
-                let cts = calculus::transpose(b, rule, &targs, y, w);
+                let cts = match self.dir.ground() {
+                    Ground::Reals => calculus::transpose(b, rule, &targs, y, w),
+                    Ground::Dependencies => calculus::transpose_dependencies(b, rule, &targs, y, w),
+                };
                 for (a, c) in args.iter().zip(cts) {
                     if let Some(c) = c
                         && b.m.atom_ty(a) == Type::Real

@@ -46,7 +46,7 @@ pub(crate) fn translate_code(
     code: CodeId,
     dir: &'static dyn Direction,
 ) -> Result<CodeId, AdError> {
-    if let Some(id) = m.derived_codes.get(&translation_key(dir.map(), code)) {
+    if let Some(id) = m.derived_codes.get(&dir.key(code)) {
         return Ok(*id);
     }
     if let Some(why) = unsupported(m, code, dir.map()) {
@@ -187,6 +187,17 @@ pub(crate) struct Block<'a> {
 pub(crate) trait Direction: Sync {
     /// `TypeMap::Chad` or `TypeMap::ChadFwd`.
     fn map(&self) -> TypeMap;
+    /// The interpretation of the ground type `Real` and the real primitives.
+    fn ground(&self) -> Ground {
+        Ground::Reals
+    }
+    /// The key a code's translation is memoised under (`Module::derived_codes`).
+    fn key(&self, code: CodeId) -> String {
+        match self.ground() {
+            Ground::Reals => translation_key(self.map(), code),
+            Ground::Dependencies => format!("{}_deps#{}", layer_name(self.map()), code.0),
+        }
+    }
     /// The linear part of `block`, as a closure over the primals it reads.
     fn linear(&self, t: &mut Chad, b: &mut Builder, block: Block) -> Atom;
     /// The type of the linear part of a branch of type `ty` over `outputs`.
@@ -196,7 +207,22 @@ pub(crate) trait Direction: Sync {
 pub(crate) struct Chad {
     /// Original variable → its primal in the translation.
     pub(crate) env: HashMap<VarId, Atom>,
-    dir: &'static dyn Direction,
+    pub(crate) dir: &'static dyn Direction,
+}
+
+/// The ground interpretation CHAD is taken over ([CHAD] §11.3): the cotangent monoid
+/// of `Real` and each real primitive's backward part. The rules for everything else
+/// (tuples, closures, sums, arrays, recursion) are the same for every instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ground {
+    /// Reverse AD: cotangents are reals, a primitive's backward part `∂ᵢ·w`.
+    Reals,
+    /// The dependency analysis over the Boolean semiring, embedded in the reals ≥ 0
+    /// (x ↦ x ≠ 0 is a semiring map onto ({0, 1}, ∨, ∧)): a primitive passes `w` to
+    /// each argument whose partial is not structurally zero (`calculus.rs`), `min` and
+    /// `max` to the argument they follow; an input's cotangent is nonzero exactly
+    /// where the seeded output depends on it.
+    Dependencies,
 }
 
 /// Translates `code`: on its own (`captures` = `None`: fresh captured variables,
@@ -211,10 +237,14 @@ fn translate(
     let original = m.code(code).clone();
     let map = dir.map();
     let mut b = Builder::new(m, original.span);
-    let name = format!("{}_{}", original.name, layer_name(map));
+    let suffix = match dir.ground() {
+        Ground::Reals => layer_name(map).to_string(),
+        Ground::Dependencies => format!("{}_deps", layer_name(map)),
+    };
+    let name = format!("{}_{}", original.name, suffix);
     let id = b.reserve_code(&name, original.kind);
     if captures.is_none() {
-        b.m.derived_codes.insert(translation_key(map, code), id);
+        b.m.derived_codes.insert(dir.key(code), id);
     }
     b.m.translated_from.insert(id, code);
     let Type::Fn(_, ret) = b.m.map_type(&b.m.code_ty(code), map) else {

@@ -14,7 +14,7 @@
 use fluxion_core::{Atom, CodeId, Lit, Module, Prim, Rhs, Span, Type, TypeMap};
 
 use crate::AdError;
-use crate::builder::{Builder, int};
+use crate::builder::{Builder, int, real};
 use crate::calculus::{Partial, RealRule};
 use crate::helpers::{call, helper};
 use crate::structural::{Layer, Parts, translate_code};
@@ -77,7 +77,7 @@ impl Layer for Deps {
         }
         let y = b.prim(rule.prim, &values, Type::Real);
         let set = match rule.prim {
-            Prim::Min | Prim::Max => {
+            p if crate::calculus::follows_one_argument(p) => {
                 // The argument the primitive follows (`a` on ties, docs/language.md §5).
                 let cmp = if rule.prim == Prim::Min {
                     Prim::Le
@@ -241,27 +241,101 @@ pub fn sparsity_code(m: &mut Module) -> CodeId {
             let ys = b.emit("ys", Rhs::Call(g, vec![point]), dreals.clone());
             let set_of = b.closure("set", vec![dreal.clone()], |b, y| b.proj(&y[0], 1));
             let sets = b.prim(Prim::Map, &[set_of, ys], Type::array(ints()));
-            let len = b.closure("count", vec![ints()], |b, s| {
-                b.prim(Prim::Length, &[s[0]], Type::Int)
-            });
-            let counts = b.prim(Prim::Map, &[len, sets], ints());
-            let add = b.closure("add", vec![Type::Int, Type::Int], |b, p| b.add(p[0], p[1]));
-            let ends = b.prim(Prim::Scan, &[add, int(0), counts], ints());
-            let first = b.emit("first", Rhs::Array(vec![int(0)]), ints());
-            let offsets = b.prim(Prim::Concat, &[first, ends], ints());
-            // Nonzero t is in row rows[t], at t − offsets[rows[t]] in that row's set:
-            // one pass over the nonzeros (a fold of `concat`s copies O(m·nnz)).
-            let rows = b.prim(Prim::RowsOf, &[offsets], ints());
-            let nnz = b.prim(Prim::Length, &[rows], Type::Int);
-            let column = b.closure("column", vec![Type::Int], |b, t| {
-                let i = b.prim(Prim::Index, &[rows, t[0]], Type::Int);
-                let start = b.prim(Prim::Index, &[offsets, i], Type::Int);
-                let at = b.sub(t[0], start);
-                let set = b.prim(Prim::Index, &[sets, i], ints());
-                b.prim(Prim::Index, &[set, at], Type::Int)
-            });
-            let columns = b.prim(Prim::Build, &[nnz, column], ints());
-            b.tuple("pattern", vec![offsets, columns])
+            compressed_rows(b, sets)
         },
     )
+}
+
+/// A code `[Real] -> ([Int], [Int])` calling `translated`, the CHAD translation over
+/// the Boolean semiring of a function `[Real] -> [Real]` (`chad::chad_deps_code`): the
+/// same pattern
+/// as [`sparsity_code`]'s, by reverse passes — the function run once at `x`, then its
+/// backpropagator seeded with each output's one-hot, row i the inputs whose cotangent
+/// is nonzero ([CHAD] §11.3: reverse AD and this analysis are two instances of one
+/// transformation). One pass per output, where the forward layer makes every row in
+/// one pass of set unions.
+pub fn sparsity_by_chad_code(m: &mut Module, translated: CodeId) -> CodeId {
+    let ret = m.code(translated).ret.clone();
+    let mut b = Builder::new(m, Span::default());
+    let b = &mut b;
+    let reals = Type::array(Type::Real);
+    let Type::Tuple(parts) = &ret else {
+        unreachable!("a CHAD translation returns its value and backpropagator")
+    };
+    let bp_ty = parts[1].clone();
+    let Type::Fn(_, bp_ret) = &bp_ty else {
+        unreachable!("a backpropagator is a function")
+    };
+    let bp_ret = (**bp_ret).clone();
+    let result = Type::Tuple(vec![ints(), ints()]);
+    let name = format!("sparsity_by_{}", b.m.code(translated).name);
+    helper(b, &name, &reals, vec![reals.clone()], result, |b, ps| {
+        let x = ps[0];
+        let r = b.emit("r", Rhs::CallDirect(translated, vec![x]), ret.clone());
+        let y = b.proj(&r, 0);
+        let bp = b.proj(&r, 1);
+        let m = b.prim(Prim::Length, &[y], Type::Int);
+        let row = b.closure("row", vec![Type::Int], |b, i| {
+            let i = i[0];
+            let seed_at = b.closure("seed", vec![Type::Int], |b, k| {
+                let here = b.cmp(Prim::Eq, k[0], i);
+                b.if_(here, Type::Real, |_| real(1.0), |_| real(0.0))
+            });
+            let w = b.prim(Prim::Build, &[m, seed_at], reals.clone());
+            let cts = b.emit("cts", Rhs::Call(bp, vec![w]), bp_ret.clone());
+            let ct = match &bp_ret {
+                Type::Tuple(_) => b.proj(&cts, 0),
+                _ => cts,
+            };
+            let xty = b.m.tangent_type(&reals);
+            let ct = b.emit("ct", Rhs::Prim(Prim::TanDense, vec![x, ct]), xty);
+            // The nonzeros' positions: each input a "row" of 0 or 1 entries, so
+            // `%rows_of` of their offsets lists the inputs with one.
+            let flag = b.closure("flag", vec![Type::Real], |b, c| {
+                let nonzero = b.cmp(Prim::Ne, c[0], real(0.0));
+                b.if_(nonzero, Type::Int, |_| int(1), |_| int(0))
+            });
+            let flags = b.prim(Prim::Map, &[flag, ct], ints());
+            rows_of_counts(b, flags)
+        });
+        let sets = b.prim(Prim::Build, &[m, row], Type::array(ints()));
+        compressed_rows(b, sets)
+    })
+}
+
+/// For counts `c`, the row of each of the Σc entries: `[0]·c₀ ++ [1]·c₁ ++ …`.
+fn rows_of_counts(b: &mut Builder, counts: Atom) -> Atom {
+    let offsets = offsets_of(b, counts);
+    b.prim(Prim::RowsOf, &[offsets], ints())
+}
+
+/// `[0, c₀, c₀ + c₁, …]`: the offsets of rows of `counts` entries.
+fn offsets_of(b: &mut Builder, counts: Atom) -> Atom {
+    let add = b.closure("add", vec![Type::Int, Type::Int], |b, p| b.add(p[0], p[1]));
+    let ends = b.prim(Prim::Scan, &[add, int(0), counts], ints());
+    let first = b.emit("first", Rhs::Array(vec![int(0)]), ints());
+    b.prim(Prim::Concat, &[first, ends], ints())
+}
+
+/// The sets of `sets: [[Int]]` (row i the columns of row i) in compressed rows:
+/// `(offsets, columns)`.
+fn compressed_rows(b: &mut Builder, sets: Atom) -> Atom {
+    let len = b.closure("count", vec![ints()], |b, s| {
+        b.prim(Prim::Length, &[s[0]], Type::Int)
+    });
+    let counts = b.prim(Prim::Map, &[len, sets], ints());
+    let offsets = offsets_of(b, counts);
+    // Nonzero t is in row rows[t], at t − offsets[rows[t]] in that row's set:
+    // one pass over the nonzeros (a fold of `concat`s copies O(m·nnz)).
+    let rows = b.prim(Prim::RowsOf, &[offsets], ints());
+    let nnz = b.prim(Prim::Length, &[rows], Type::Int);
+    let column = b.closure("column", vec![Type::Int], |b, t| {
+        let i = b.prim(Prim::Index, &[rows, t[0]], Type::Int);
+        let start = b.prim(Prim::Index, &[offsets, i], Type::Int);
+        let at = b.sub(t[0], start);
+        let set = b.prim(Prim::Index, &[sets, i], ints());
+        b.prim(Prim::Index, &[set, at], Type::Int)
+    });
+    let columns = b.prim(Prim::Build, &[nnz, column], ints());
+    b.tuple("pattern", vec![offsets, columns])
 }

@@ -499,6 +499,7 @@ impl Program {
                 if stage == "fwd"
                     || stage == "delta"
                     || stage == "chad"
+                    || stage == "chad-deps"
                     || stage == "chad-fwd"
                     || stage == "deps"
                     || stage.starts_with("taylor")
@@ -506,7 +507,7 @@ impl Program {
             {
                 let layer = match stage {
                     "delta" => fluxion_core::TypeMap::Delta,
-                    "chad" => fluxion_core::TypeMap::Chad,
+                    "chad" | "chad-deps" => fluxion_core::TypeMap::Chad,
                     "chad-fwd" => fluxion_core::TypeMap::ChadFwd,
                     "fwd" => fluxion_core::TypeMap::Fwd,
                     "deps" => fluxion_core::TypeMap::Deps,
@@ -529,7 +530,11 @@ impl Program {
                         skipped.push_str(&format!("// {why}\n"));
                         continue;
                     }
-                    let code = fluxion_ad::translate_code(&mut module, root, layer);
+                    let code = if stage == "chad-deps" {
+                        fluxion_ad::chad_deps_code(&mut module, root)
+                    } else {
+                        fluxion_ad::translate_code(&mut module, root, layer)
+                    };
                     derived.push(code.map_err(|e| e.0)?);
                 }
                 if opt == OptLevel::On {
@@ -688,7 +693,17 @@ pub fn interpreter(module: Module, options: RunOptions) -> Interp {
 
 /// The stages `show` can print.
 pub const STAGES: &[&str] = &[
-    "core", "opt", "fwd", "chad", "chad-fwd", "delta", "taylor", "jet", "deps", "c",
+    "core",
+    "opt",
+    "fwd",
+    "chad",
+    "chad-deps",
+    "chad-fwd",
+    "delta",
+    "taylor",
+    "jet",
+    "deps",
+    "c",
 ];
 
 /// Whether `stage` names a stage `show` can print (`taylorK` picks the order K,

@@ -267,6 +267,20 @@ fn deps_snapshot() {
 }
 
 #[test]
+fn chad_deps_snapshot() {
+    // CHAD over the Boolean semiring, the same function: the backpropagator passes `w`
+    // unscaled to `x[0]` and `x[1]` through the product and `sin`, nothing through
+    // `floor`, and `max`'s 0/1 to the argument it follows.
+    insta::assert_snapshot!(
+        "chad_deps_vector",
+        stage_of(
+            "fn f(x: [Real]) -> [Real] { [x[0] * sin(x[1]), floor(x[2]) + max(x[0], x[2])] }",
+            "chad-deps"
+        )
+    );
+}
+
+#[test]
 fn taylor_mode_output_reparses_and_type_checks() {
     for (name, src) in AD_PROGRAMS.iter().chain(PROGRAMS) {
         for stage in ["taylor1", "taylor3", "jet2x2", "jet3x1"] {
