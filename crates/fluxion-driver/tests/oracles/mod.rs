@@ -4,7 +4,8 @@
 //! against central finite differences and against the reference mode, the transpose
 //! identity, `value_and_grad` against the value, the optimiser changing nothing,
 //! agreements between operators (`jvp`, nested `diff`, `hessian`, `taylor`, `jet`),
-//! `sparsity`/`sparse_jacobian` against `jacobian`, and the printed Core and forward
+//! `sparsity`/`sparse_jacobian` against `jacobian` (and `sparsity` against CHAD over
+//! the Boolean semiring), and the printed Core and forward
 //! stage re-parsing to the same values. A new mode joins in [`ad_modes`], a new
 //! operator with a line of [`AGREEMENTS`].
 
@@ -331,10 +332,23 @@ pub fn applies_operator(src: &str) -> bool {
     .any(|op| src.contains(op))
 }
 
-/// `sparse_jacobian(fv, x)` against `jacobian(fv, x)` (2 rows).
+/// `sparse_jacobian(fv, x)` against `jacobian(fv, x)` (2 rows), and `sparsity(fv, x)`
+/// (the forward dependency layer) against the pattern CHAD over the Boolean semiring
+/// gives ([CHAD] §11.3: reverse CHAD's rules with another ground interpretation).
 pub fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
     let xs = literal(x);
     let with_fv = format!("{src}{FV}");
+    let forward = fluxion_driver::gradcheck::eval_literal(
+        &with_fv,
+        &format!("sparsity(fv, {xs})"),
+        AdMode::Delta,
+    )?;
+    let by_chad = pattern_by_chad(&with_fv, &xs)?;
+    if by_chad != forward {
+        return Err(format!(
+            "sparsity(fv, {xs}) = {forward}, but CHAD over the Boolean semiring gives {by_chad}"
+        ));
+    }
     let expr = format!("(sparse_jacobian(fv, {xs}), jacobian(fv, {xs}))");
     // Every number of the printed result, Ints included, in order.
     let text = fluxion_driver::gradcheck::eval_literal(&with_fv, &expr, AdMode::Delta)?;
@@ -371,6 +385,31 @@ pub fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `fv`'s pattern at `xs` by `chad_deps_code` and `sparsity_by_chad_code`, run by
+/// the interpreter.
+fn pattern_by_chad(src: &str, xs: &str) -> Result<String, String> {
+    let (src, xs) = (src.to_string(), xs.to_string());
+    with_big_stack(move || {
+        let mut program = compile("chad_deps.flx", &src).map_err(|f| f.render())?;
+        let fv = program.module.functions["fv"];
+        let translated =
+            fluxion_driver::ad::chad_deps_code(&mut program.module, fv).map_err(|e| e.0)?;
+        let pattern = fluxion_driver::ad::sparsity_by_chad_code(&mut program.module, translated);
+        program
+            .module
+            .functions
+            .insert("pattern".to_string(), pattern);
+        let options = RunOptions {
+            mode: AdMode::Chad,
+            ..RunOptions::default()
+        };
+        program
+            .run_with_options("pattern", Some(&format!("[{xs}]")), options)
+            .map(|out| out.to_literal())
+            .map_err(|f| f.render())
+    })
 }
 
 pub fn bits_equal(a: &[f64], b: &[f64]) -> bool {
