@@ -268,7 +268,9 @@ pub fn sparsity_by_chad_code(m: &mut Module, translated: CodeId) -> CodeId {
     };
     let bp_ret = (**bp_ret).clone();
     let result = Type::Tuple(vec![ints(), ints()]);
-    let name = format!("sparsity_by_{}", b.m.code(translated).name);
+    // Named by the code's id too: two translations may share a name (a REPL's
+    // redefinition).
+    let name = format!("sparsity_by_{}_{}", b.m.code(translated).name, translated.0);
     helper(b, &name, &reals, vec![reals.clone()], result, |b, ps| {
         let x = ps[0];
         let r = b.emit("r", Rhs::CallDirect(translated, vec![x]), ret.clone());

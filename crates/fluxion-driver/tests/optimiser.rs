@@ -650,4 +650,22 @@ fn captured_closures_are_inlined() {
         // f(x) = 2x·s − x = 2x at s = 1.5; the gradient of its sum, 2 per element.
         assert_eq!(on, "([2.0, -4.0, 7.0], [2.0, 2.0, 2.0])");
     }
+    // Loops over captured closures fuse as loops over closures bound in the code do:
+    // one `map2` per row, its function both lambdas' bodies.
+    let src = "fn f(xss: [[Real]]) -> [[Real]] {
+                   let sq = |y: Real| y * y;
+                   map(|xs| map2(|a, b| a + b, map(sq, xs), xs), xss)
+               }
+               fn main() -> [[Real]] { f([[1.0, 2.0], [3.0, -4.0]]) }";
+    let text = shown(src, "opt", AdMode::Delta);
+    assert!(
+        text.matches("map2(").count() == 1 && text.matches("map(").count() == 1,
+        "the row's two loops fused:\n{text}"
+    );
+    let on = run(
+        src,
+        options(AdMode::Delta, FwdMode::default(), OptLevel::On),
+    );
+    // x² + x per element.
+    assert_eq!(on, "[[2.0, 6.0], [12.0, 12.0]]");
 }

@@ -53,10 +53,11 @@ use crate::uses::count_uses;
 
 /// Fuses the loops of `body` (and of the branches nested in it).
 pub(crate) fn fuse_loops(cx: &mut Context, body: &mut Body) {
+    let closures = cx.captured_closures();
     let mut fuser = Fuser {
         cx,
         producers: HashMap::new(),
-        closures: HashMap::new(),
+        closures,
         zeros: Default::default(),
         uses: HashMap::new(),
         bound: Default::default(),

@@ -39,16 +39,7 @@ pub(crate) const BUDGET: usize = 400;
 pub(crate) fn inline_calls(cx: &mut Context, body: &mut Body) {
     let uses = crate::uses::count_uses(body);
     let size = fluxion_core::visit::count_bindings(body);
-    // A capture holding a known closure without captures is called as that closure
-    // (`uses::known_capture_closures`).
-    let mut closures = HashMap::new();
-    if let Some(c) = cx.current {
-        for v in &cx.m.code(c).captures {
-            if let Some(k) = cx.known_captures.get(v) {
-                closures.insert(*v, (*k, Vec::new()));
-            }
-        }
-    }
+    let closures = cx.captured_closures();
     let mut inliner = Inliner {
         cx,
         closures,
@@ -123,7 +114,11 @@ impl Inliner<'_, '_> {
             Rhs::Call(Atom::Var(f), args) => {
                 let (c, captures) = self.closures.get(f)?;
                 // A captured closure may be called elsewhere too: copied only if small.
-                let once = self.uses.get(f) == Some(&1) && !self.cx.known_captures.contains_key(f);
+                let captured = self
+                    .cx
+                    .current
+                    .is_some_and(|c| self.cx.m.code(c).captures.contains(f));
+                let once = self.uses.get(f) == Some(&1) && !captured;
                 (*c, captures.clone(), args.clone(), once)
             }
             _ => return None,

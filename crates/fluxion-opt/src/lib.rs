@@ -168,6 +168,28 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The captures of the code being rewritten that hold a known closure without
+    /// captures (`uses::known_capture_closures`), as the closures a pass knows in its
+    /// code: called (`inline`) and fused (`fuse`) as that closure.
+    pub(crate) fn captured_closures(
+        &self,
+    ) -> std::collections::HashMap<VarId, (CodeId, Vec<fluxion_core::Atom>)> {
+        // A lambda made at more than one site (or in a body kept as written,
+        // `Module::unresolved`, counted twice) may capture other values elsewhere.
+        let Some(c) = self
+            .current
+            .filter(|c| self.closure_sites.get(c) == Some(&1))
+        else {
+            return Default::default();
+        };
+        self.m
+            .code(c)
+            .captures
+            .iter()
+            .filter_map(|v| self.known_captures.get(v).map(|k| (*v, (*k, Vec::new()))))
+            .collect()
+    }
+
     /// Takes `size` bindings from the growth budget, if it has them.
     pub(crate) fn spend(&self, size: usize) -> bool {
         let left = self.growth.get();

@@ -152,12 +152,23 @@ pub(crate) fn known_capture_closures(
             _ => {}
         });
     }
+    // A variable a body kept as written (`Module::unresolved`) binds may hold another
+    // value there (an operator's, before resolution): never known.
+    let mut excluded = std::collections::HashSet::new();
+    for body in m.unresolved.values() {
+        fluxion_core::visit::for_each_binding(body, &mut |b| {
+            excluded.insert(b.var);
+        });
+    }
+    known.retain(|v, _| !excluded.contains(v));
     // A capture's value may be another lambda's capture: to the fixed point (each
     // round adds a variable, or stops).
     loop {
         let before = known.len();
         for (v, x) in &copies {
-            if let Some(k) = known.get(x).copied() {
+            if let Some(k) = known.get(x).copied()
+                && !excluded.contains(v)
+            {
                 known.entry(*v).or_insert(k);
             }
         }
@@ -169,6 +180,7 @@ pub(crate) fn known_capture_closures(
             for (cv, a) in code.captures.iter().zip(args) {
                 if let Atom::Var(x) = a
                     && let Some(k) = known.get(x).copied()
+                    && !excluded.contains(cv)
                 {
                     known.entry(*cv).or_insert(k);
                 }
