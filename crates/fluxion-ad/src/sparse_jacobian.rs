@@ -4,7 +4,8 @@
 //! ```text
 //! let (offsets, cols) = sparsity(f, x)            -- the pattern (deps.rs)
 //! columns coloured greedily (%colour, by_rows = 0): columns sharing a row differ;
-//! rows coloured the same way (by_rows = 1); the direction with fewer colours wins
+//! rows coloured the same way (by_rows = 1), stopped once they need as many colours
+//! as the columns (%colour's limit); the direction with fewer colours wins
 //! forward:  J·d_c for each column colour c, d_c = Σ_{colour(j) = c} e_j  (jvp)
 //!           J[i][j] = (J·d_{colour(j)})[i]: no other column of that colour has row i
 //! reverse:  w_cᵀ·J for each row colour c (the mode's vjp), J[i][j] = (w_{colour(i)}ᵀ·J)[j]
@@ -64,9 +65,12 @@ pub(crate) fn sparse_jacobian(b: &mut Builder, s: &Site, alg: &dyn ReverseAlgori
     let offsets = b.proj(&pattern, 0);
     let cols = b.proj(&pattern, 1);
     let n = b.prim(Prim::Length, &[x], Type::Int);
-    let by_columns = b.prim(Prim::Colour, &[offsets, cols, n, int(0)], ints());
-    let by_rows = b.prim(Prim::Colour, &[offsets, cols, n, int(1)], ints());
-    let (kc, kr) = (count(b, by_columns), count(b, by_rows));
+    let by_columns = b.prim(Prim::Colour, &[offsets, cols, n, int(0), int(0)], ints());
+    let kc = count(b, by_columns);
+    // The rows' colouring stops once it needs as many colours as the columns' (it
+    // cannot win then): a column in many rows makes finishing it quadratic.
+    let by_rows = b.prim(Prim::Colour, &[offsets, cols, n, int(1), kc], ints());
+    let kr = count(b, by_rows);
     let rows = b.prim(Prim::RowsOf, &[offsets], ints());
     let nnz = b.prim(Prim::Length, &[cols], Type::Int);
     let reverse = b.cmp(Prim::Lt, kr, kc);

@@ -518,7 +518,10 @@ impl Prim {
             Replicate => poly(vec![C::Any], vec![S::Int, v(0)], arr(v(0))),
             Range => mono(vec![S::Int], arr(S::Int)),
             IntUnion => mono(vec![arr(S::Int), arr(S::Int)], arr(S::Int)),
-            Colour => mono(vec![arr(S::Int), arr(S::Int), S::Int, S::Int], arr(S::Int)),
+            Colour => mono(
+                vec![arr(S::Int), arr(S::Int), S::Int, S::Int, S::Int],
+                arr(S::Int),
+            ),
             RowsOf => mono(vec![arr(S::Int)], arr(S::Int)),
             Reverse => poly(vec![C::Any], vec![arr(v(0))], arr(v(0))),
             Concat => poly(vec![C::Any], vec![arr(v(0)), arr(v(0))], arr(v(0))),

@@ -13,12 +13,17 @@ pub(crate) fn rows_of(offsets: &[i64]) -> Vec<i64> {
 }
 
 /// The colours of the columns (`by_rows`: of the rows) of the pattern (`offsets`,
-/// `cols`) with `n` columns; an error for a malformed pattern.
+/// `cols`) with `n` columns; an error for a malformed pattern. With `limit` > 0 the
+/// colouring stops at the first item that needs colour `limit` (it gets that colour,
+/// the items after it -1): a caller comparing with a colouring of `limit` colours
+/// learns this one is no better without finishing it (a dense column makes colouring
+/// the rows quadratic in its length).
 pub(crate) fn colour(
     offsets: &[i64],
     cols: &[i64],
     n: i64,
     by_rows: bool,
+    limit: i64,
 ) -> Result<Vec<i64>, String> {
     let m = offsets.len().saturating_sub(1);
     let n = usize::try_from(n).map_err(|_| "internal error: a negative number of columns")?;
@@ -66,6 +71,9 @@ pub(crate) fn colour(
             }
         }
         colours[u] = (0..).find(|c| mark[*c] != u).unwrap_or(0) as i64;
+        if limit > 0 && colours[u] >= limit {
+            break;
+        }
     }
     Ok(colours)
 }
@@ -119,7 +127,7 @@ mod tests {
         let rows: Vec<&[i64]> = rows.iter().map(|r| &r[..]).collect();
         let (offsets, cols) = csr(&rows);
         for by_rows in [false, true] {
-            let colours = colour(&offsets, &cols, n, by_rows).expect("well formed");
+            let colours = colour(&offsets, &cols, n, by_rows, 0).expect("well formed");
             proper(&offsets, &cols, &colours, by_rows);
             assert_eq!(
                 colours.iter().max(),
@@ -133,10 +141,33 @@ mod tests {
     #[test]
     fn a_dense_row_needs_every_column_colour_and_one_row_colour() {
         let (offsets, cols) = csr(&[&[0, 1, 2, 3], &[0, 2]]);
-        assert_eq!(colour(&offsets, &cols, 4, false), Ok(vec![0, 1, 2, 3]));
-        assert_eq!(colour(&offsets, &cols, 4, true), Ok(vec![0, 1]));
+        assert_eq!(colour(&offsets, &cols, 4, false, 0), Ok(vec![0, 1, 2, 3]));
+        assert_eq!(colour(&offsets, &cols, 4, true, 0), Ok(vec![0, 1]));
         // A malformed pattern is an error, not a panic.
-        assert!(colour(&[0, 3], &[0, 1], 2, false).is_err());
-        assert!(colour(&[0, 1], &[5], 2, false).is_err());
+        assert!(colour(&[0, 3], &[0, 1], 2, false, 0).is_err());
+        assert!(colour(&[0, 1], &[5], 2, false, 0).is_err());
+    }
+
+    /// With a limit, the colouring stops at the first item needing that colour: a
+    /// column in every row makes every row need its own colour, and `sparse_jacobian`
+    /// asks for the rows' colouring only up to the columns' count.
+    #[test]
+    fn a_limit_stops_the_colouring_at_the_first_item_that_reaches_it() {
+        let rows: Vec<Vec<i64>> = (0..6).map(|i| vec![0, i + 1]).collect();
+        let rows: Vec<&[i64]> = rows.iter().map(|r| &r[..]).collect();
+        let (offsets, cols) = csr(&rows);
+        let full = colour(&offsets, &cols, 7, true, 0).expect("well formed");
+        assert_eq!(full, vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(
+            colour(&offsets, &cols, 7, true, 2),
+            Ok(vec![0, 1, 2, -1, -1, -1])
+        );
+        // A limit the colouring never reaches changes nothing.
+        assert_eq!(colour(&offsets, &cols, 7, true, 6), Ok(full));
+        // The columns: column 0 against all, the others one colour.
+        assert_eq!(
+            colour(&offsets, &cols, 7, false, 0),
+            Ok(vec![0, 1, 1, 1, 1, 1, 1])
+        );
     }
 }

@@ -399,7 +399,11 @@ impl Interp {
                         _ => 0,
                     };
                     let by_rows = matches!(a(3), Value::Int(1));
-                    crate::colouring::colour(&offsets, &int_list(a(1)), n, by_rows)
+                    let limit = match a(4) {
+                        Value::Int(k) => *k,
+                        _ => 0,
+                    };
+                    crate::colouring::colour(&offsets, &int_list(a(1)), n, by_rows, limit)
                         .map_err(|message| RuntimeError { span, message })?
                 };
                 self.reserve(out.len() * 8, span)?;

@@ -341,7 +341,10 @@ pub(crate) fn emit(
         Colour => {
             decl(
                 s,
-                format!("fx_colour({}, {}, {}, {}, {sp})", a[0], a[1], a[2], a[3]),
+                format!(
+                    "fx_colour({}, {}, {}, {}, {}, {sp})",
+                    a[0], a[1], a[2], a[3], a[4]
+                ),
             );
         }
         RowsOf => {

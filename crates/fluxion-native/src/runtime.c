@@ -445,7 +445,9 @@ static fx_arr *fx_rows_of(fx_arr *offsets, uint32_t src, uint32_t start, uint32_
    compressed-row pattern's columns (two sharing a row differ) or, by_rows, its rows
    (two sharing a column differ), in natural order. The interpreter has the same
    algorithm (fluxion-interp's colouring.rs). */
-static fx_arr *fx_colour(fx_arr *offsets, fx_arr *cols, fx_int n, fx_int by_rows, uint32_t src,
+/* `limit` > 0: stop at the first item that needs colour `limit` (it gets that colour,
+ * the items after it -1), as colouring.rs does. */
+static fx_arr *fx_colour(fx_arr *offsets, fx_arr *cols, fx_int n, fx_int by_rows, fx_int limit, uint32_t src,
                          uint32_t start, uint32_t end) {
   int64_t m = FX_LEN(offsets) - 1, nnz = FX_LEN(cols);
   const fx_int *ro = m >= 0 ? FX_DATA(offsets, fx_int) : NULL;
@@ -483,6 +485,7 @@ static fx_arr *fx_colour(fx_arr *offsets, fx_arr *cols, fx_int n, fx_int by_rows
     int64_t c = 0;
     while (mark[c] == u) c++;
     colours[u] = c;
+    if (limit > 0 && c >= limit) break;
   }
 out:
   free(cs);
