@@ -422,11 +422,25 @@ pub(crate) fn transpose(
     y: Atom,
     ct: Atom,
 ) -> Vec<Option<Atom>> {
+    transpose_by(b, rule, xs, y, |b, d| {
+        b.prim(Prim::LinScale, &[d, ct], Type::Real)
+    })
+}
+
+/// Each argument's contribution `scaled(∂ᵢ)` where its partial is not structurally
+/// zero (`None` where it is).
+fn transpose_by(
+    b: &mut Builder,
+    rule: &RealRule,
+    xs: &[Atom],
+    y: Atom,
+    mut scaled: impl FnMut(&mut Builder, Atom) -> Atom,
+) -> Vec<Option<Atom>> {
     (rule.partials)(b, xs, y)
         .into_iter()
         .map(|d| match d {
             Partial::Zero => None,
-            Partial::At(d) => Some(b.prim(Prim::LinScale, &[d, ct], Type::Real)),
+            Partial::At(d) => Some(scaled(b, d)),
         })
         .collect()
 }
@@ -444,14 +458,13 @@ pub(crate) fn transpose_dependencies(
     ct: Atom,
 ) -> Vec<Option<Atom>> {
     let follows = follows_one_argument(rule.prim);
-    (rule.partials)(b, xs, y)
-        .into_iter()
-        .map(|d| match d {
-            Partial::Zero => None,
-            Partial::At(d) if follows => Some(b.prim(Prim::LinScale, &[d, ct], Type::Real)),
-            Partial::At(_) => Some(ct),
-        })
-        .collect()
+    transpose_by(b, rule, xs, y, |b, d| {
+        if follows {
+            b.prim(Prim::LinScale, &[d, ct], Type::Real)
+        } else {
+            ct
+        }
+    })
 }
 
 /// Whether the primitive's result is one of its arguments, chosen by comparing them

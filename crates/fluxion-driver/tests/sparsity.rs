@@ -5,6 +5,9 @@
 //! contract fixes (a product with a zero constant, branches, `floor`, `min`/`max`)
 //! are written out by hand.
 
+#[path = "common/chad_deps.rs"]
+mod chad_deps;
+
 use fluxion_driver::gradcheck::eval_literal;
 use fluxion_driver::{AdMode, Backend, RunOptions, compile, with_big_stack};
 
@@ -243,38 +246,13 @@ fn bad_uses_are_diagnosed() {
     assert!(e.contains("applies a differential operator itself"), "{e}");
 }
 
-/// `f`'s pattern at `x` by CHAD over the Boolean semiring ([CHAD] §11.3: reverse
-/// CHAD's rules with the dependency analysis as the ground interpretation,
-/// `chad_deps_code`), one backward pass per output (`sparsity_by_chad_code`), run on
-/// `backend`.
+/// `f`'s pattern at `x` by CHAD over the Boolean semiring, run on `backend` without
+/// handing over to the interpreter.
 fn pattern_by_chad(src: &str, x: &str, backend: Backend) -> String {
-    let (src, x) = (src.to_string(), x.to_string());
-    with_big_stack(move || {
-        let mut program =
-            compile("chad_deps.flx", &src).unwrap_or_else(|f| panic!("{}", f.render()));
-        let f = program.module.functions["f"];
-        let translated = fluxion_driver::ad::chad_deps_code(&mut program.module, f)
-            .unwrap_or_else(|e| panic!("{}", e.0));
-        let pattern = fluxion_driver::ad::sparsity_by_chad_code(&mut program.module, translated);
-        program
-            .module
-            .functions
-            .insert("pattern".to_string(), pattern);
-        let options = RunOptions {
-            mode: AdMode::Chad,
-            backend,
-            ..RunOptions::default()
-        };
-        let out = program
-            .run_with_options("pattern", Some(&format!("[{x}]")), options)
-            .unwrap_or_else(|f| panic!("{}", f.render()));
-        assert!(
-            out.notes.is_empty(),
-            "ran in the interpreter: {:?}",
-            out.notes
-        );
-        out.to_literal()
-    })
+    let (out, notes) =
+        chad_deps::pattern_by_chad(src, "f", x, backend).unwrap_or_else(|e| panic!("{e}"));
+    assert!(notes.is_empty(), "ran in the interpreter: {notes:?}");
+    out
 }
 
 /// CHAD is one transformation over a ground interpretation: its reverse-AD instance

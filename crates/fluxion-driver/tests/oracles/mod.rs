@@ -9,6 +9,9 @@
 //! stage re-parsing to the same values. A new mode joins in [`ad_modes`], a new
 //! operator with a line of [`AGREEMENTS`].
 
+#[path = "../common/chad_deps.rs"]
+mod chad_deps;
+
 use fluxion_driver::gradcheck::{
     check_transpose, compare_gradient, eval_reals, fd_gradient, parse_reals, runnable_stage,
     skeleton,
@@ -343,7 +346,8 @@ pub fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
         &format!("sparsity(fv, {xs})"),
         AdMode::Delta,
     )?;
-    let by_chad = pattern_by_chad(&with_fv, &xs)?;
+    let (by_chad, _) =
+        chad_deps::pattern_by_chad(&with_fv, "fv", &xs, fluxion_driver::Backend::Interp)?;
     if by_chad != forward {
         return Err(format!(
             "sparsity(fv, {xs}) = {forward}, but CHAD over the Boolean semiring gives {by_chad}"
@@ -385,31 +389,6 @@ pub fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `fv`'s pattern at `xs` by `chad_deps_code` and `sparsity_by_chad_code`, run by
-/// the interpreter.
-fn pattern_by_chad(src: &str, xs: &str) -> Result<String, String> {
-    let (src, xs) = (src.to_string(), xs.to_string());
-    with_big_stack(move || {
-        let mut program = compile("chad_deps.flx", &src).map_err(|f| f.render())?;
-        let fv = program.module.functions["fv"];
-        let translated =
-            fluxion_driver::ad::chad_deps_code(&mut program.module, fv).map_err(|e| e.0)?;
-        let pattern = fluxion_driver::ad::sparsity_by_chad_code(&mut program.module, translated);
-        program
-            .module
-            .functions
-            .insert("pattern".to_string(), pattern);
-        let options = RunOptions {
-            mode: AdMode::Chad,
-            ..RunOptions::default()
-        };
-        program
-            .run_with_options("pattern", Some(&format!("[{xs}]")), options)
-            .map(|out| out.to_literal())
-            .map_err(|f| f.render())
-    })
 }
 
 pub fn bits_equal(a: &[f64], b: &[f64]) -> bool {
