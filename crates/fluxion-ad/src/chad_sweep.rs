@@ -191,12 +191,18 @@ pub(crate) trait Direction: Sync {
     fn ground(&self) -> Ground {
         Ground::Reals
     }
-    /// The key a code's translation is memoised under (`Module::derived_codes`).
-    fn key(&self, code: CodeId) -> String {
+    /// The translation's name: the layer's (`chad`, `chad_fwd`), `_deps` added over
+    /// the Boolean semiring. Translated codes are named `<code>_<name>`.
+    fn name(&self) -> String {
         match self.ground() {
-            Ground::Reals => translation_key(self.map(), code),
-            Ground::Dependencies => format!("{}_deps#{}", layer_name(self.map()), code.0),
+            Ground::Reals => layer_name(self.map()),
+            Ground::Dependencies => format!("{}_deps", layer_name(self.map())),
         }
+    }
+    /// The key a code's translation is memoised under (`Module::derived_codes`):
+    /// `<name>#<code>`, over the reals the layer's `translation_key`.
+    fn key(&self, code: CodeId) -> String {
+        format!("{}#{}", self.name(), code.0)
     }
     /// The linear part of `block`, as a closure over the primals it reads.
     fn linear(&self, t: &mut Chad, b: &mut Builder, block: Block) -> Atom;
@@ -237,11 +243,7 @@ fn translate(
     let original = m.code(code).clone();
     let map = dir.map();
     let mut b = Builder::new(m, original.span);
-    let suffix = match dir.ground() {
-        Ground::Reals => layer_name(map).to_string(),
-        Ground::Dependencies => format!("{}_deps", layer_name(map)),
-    };
-    let name = format!("{}_{}", original.name, suffix);
+    let name = format!("{}_{}", original.name, dir.name());
     let id = b.reserve_code(&name, original.kind);
     if captures.is_none() {
         b.m.derived_codes.insert(dir.key(code), id);

@@ -262,8 +262,7 @@ pub fn sparsity_by_chad_code(m: &mut Module, translated: CodeId) -> CodeId {
     let Type::Tuple(parts) = &ret else {
         unreachable!("a CHAD translation returns its value and backpropagator")
     };
-    let bp_ty = parts[1].clone();
-    let Type::Fn(_, bp_ret) = &bp_ty else {
+    let Type::Fn(_, bp_ret) = &parts[1] else {
         unreachable!("a backpropagator is a function")
     };
     let bp_ret = (**bp_ret).clone();
