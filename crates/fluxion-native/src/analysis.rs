@@ -132,6 +132,13 @@ pub(crate) fn unread_slices(body: &Body) -> HashSet<VarId> {
     slices
 }
 
+fn var_of(a: &Atom) -> Option<VarId> {
+    match a {
+        Atom::Var(v) => Some(*v),
+        _ => None,
+    }
+}
+
 /// Whether `t` is an array of scalars (its elements hold no reference).
 fn scalar_array(t: &Type) -> bool {
     matches!(t, Type::Array(e) if matches!(**e, Type::Real | Type::Int | Type::Bool))
@@ -155,12 +162,34 @@ fn reads_operand(p: Prim, i: usize) -> bool {
 /// `ro.vars`, or a capture in `ro.vars` of a closure in `on_stack` (one that never
 /// escapes `body`). In a module that records on a tape, not a capture of a closure a
 /// loop node may hold ([`ReadOnly::held`]) nor a `map`'s operand: the node keeps them
-/// until the sweep, after the frame that made them is gone.
-fn only_read(m: &Module, body: &Body, v: VarId, ro: &ReadOnly, on_stack: &HashSet<VarId>) -> bool {
+/// until the sweep, after the frame that made them is gone. A branch may give `v` as
+/// its result when the branch's `if`/`match` is in `joins` (itself only read).
+fn only_read(
+    m: &Module,
+    body: &Body,
+    v: VarId,
+    ro: &ReadOnly,
+    on_stack: &HashSet<VarId>,
+    joins: &HashSet<VarId>,
+) -> bool {
+    only_read_in(m, body, v, ro, on_stack, joins, false)
+}
+
+/// [`only_read`] in `body`, whose result may be `v` when `result_joins`.
+fn only_read_in(
+    m: &Module,
+    body: &Body,
+    v: VarId,
+    ro: &ReadOnly,
+    on_stack: &HashSet<VarId>,
+    joins: &HashSet<VarId>,
+    result_joins: bool,
+) -> bool {
     let a = Atom::Var(v);
-    if body.result == a {
+    if body.result == a && !result_joins {
         return false;
     }
+    let within = |b: &Body, joined: bool| only_read_in(m, b, v, ro, on_stack, joins, joined);
     body.bindings.iter().all(|b| match &b.rhs {
         Rhs::Prim(p, args) => args.iter().enumerate().all(|(i, x)| {
             *x != a || (reads_operand(*p, i) && !(ro.tape && matches!(p, Prim::Map | Prim::Map2)))
@@ -173,14 +202,14 @@ fn only_read(m: &Module, body: &Body, v: VarId, ro: &ReadOnly, on_stack: &HashSe
             *x != a || (on_stack.contains(&b.var) && ro.vars.contains(k) && !ro.held.contains(c))
         }),
         Rhs::If(c, t, e) => {
-            *c != a && only_read(m, t, v, ro, on_stack) && only_read(m, e, v, ro, on_stack)
+            let joined = joins.contains(&b.var);
+            *c != a && within(t, joined) && within(e, joined)
         }
         Rhs::Match(x, arms, d) => {
+            let joined = joins.contains(&b.var);
             *x != a
-                && arms
-                    .iter()
-                    .all(|arm| only_read(m, &arm.body, v, ro, on_stack))
-                && d.as_ref().is_none_or(|d| only_read(m, d, v, ro, on_stack))
+                && arms.iter().all(|arm| within(&arm.body, joined))
+                && d.as_ref().is_none_or(|d| within(d, joined))
         }
         Rhs::Atom(x) | Rhs::Proj(x, _) => *x != a,
         Rhs::Call(f, args) => *f != a && !args.contains(&a),
@@ -241,7 +270,9 @@ pub(crate) fn read_only_inputs(
         for c in codes {
             let code = m.code(*c);
             for v in code.params.iter().chain(&code.captures) {
-                if ro.vars.contains(v) && !only_read(m, &code.body, *v, &ro, &stacks[c]) {
+                if ro.vars.contains(v)
+                    && !only_read(m, &code.body, *v, &ro, &stacks[c], &HashSet::new())
+                {
                     out.push(*v);
                 }
             }
@@ -255,24 +286,71 @@ pub(crate) fn read_only_inputs(
     }
 }
 
-/// The arrays of scalars `body` makes with `build`, `map` or `map2` and only reads
-/// ([`only_read`]): small ones live on the C stack (`fx_stack_arr`), no allocation
-/// (det's minor: the columns left, one array per term).
+/// The arrays of scalars a function makes on the C stack ([`stack_arrays`]).
+#[derive(Default)]
+pub(crate) struct StackArrays {
+    pub(crate) vars: HashSet<VarId>,
+    /// Those a branch gives as its result: their buffers are declared at the
+    /// function's top, where they outlive the branch's C block.
+    pub(crate) hoisted: HashSet<VarId>,
+}
+
+/// The arrays of scalars `body` makes (`build`, `map`, `map2`, `slice`, `reverse`,
+/// `concat`, a literal) and only reads ([`only_read`]), directly or as the result of
+/// an `if` or `match` only read in turn: small ones live on the C stack
+/// (`fx_stack_arr`), no allocation (det's minor: the columns left, one array per
+/// term; ba's camera centre and rotated point, per observation).
 pub(crate) fn stack_arrays(
     m: &Module,
     body: &Body,
     read_only: &ReadOnly,
     on_stack: &HashSet<VarId>,
-) -> HashSet<VarId> {
+) -> StackArrays {
     let mut made = Vec::new();
+    let mut joins = HashSet::new();
+    let mut results = HashSet::new();
     fluxion_core::visit::for_each_binding(body, &mut |b| {
-        if matches!(b.rhs, Rhs::Prim(Prim::Build | Prim::Map | Prim::Map2, _))
-            && scalar_array(m.var_ty(b.var))
-        {
-            made.push(b.var);
+        let scalars = scalar_array(m.var_ty(b.var));
+        match &b.rhs {
+            Rhs::Prim(
+                Prim::Build | Prim::Map | Prim::Map2 | Prim::Slice | Prim::Reverse | Prim::Concat,
+                _,
+            )
+            | Rhs::Array(_)
+                if scalars =>
+            {
+                made.push(b.var)
+            }
+            Rhs::If(_, t, e) => {
+                joins.extend(scalars.then_some(b.var));
+                results.extend([&t.result, &e.result].into_iter().filter_map(var_of));
+            }
+            Rhs::Match(_, arms, d) => {
+                joins.extend(scalars.then_some(b.var));
+                let bodies = arms.iter().map(|a| &a.body).chain(d.as_deref());
+                results.extend(bodies.filter_map(|b| var_of(&b.result)));
+            }
+            _ => {}
         }
     });
-    made.into_iter()
-        .filter(|v| only_read(m, body, *v, read_only, on_stack))
-        .collect()
+    // The joins only read: the greatest such set (a join may be a branch's result).
+    loop {
+        let out: Vec<VarId> = joins
+            .iter()
+            .copied()
+            .filter(|u| !only_read(m, body, *u, read_only, on_stack, &joins))
+            .collect();
+        if out.is_empty() {
+            break;
+        }
+        for u in out {
+            joins.remove(&u);
+        }
+    }
+    let vars: HashSet<VarId> = made
+        .into_iter()
+        .filter(|v| only_read(m, body, *v, read_only, on_stack, &joins))
+        .collect();
+    let hoisted = vars.intersection(&results).copied().collect();
+    StackArrays { vars, hoisted }
 }

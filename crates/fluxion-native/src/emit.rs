@@ -89,7 +89,7 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
                 .iter()
                 .any(|p| crate::delta_loop::recomputable(m, *p, c).is_some())
         }),
-        stack_arrays: HashSet::new(),
+        stack_arrays: Default::default(),
     };
     let mut functions = String::new();
     let mut protos = String::new();
@@ -212,6 +212,11 @@ impl Emitter<'_> {
         }
         let ret = self.types.c(&code.ret);
         let _ = writeln!(s, "  {ret} ret_;");
+        let mut hoisted: Vec<VarId> = self.stack_arrays.hoisted.iter().copied().collect();
+        hoisted.sort();
+        for v in hoisted {
+            let _ = writeln!(s, "  uint64_t {}_stk[FX_STACK_ARR_WORDS];", var(v));
+        }
         self.body(&code.body, "ret_", &mut s, 1)?;
         if let Some(deltas) = self.loop_variant.take().and_then(|v| v.deltas()) {
             s.push_str(&crate::delta_loop::local_sweep(self.m, c, &deltas));
@@ -354,11 +359,17 @@ impl Emitter<'_> {
                 };
                 let ce = self.types.c(&ety);
                 let size = self.types.elem_size(&ety);
-                let _ = writeln!(
-                    s,
-                    "{pad}{ct} {name} = fx_arr_new({}, {size}, \"an array\", {sp});",
-                    args.len()
+                let (buffer, new) = self.new_array(
+                    v,
+                    &args.len().to_string(),
+                    &size.to_string(),
+                    "an array",
+                    &sp,
                 );
+                if let Some(buffer) = buffer {
+                    let _ = writeln!(s, "{pad}{buffer}");
+                }
+                let _ = writeln!(s, "{pad}{ct} {name} = {new};");
                 // (Literals are scalars: a tuple element is always a variable.)
                 if args.len() > 8 && args.iter().all(|a| matches!(a, Atom::Lit(_))) {
                     // A literal array is static data copied in: one statement per

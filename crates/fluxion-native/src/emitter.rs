@@ -55,7 +55,7 @@ pub(crate) struct Emitter<'m> {
     pub(crate) read_only: crate::analysis::ReadOnly,
     /// In the function being emitted, the arrays made on the C stack when small
     /// (`analysis::stack_arrays`).
-    pub(crate) stack_arrays: HashSet<VarId>,
+    pub(crate) stack_arrays: crate::analysis::StackArrays,
 }
 
 /// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions
@@ -139,6 +139,31 @@ pub(crate) fn lit_int(a: &Atom) -> i64 {
 }
 
 impl<'m> Emitter<'m> {
+    /// A new array `v` of `len` elements of `size` bytes, as a C expression: on the C
+    /// stack where small and only read (`analysis::stack_arrays`), else from the heap;
+    /// with the stack buffer's declaration to write first, unless it is hoisted to the
+    /// function's top.
+    pub(crate) fn new_array(
+        &self,
+        v: VarId,
+        len: &str,
+        size: &str,
+        what: &str,
+        sp: &str,
+    ) -> (Option<String>, String) {
+        let heap = format!("fx_arr_new({len}, {size}, \"{what}\", {sp})");
+        if !self.stack_arrays.vars.contains(&v) {
+            return (None, heap);
+        }
+        let name = var(v);
+        let buffer = (!self.stack_arrays.hoisted.contains(&v))
+            .then(|| format!("uint64_t {name}_stk[FX_STACK_ARR_WORDS];"));
+        let expr = format!(
+            "({len}) <= FX_STACK_ARR_BYTES / {size} ? fx_stack_arr({name}_stk, {len}, \"{what}\", {sp}) : {heap}"
+        );
+        (buffer, expr)
+    }
+
     pub(crate) fn signature(&mut self, c: CodeId) -> String {
         self.signature_named(c, "")
     }

@@ -69,18 +69,13 @@ pub(crate) fn emit(
     let decl = |s: &mut String, expr: String| {
         let _ = writeln!(s, "{pad}{ct} {name} = {expr};");
     };
-    // A new array of `len` elements of `size` bytes: on the C stack where small and
-    // only read (`analysis::stack_arrays`), else from the heap.
-    let stack = e.stack_arrays.contains(&v);
-    let fresh = |s: &mut String, len: &str, size: &str, what: &str| -> String {
-        let heap = format!("fx_arr_new({len}, {size}, \"{what}\", {sp})");
-        if !stack {
-            return heap;
+    // A new array of `len` elements of `size` bytes (`Emitter::new_array`).
+    let fresh = |e: &FnEmitter<'_>, s: &mut String, len: &str, size: &str, what: &str| {
+        let (buffer, expr) = e.new_array(v, len, size, what, &sp);
+        if let Some(buffer) = buffer {
+            let _ = writeln!(s, "{pad}{buffer}");
         }
-        let _ = writeln!(s, "{pad}uint64_t {name}_stk[FX_STACK_ARR_WORDS];");
-        format!(
-            "({len}) <= FX_STACK_ARR_BYTES / {size} ? fx_stack_arr({name}_stk, {len}, \"{what}\", {sp}) : {heap}"
-        )
+        expr
     };
     if let Some(f) = real_fn(p) {
         decl(s, format!("{f}({})", a[0]));
@@ -144,7 +139,7 @@ pub(crate) fn emit(
             let size = e.types().elem_size(&elem(ty));
             let call = e.call_closure(&args[1], &["i".into()]);
             let put = e.types().set(&elem(ty), &name, "i", &call);
-            let new = fresh(s, &a[0], &size.to_string(), "build");
+            let new = fresh(e, s, &a[0], &size.to_string(), "build");
             decl(s, new);
             let body = |assume: &str| {
                 format!("for (int64_t i = 0; i < {}; i++) {{ {assume}{put} }}", a[0])
@@ -156,7 +151,7 @@ pub(crate) fn emit(
             let size = e.types().elem_size(&elem(ty));
             let call = e.call_closure(&args[0], &[x]);
             let put = e.types().set(&elem(ty), &name, "i", &call);
-            let new = fresh(s, &format!("FX_LEN({})", a[1]), &size.to_string(), "map");
+            let new = fresh(e, s, &format!("FX_LEN({})", a[1]), &size.to_string(), "map");
             decl(s, new);
             line(
                 s,
@@ -176,7 +171,13 @@ pub(crate) fn emit(
                     a[1], a[2]
                 ),
             );
-            let new = fresh(s, &format!("FX_LEN({})", a[1]), &size.to_string(), "map2");
+            let new = fresh(
+                e,
+                s,
+                &format!("FX_LEN({})", a[1]),
+                &size.to_string(),
+                "map2",
+            );
             decl(s, new);
             line(
                 s,
@@ -401,10 +402,8 @@ pub(crate) fn emit(
                     ("0".into(), format!("FX_LEN({}) + FX_LEN({})", a[0], a[1]))
                 }
             };
-            decl(
-                s,
-                format!("fx_arr_new({len}, {size}, \"{}\", {sp})", p.name()),
-            );
+            let new = fresh(e, s, &len, &size.to_string(), p.name());
+            decl(s, new);
             let read = match p {
                 Reverse => e
                     .types()
