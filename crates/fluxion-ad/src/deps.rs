@@ -219,9 +219,7 @@ pub fn sparsity_code(m: &mut Module) -> CodeId {
     let mut b = Builder::new(m, Span::default());
     let b = &mut b;
     let reals = Type::array(Type::Real);
-    let dreal = b.m.map_type(&Type::Real, TypeMap::Deps);
-    let dreals = Type::array(dreal.clone());
-    let fty = Type::func(vec![dreals.clone()], dreals.clone());
+    let fty = forward_type(b.m);
     let result = Type::Tuple(vec![ints(), ints()]);
     helper(
         b,
@@ -230,42 +228,64 @@ pub fn sparsity_code(m: &mut Module) -> CodeId {
         vec![fty, reals.clone()],
         result,
         |b, ps| {
-            let (g, x) = (ps[0], ps[1]);
-            let n = b.prim(Prim::Length, &[x], Type::Int);
-            let input = b.closure("input", vec![Type::Int], |b, j| {
-                let xj = b.prim(Prim::Index, &[x, j[0]], Type::Real);
-                let set = b.emit("input", Rhs::Array(vec![j[0]]), ints());
-                b.tuple("input", vec![xj, set])
-            });
-            let point = b.prim(Prim::Build, &[n, input], dreals.clone());
-            let ys = b.emit("ys", Rhs::Call(g, vec![point]), dreals.clone());
-            let set_of = b.closure("set", vec![dreal.clone()], |b, y| b.proj(&y[0], 1));
-            let sets = b.prim(Prim::Map, &[set_of, ys], Type::array(ints()));
+            let sets = forward_rows(b, ps[0], ps[1]);
             compressed_rows(b, sets)
         },
     )
 }
 
+/// The most outputs for which `sparsity` runs reverse passes, one per output, rather
+/// than the forward layer's one pass of set unions (`sparsity_either_code`).
+pub const REVERSE_OUTPUTS: i64 = 8;
+
+/// A code `([Real] -> [Real], D([Real] -> [Real]), R, [Real]) -> ([Int], [Int])`:
+/// a function, its forward dependency translation and `rev` (of type `R`), its CHAD
+/// translation over the Boolean semiring (`chad::chad_deps_code`): the pattern at `x`
+/// by whichever instance of [CHAD] §11.3 costs less. The function runs first, for its
+/// number of outputs m; for m ≤ [`REVERSE_OUTPUTS`], `rev` runs and one backward pass
+/// per output gives the rows (each pass the size of the run, in reals), else the
+/// forward layer gives every row in one pass whose unions are the size of the sets: a
+/// row depending on all n inputs through a sum costs the forward layer O(n²), reverse
+/// O(n). (The first run costs a primal: running `rev` first cost a third of the
+/// forward layer's pass for many outputs.)
+pub fn sparsity_either_code(m: &mut Module, rev: &Type) -> CodeId {
+    let mut b = Builder::new(m, Span::default());
+    let b = &mut b;
+    let reals = Type::array(Type::Real);
+    let plain = Type::func(vec![reals.clone()], reals.clone());
+    let fty = forward_type(b.m);
+    let result = Type::Tuple(vec![ints(), ints()]);
+    let params = vec![plain, fty, rev.clone(), reals.clone()];
+    helper(b, "sparsity_either", rev, params, result, |b, ps| {
+        let (f, g, rev, x) = (ps[0], ps[1], ps[2], ps[3]);
+        let y = b.emit("y", Rhs::Call(f, vec![x]), reals.clone());
+        let outputs = b.prim(Prim::Length, &[y], Type::Int);
+        let few = b.cmp(Prim::Le, outputs, int(REVERSE_OUTPUTS));
+        let sets = b.if_(
+            few,
+            Type::array(ints()),
+            |b| {
+                let ret = crate::chad_sweep::result_of(b, &rev);
+                let r = b.emit("r", Rhs::Call(rev, vec![x]), ret);
+                let bp = b.proj(&r, 1);
+                reverse_rows(b, x, outputs, bp)
+            },
+            |b| forward_rows(b, g, x),
+        );
+        compressed_rows(b, sets)
+    })
+}
+
 /// A code `[Real] -> ([Int], [Int])` calling `translated`, the CHAD translation over
 /// the Boolean semiring of a function `[Real] -> [Real]` (`chad::chad_deps_code`): the
-/// same pattern
-/// as [`sparsity_code`]'s, by reverse passes — the function run once at `x`, then its
-/// backpropagator seeded with each output's one-hot, row i the inputs whose cotangent
-/// is nonzero ([CHAD] §11.3: reverse AD and this analysis are two instances of one
-/// transformation). One pass per output, where the forward layer makes every row in
-/// one pass of set unions.
+/// pattern by reverse passes only, whatever the number of outputs — the function run
+/// once at `x`, then its backpropagator seeded with each output's one-hot ([CHAD]
+/// §11.3: reverse AD and this analysis are two instances of one transformation).
 pub fn sparsity_by_chad_code(m: &mut Module, translated: CodeId) -> CodeId {
     let ret = m.code(translated).ret.clone();
     let mut b = Builder::new(m, Span::default());
     let b = &mut b;
     let reals = Type::array(Type::Real);
-    let Type::Tuple(parts) = &ret else {
-        unreachable!("a CHAD translation returns its value and backpropagator")
-    };
-    let Type::Fn(_, bp_ret) = &parts[1] else {
-        unreachable!("a backpropagator is a function")
-    };
-    let bp_ret = (**bp_ret).clone();
     let result = Type::Tuple(vec![ints(), ints()]);
     // Named by the code's id too: two translations may share a name (a REPL's
     // redefinition).
@@ -275,33 +295,87 @@ pub fn sparsity_by_chad_code(m: &mut Module, translated: CodeId) -> CodeId {
         let r = b.emit("r", Rhs::CallDirect(translated, vec![x]), ret.clone());
         let y = b.proj(&r, 0);
         let bp = b.proj(&r, 1);
-        let m = b.prim(Prim::Length, &[y], Type::Int);
-        let row = b.closure("row", vec![Type::Int], |b, i| {
-            let i = i[0];
-            let seed_at = b.closure("seed", vec![Type::Int], |b, k| {
-                let here = b.cmp(Prim::Eq, k[0], i);
-                b.if_(here, Type::Real, |_| real(1.0), |_| real(0.0))
-            });
-            let w = b.prim(Prim::Build, &[m, seed_at], reals.clone());
-            let cts = b.emit("cts", Rhs::Call(bp, vec![w]), bp_ret.clone());
-            let ct = match &bp_ret {
-                Type::Tuple(_) => b.proj(&cts, 0),
-                _ => cts,
-            };
-            let xty = b.m.tangent_type(&reals);
-            let ct = b.emit("ct", Rhs::Prim(Prim::TanDense, vec![x, ct]), xty);
-            // The nonzeros' positions: each input a "row" of 0 or 1 entries, so
-            // `%rows_of` of their offsets lists the inputs with one.
-            let flag = b.closure("flag", vec![Type::Real], |b, c| {
-                let nonzero = b.cmp(Prim::Ne, c[0], real(0.0));
-                b.if_(nonzero, Type::Int, |_| int(1), |_| int(0))
-            });
-            let flags = b.prim(Prim::Map, &[flag, ct], ints());
-            rows_of_counts(b, flags)
-        });
-        let sets = b.prim(Prim::Build, &[m, row], Type::array(ints()));
+        let outputs = b.prim(Prim::Length, &[y], Type::Int);
+        let sets = reverse_rows(b, x, outputs, bp);
         compressed_rows(b, sets)
     })
+}
+
+/// A code `[Real] -> ([Int], [Int])` calling `translated`, the forward dependency
+/// translation of a function `[Real] -> [Real]` without captures ([`deps_code`]): the
+/// pattern by the forward layer only, whatever the number of outputs (the tests hold
+/// the two instances equal).
+pub fn sparsity_forward_code(m: &mut Module, translated: CodeId) -> CodeId {
+    let mut b = Builder::new(m, Span::default());
+    let b = &mut b;
+    let reals = Type::array(Type::Real);
+    let fty = forward_type(b.m);
+    let result = Type::Tuple(vec![ints(), ints()]);
+    let name = format!(
+        "sparsity_fwd_{}_{}",
+        b.m.code(translated).name,
+        translated.0
+    );
+    helper(b, &name, &reals, vec![reals.clone()], result, |b, ps| {
+        let g = b.emit("g", Rhs::Closure(translated, vec![]), fty.clone());
+        let sets = forward_rows(b, g, ps[0]);
+        compressed_rows(b, sets)
+    })
+}
+
+/// `D([Real] -> [Real])`: a function's type in the forward dependency layer.
+fn forward_type(m: &mut Module) -> Type {
+    let dreals = Type::array(m.map_type(&Type::Real, TypeMap::Deps));
+    Type::func(vec![dreals.clone()], dreals)
+}
+
+/// The rows of the pattern, `[[Int]]`, by the forward layer: `g`, the function's
+/// dependency translation, run at `x` with input j depending on itself.
+fn forward_rows(b: &mut Builder, g: Atom, x: Atom) -> Atom {
+    let dreal = b.m.map_type(&Type::Real, TypeMap::Deps);
+    let dreals = Type::array(dreal.clone());
+    let n = b.prim(Prim::Length, &[x], Type::Int);
+    let input = b.closure("input", vec![Type::Int], |b, j| {
+        let xj = b.prim(Prim::Index, &[x, j[0]], Type::Real);
+        let set = b.emit("input", Rhs::Array(vec![j[0]]), ints());
+        b.tuple("input", vec![xj, set])
+    });
+    let point = b.prim(Prim::Build, &[n, input], dreals.clone());
+    let ys = b.emit("ys", Rhs::Call(g, vec![point]), dreals);
+    let set_of = b.closure("set", vec![dreal], |b, y| b.proj(&y[0], 1));
+    b.prim(Prim::Map, &[set_of, ys], Type::array(ints()))
+}
+
+/// The rows of the pattern, `[[Int]]`, by reverse passes: `bp`, the backpropagator
+/// of the function's CHAD translation over the Boolean semiring at `x`, seeded with
+/// each of the `outputs` one-hots; row i the inputs whose cotangent is nonzero.
+fn reverse_rows(b: &mut Builder, x: Atom, outputs: Atom, bp: Atom) -> Atom {
+    let reals = Type::array(Type::Real);
+    let bp_ret = crate::chad_sweep::result_of(b, &bp);
+    let row = b.closure("row", vec![Type::Int], |b, i| {
+        let i = i[0];
+        let seed_at = b.closure("seed", vec![Type::Int], |b, k| {
+            let here = b.cmp(Prim::Eq, k[0], i);
+            b.if_(here, Type::Real, |_| real(1.0), |_| real(0.0))
+        });
+        let w = b.prim(Prim::Build, &[outputs, seed_at], reals.clone());
+        let cts = b.emit("cts", Rhs::Call(bp, vec![w]), bp_ret.clone());
+        let ct = match &bp_ret {
+            Type::Tuple(_) => b.proj(&cts, 0),
+            _ => cts,
+        };
+        let xty = b.m.tangent_type(&reals);
+        let ct = b.emit("ct", Rhs::Prim(Prim::TanDense, vec![x, ct]), xty);
+        // The nonzeros' positions: each input a "row" of 0 or 1 entries, so
+        // `%rows_of` of their offsets lists the inputs with one.
+        let flag = b.closure("flag", vec![Type::Real], |b, c| {
+            let nonzero = b.cmp(Prim::Ne, c[0], real(0.0));
+            b.if_(nonzero, Type::Int, |_| int(1), |_| int(0))
+        });
+        let flags = b.prim(Prim::Map, &[flag, ct], ints());
+        rows_of_counts(b, flags)
+    });
+    b.prim(Prim::Build, &[outputs, row], Type::array(ints()))
 }
 
 /// For counts `c`, the row of each of the Σc entries: `[0]·c₀ ++ [1]·c₁ ++ …`.

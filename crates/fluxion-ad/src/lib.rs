@@ -60,7 +60,7 @@ pub use chad::{chad_code, chad_deps_code};
 pub use chad_fwd::chad_fwd_code;
 pub use chad_sweep::unsupported as chad_unsupported;
 pub use delta::delta_code;
-pub use deps::{deps_code, sparsity_by_chad_code, sparsity_code};
+pub use deps::{deps_code, sparsity_by_chad_code, sparsity_code, sparsity_forward_code};
 pub use expand::expand_module;
 pub use forward::forward_code;
 pub use layer::is_translated;

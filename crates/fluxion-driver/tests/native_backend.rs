@@ -616,9 +616,23 @@ fn small_read_only_arrays_live_on_the_stack() {
         fn main() -> (Real, Real) { (total(build(40, |i| to_real(i) * 0.5)), total(build(3, |i| to_real(i) + 0.25))) }";
     assert!(on_stack(sizes));
     let _ = natively_as_interpreted(sizes, AdMode::Delta);
-    // Returned, stored in a tuple, captured by a closure that is returned: the heap.
+    // A literal and a slice, each a branch's result read after the `if` (ba's rotated
+    // point): their buffers outlive the branch.
+    let joined = "fn norm2(p: [Real], c: [Real], t: Real) -> Real {
+            let d = if t > 0.0 { [p[0] - c[0], p[1] - c[1]] } else { slice(p, 1, 2) };
+            d[0] * d[0] + d[1] * d[1]
+        }
+        fn main() -> (Real, Real) { (norm2([3.0, 4.0, 5.0], [1.0, 1.5], 1.0), norm2([3.0, 4.0, 5.0], [1.0, 1.5], -1.0)) }";
+    assert!(on_stack(joined));
+    assert_eq!(
+        natively_as_interpreted(joined, AdMode::Delta).expect("runs"),
+        "(10.25, 41.0)"
+    );
+    // Returned, stored in a tuple, captured by a closure that is returned, returned
+    // through a branch: the heap.
     for escapes in [
         "fn f(n: Int) -> [Real] { build(n, |i| to_real(i)) } fn main() -> [Real] { f(4) }",
+        "fn pick(p: [Real], t: Real) -> [Real] { if t > 0.0 { [p[0], p[1]] } else { slice(p, 1, 2) } } fn main() -> [Real] { pick(replicate(3, 2.0), 1.0) }",
         "fn main() -> ([Int], Int) { let xs = build(3, |i| i * 2); (xs, xs[1]) }",
         "fn g(n: Int) -> fn(Int) -> Int { if n == 0 { |k: Int| k } else { let xs = build(n, |i| i + 1); let h = g(n - 1); |k: Int| xs[0] * k + h(k) } } fn main() -> Int { g(5)(3) }",
     ] {

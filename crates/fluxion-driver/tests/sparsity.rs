@@ -60,6 +60,17 @@ const PROGRAMS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
+        // More outputs than `sparsity` takes by reverse passes (fluxion-ad's
+        // `deps::REVERSE_OUTPUTS`): the forward layer's rows.
+        "banded, eleven outputs",
+        "fn f(x: [Real]) -> [Real] {
+             let n = length(x);
+             build(n, |i| if i == 0 { x[0] * x[1] } else { if i == n - 1 { sin(x[i]) * x[i - 1] } else { x[i - 1] * x[i] + exp(x[i + 1]) } })
+         }",
+        "[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5]",
+        true,
+    ),
+    (
         "block-sparse with closures and enums",
         "enum Op { Scale(Real), Shift(Real) }
          fn apply(o: Op, t: Real) -> Real { match o { Scale(c) => c * t * t, Shift(c) => exp(t + c) } }
@@ -143,7 +154,7 @@ fn the_contracts_cases_by_hand() {
     // Row 0: the branch taken (x0 > 0) reads x1 only. Row 1: 0.0 * x0 still depends on
     // x0 (structural). Row 2: floor carries nothing. Row 3: max follows x0 (0.5 >= -1),
     // min follows x1 (1.5 <= 2.5).
-    let src = PROGRAMS[3].1;
+    let src = PROGRAMS[4].1;
     let text = run(src, "sparsity(f, [0.5, 1.5, 2.5, -1.0])", AdMode::Delta);
     assert_eq!(text, "([0, 1, 3, 4, 6], [1, 0, 3, 2, 0, 1])");
     // The other branch and the other choices at another point.
@@ -246,8 +257,8 @@ fn bad_uses_are_diagnosed() {
     assert!(e.contains("applies a differential operator itself"), "{e}");
 }
 
-/// `f`'s pattern at `x` by CHAD over the Boolean semiring, run on `backend` without
-/// handing over to the interpreter.
+/// `f`'s pattern at `x` by CHAD over the Boolean semiring alone, run on `backend`
+/// without handing over to the interpreter.
 fn pattern_by_chad(src: &str, x: &str, backend: Backend) -> String {
     let (out, notes) =
         chad_deps::pattern_by_chad(src, "f", x, backend).unwrap_or_else(|e| panic!("{e}"));
@@ -255,18 +266,29 @@ fn pattern_by_chad(src: &str, x: &str, backend: Backend) -> String {
     out
 }
 
+/// `f`'s pattern at `x` by the forward dependency layer alone, as [`pattern_by_chad`].
+fn pattern_by_forward(src: &str, x: &str, backend: Backend) -> String {
+    let (out, notes) =
+        chad_deps::pattern_by_forward(src, "f", x, backend).unwrap_or_else(|e| panic!("{e}"));
+    assert!(notes.is_empty(), "ran in the interpreter: {notes:?}");
+    out
+}
+
 /// CHAD is one transformation over a ground interpretation: its reverse-AD instance
 /// makes `vjp` under `--ad chad`, its Boolean instance the pattern, and that pattern is
-/// the forward dependency layer's (`sparsity`) on every program here — closures, enums,
-/// recursion, a fold, branches, `floor`, `min`/`max`, a product with a zero constant —
-/// at two points for the branching one, on both backends.
+/// the forward dependency layer's on every program here — closures, enums, recursion,
+/// a fold, branches, `floor`, `min`/`max`, a product with a zero constant — at two
+/// points for the branching one, on both backends; `sparsity`, which runs one or the
+/// other by the number of outputs, gives it too.
 #[test]
 fn chad_over_the_boolean_semiring_gives_the_same_pattern() {
     let mut cases: Vec<(&str, &str)> = PROGRAMS.iter().map(|(_, src, x, _)| (*src, *x)).collect();
-    cases.push((PROGRAMS[3].1, "[-0.5, 3.5, 2.5, 1.0]"));
+    cases.push((PROGRAMS[4].1, "[-0.5, 3.5, 2.5, 1.0]"));
     for (src, x) in cases {
-        let forward = run(src, &format!("sparsity(f, {x})"), AdMode::Delta);
+        let operator = run(src, &format!("sparsity(f, {x})"), AdMode::Delta);
         for backend in [Backend::Interp, Backend::Native] {
+            let forward = pattern_by_forward(src, x, backend);
+            assert_eq!(forward, operator, "forward, {backend:?} at {x}:\n{src}");
             assert_eq!(
                 pattern_by_chad(src, x, backend),
                 forward,
@@ -276,7 +298,7 @@ fn chad_over_the_boolean_semiring_gives_the_same_pattern() {
     }
     // The contract's cases, by hand (the test above derives them).
     assert_eq!(
-        pattern_by_chad(PROGRAMS[3].1, "[0.5, 1.5, 2.5, -1.0]", Backend::Interp),
+        pattern_by_chad(PROGRAMS[4].1, "[0.5, 1.5, 2.5, -1.0]", Backend::Interp),
         "([0, 1, 3, 4, 6], [1, 0, 3, 2, 0, 1])"
     );
 }

@@ -61,6 +61,11 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
         return None;
     }
     let mut lifts = Vec::new();
+    // `sparsity` of a closure CHAD translates: by reverse passes too, for few outputs.
+    let reverse = match p {
+        Prim::Sparsity => super::resolve::chad_deps_closure(site, args[0], &mut lifts),
+        _ => None,
+    };
     let (make, _, _) = site.closure(args[0], layer, &mut lifts, 0)?;
     let lfty = site.m.map_type(&fty, layer);
     let span = site.span;
@@ -75,10 +80,17 @@ pub(crate) fn expand(site: &mut Site, p: Prim, args: &[Atom], v: VarId) -> Optio
             let code = crate::push_forward::push_forward_code(e.m, layer, &fty);
             Rhs::CallDirect(code, vec![g, args[1], args[2]])
         }
-        Prim::Sparsity => {
-            let code = crate::deps::sparsity_code(e.m);
-            Rhs::CallDirect(code, vec![g, args[1]])
-        }
+        Prim::Sparsity => match reverse {
+            Some((make_rev, rev_ty)) => {
+                let rev = e.bind("reverse_f", rev_ty.clone(), make_rev);
+                let code = crate::deps::sparsity_either_code(e.m, &rev_ty);
+                Rhs::CallDirect(code, vec![args[0], g, rev, args[1]])
+            }
+            None => {
+                let code = crate::deps::sparsity_code(e.m);
+                Rhs::CallDirect(code, vec![g, args[1]])
+            }
+        },
         Prim::Jet => {
             let TypeMap::Taylor(jet) = layer else {
                 unreachable!("a jet's layer")

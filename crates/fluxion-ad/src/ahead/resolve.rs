@@ -679,6 +679,32 @@ pub(crate) fn captures_here(
         .collect()
 }
 
+/// `f`'s translation by reverse CHAD over the Boolean semiring ([CHAD] §11.3,
+/// `chad::chad_deps_code`) as a closure of the same captures, where `f` is a closure
+/// known here that CHAD translates ahead of time (first-order captures, no operator
+/// inside): the right-hand side and its type, the reads of captures out of scope bound
+/// in `reads`. `sparsity` runs it for functions of few outputs
+/// (`deps::sparsity_either_code`).
+pub(crate) fn chad_deps_closure(
+    site: &mut super::lift::Site,
+    f: Atom,
+    reads: &mut Vec<Binding>,
+) -> Option<(Rhs, Type)> {
+    let Atom::Var(fv) = f else { return None };
+    let (code, captures) = site.closures.get(&fv)?.clone();
+    chad_translatable(site.m, code, TypeMap::Chad, site.rewritten)?;
+    let before = site.m.codes.len();
+    let Ok(translated) = crate::chad::chad_deps_code(site.m, code) else {
+        undo_translations(site.m, before);
+        return None;
+    };
+    let captures = captures_here(site.m, site.scope, f, code, &captures, reads, site.span);
+    let c = site.m.code(translated);
+    let params = c.params.iter().map(|p| site.m.var_ty(*p).clone()).collect();
+    let ty = Type::func(params, c.ret.clone());
+    Some((Rhs::Closure(translated, captures), ty))
+}
+
 /// `%chad_of(f, d)`, the closure `f` the compiler cannot see with its code's translation
 /// in `layer`, chosen at run time among the translations of the codes that can flow
 /// to `f` (`flow.rs`; where the analysis saw nothing reach `f`, every code of its type

@@ -336,21 +336,25 @@ pub fn applies_operator(src: &str) -> bool {
 }
 
 /// `sparse_jacobian(fv, x)` against `jacobian(fv, x)` (2 rows), and `sparsity(fv, x)`
-/// (the forward dependency layer) against the pattern CHAD over the Boolean semiring
-/// gives ([CHAD] §11.3: reverse CHAD's rules with another ground interpretation).
+/// against the patterns of the two instances alone: the forward dependency layer, and
+/// CHAD over the Boolean semiring ([CHAD] §11.3: reverse CHAD's rules with another
+/// ground interpretation).
 pub fn sparsity_oracle(src: &str, x: &[f64]) -> Result<(), String> {
     let xs = literal(x);
     let with_fv = format!("{src}{FV}");
-    let forward = fluxion_driver::gradcheck::eval_literal(
+    let operator = fluxion_driver::gradcheck::eval_literal(
         &with_fv,
         &format!("sparsity(fv, {xs})"),
         AdMode::Delta,
     )?;
     let (by_chad, _) =
         chad_deps::pattern_by_chad(&with_fv, "fv", &xs, fluxion_driver::Backend::Interp)?;
-    if by_chad != forward {
+    let (by_forward, _) =
+        chad_deps::pattern_by_forward(&with_fv, "fv", &xs, fluxion_driver::Backend::Interp)?;
+    if by_chad != operator || by_forward != operator {
         return Err(format!(
-            "sparsity(fv, {xs}) = {forward}, but CHAD over the Boolean semiring gives {by_chad}"
+            "sparsity(fv, {xs}) = {operator}, but CHAD over the Boolean semiring gives \
+             {by_chad} and the forward layer {by_forward}"
         ));
     }
     let expr = format!("(sparse_jacobian(fv, {xs}), jacobian(fv, {xs}))");
