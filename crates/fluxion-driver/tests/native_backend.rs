@@ -577,6 +577,44 @@ fn forward_over_reverse_sums_are_loop_nodes() {
     }
 }
 
+/// A closure captured by a closure that lives on the C stack lives there too when the
+/// capturing code only applies it: gmm's row of Q·v, captured by the loop summing its
+/// squares (and the array it captures, only read, with it). One returned inside a
+/// closure that escapes stays on the heap. Both give the interpreter's results.
+#[test]
+fn closures_only_applied_by_a_stack_closure_live_on_the_stack() {
+    let heap_closures = |src: &str| {
+        let c = delta_c_of_main(src);
+        let (_, program) = c
+            .split_once("/* ---- program ---- */")
+            .expect("the program");
+        program.matches("(fx_clo*)fx_alloc(").count()
+    };
+    let rows = "fn qtimes(v: [Real], s: Real) -> [Real] {
+            build(length(v), |i| v[i] * s + sumbuild(i, |j| v[j] * v[i]))
+        }
+        fn main() -> Real {
+            sumbuild(30, |c| {
+                let v = map2(|a, b| a - b, build(5, |i| to_real(i)), build(5, |i| to_real(c) * 0.25));
+                let r = qtimes(v, 2.0);
+                dot(r, r)
+            })
+        }";
+    assert_eq!(heap_closures(rows), 0, "{}", delta_c_of_main(rows));
+    let _ = natively_as_interpreted(rows, AdMode::Delta);
+    // (`mk` recursive, so that it is not inlined and folded away.)
+    let escapes = "fn mk(k: Int) -> fn(Int) -> Int {
+            let f = |i: Int| i * k;
+            if k > 100 { mk(k - 1) } else { |j: Int| f(j) + 1 }
+        }
+        fn main() -> Int { let fs = build(3, |k| mk(k + 2)); fs[0](4) + fs[2](5) }";
+    assert_eq!(heap_closures(escapes), 2, "{}", delta_c_of_main(escapes));
+    assert_eq!(
+        natively_as_interpreted(escapes, AdMode::Delta).expect("runs"),
+        "30"
+    );
+}
+
 /// Arrays of scalars a function makes and only reads (indexes, measures, passes to a
 /// function that only reads them) live on the C stack when they fit in 256 bytes:
 /// det's minors, one array of columns per term. The interpreter's results, from the

@@ -7,11 +7,59 @@ use std::collections::{HashMap, HashSet};
 use fluxion_core::{Atom, Body, CodeId, Module, Prim, Rhs, Type, VarId};
 
 /// The closures of `body` that never escape it: used only as the function a call or a
-/// higher-order built-in applies (never stored, returned, captured or passed on). Their
-/// environments live on the C stack, where the C compiler can take them apart once it
-/// inlines the (known) code.
-pub(crate) fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
-    fn walk(body: &Body, made: &mut HashSet<VarId>, escaped: &mut HashSet<VarId>) {
+/// higher-order built-in applies (never stored, returned or passed on), or captured
+/// by such a closure whose code only applies them in turn — unless a loop node may
+/// run that code again at its sweep (`held`: it holds the captures past the frame).
+/// Their environments live on the C stack, where the C compiler can take them apart
+/// once it inlines the (known) code (gmm's row of Q·v, captured by the loop that sums
+/// its squares).
+pub(crate) fn non_escaping_closures(
+    m: &Module,
+    body: &Body,
+    held: &HashSet<CodeId>,
+) -> HashSet<VarId> {
+    let (mut made, mut escaped, captured) = escapes(body);
+    // A capture escapes with the closure holding it, or where its code does more
+    // than apply it.
+    let mut applied_in: HashMap<CodeId, HashSet<VarId>> = HashMap::new();
+    loop {
+        let before = escaped.len();
+        for &(x, owner, c, k) in &captured {
+            if escaped.contains(&x) {
+                continue;
+            }
+            let code = m.code(c);
+            let kept = !made.contains(&owner) || escaped.contains(&owner) || held.contains(&c);
+            let passed_on = applied_in
+                .entry(c)
+                .or_insert_with(|| escapes(&code.body).1)
+                .contains(&code.captures[k]);
+            if kept || passed_on {
+                escaped.insert(x);
+            }
+        }
+        if escaped.len() == before {
+            break;
+        }
+    }
+    made.retain(|v| !escaped.contains(v));
+    made
+}
+
+/// A closure captured by another made in the same body: the captured variable, the
+/// capturing closure's variable, its code and the capture's position.
+type Captured = (VarId, VarId, CodeId, usize);
+
+/// The closures `body` makes, the variables it uses other than as the function a
+/// call or a higher-order built-in applies (a closure's captures aside), and the
+/// captures of the closures it makes.
+fn escapes(body: &Body) -> (HashSet<VarId>, HashSet<VarId>, Vec<Captured>) {
+    fn walk(
+        body: &Body,
+        made: &mut HashSet<VarId>,
+        escaped: &mut HashSet<VarId>,
+        captured: &mut Vec<Captured>,
+    ) {
         let escape = |a: &Atom, escaped: &mut HashSet<VarId>| {
             if let Atom::Var(v) = a {
                 escaped.insert(*v);
@@ -19,9 +67,13 @@ pub(crate) fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
         };
         for b in &body.bindings {
             match &b.rhs {
-                Rhs::Closure(_, args) => {
+                Rhs::Closure(c, args) => {
                     made.insert(b.var);
-                    args.iter().for_each(|a| escape(a, escaped));
+                    for (k, a) in args.iter().enumerate() {
+                        if let Atom::Var(x) = a {
+                            captured.push((*x, b.var, *c, k));
+                        }
+                    }
                 }
                 Rhs::Call(_, args) => args.iter().for_each(|a| escape(a, escaped)),
                 Rhs::Prim(p, args) => {
@@ -40,14 +92,15 @@ pub(crate) fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
                 }
                 Rhs::If(c, t, e) => {
                     escape(c, escaped);
-                    walk(t, made, escaped);
-                    walk(e, made, escaped);
+                    walk(t, made, escaped, captured);
+                    walk(e, made, escaped, captured);
                 }
                 Rhs::Match(a, arms, d) => {
                     escape(a, escaped);
-                    arms.iter().for_each(|arm| walk(&arm.body, made, escaped));
+                    arms.iter()
+                        .for_each(|arm| walk(&arm.body, made, escaped, captured));
                     if let Some(d) = d {
-                        walk(d, made, escaped);
+                        walk(d, made, escaped, captured);
                     }
                 }
                 Rhs::Atom(a) | Rhs::Proj(a, _) => escape(a, escaped),
@@ -59,10 +112,9 @@ pub(crate) fn non_escaping_closures(body: &Body) -> HashSet<VarId> {
         }
         escape(&body.result, escaped);
     }
-    let (mut made, mut escaped) = (HashSet::new(), HashSet::new());
-    walk(body, &mut made, &mut escaped);
-    made.retain(|v| !escaped.contains(v));
-    made
+    let (mut made, mut escaped, mut captured) = (HashSet::new(), HashSet::new(), Vec::new());
+    walk(body, &mut made, &mut escaped, &mut captured);
+    (made, escaped, captured)
 }
 
 /// The codes `entry` reaches by calls and closures, in id order.
@@ -211,6 +263,8 @@ fn only_read_in(
                 && arms.iter().all(|arm| within(&arm.body, joined))
                 && d.as_ref().is_none_or(|d| within(d, joined))
         }
+        // A copy (the optimiser leaves them where it inlined): its uses are `v`'s.
+        Rhs::Atom(x) if *x == a => only_read_in(m, body, b.var, ro, on_stack, joins, result_joins),
         Rhs::Atom(x) | Rhs::Proj(x, _) => *x != a,
         Rhs::Call(f, args) => *f != a && !args.contains(&a),
         Rhs::Tuple(args) | Rhs::Array(args) | Rhs::Ctor(_, _, args) => !args.contains(&a),
@@ -263,7 +317,7 @@ pub(crate) fn read_only_inputs(
     };
     let stacks: HashMap<CodeId, HashSet<VarId>> = codes
         .iter()
-        .map(|c| (*c, non_escaping_closures(&m.code(*c).body)))
+        .map(|c| (*c, non_escaping_closures(m, &m.code(*c).body, &ro.held)))
         .collect();
     loop {
         let mut out = Vec::new();

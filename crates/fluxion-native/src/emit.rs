@@ -172,7 +172,7 @@ impl Emitter<'_> {
     fn function_named(&mut self, c: CodeId, suffix: &str) -> Result<String, Unsupported> {
         self.owned.clear();
         let code = self.m.code(c);
-        self.on_stack = non_escaping_closures(&code.body);
+        self.on_stack = non_escaping_closures(self.m, &code.body, &self.read_only.held);
         self.loop_ranges = crate::analysis::loop_ranges(&code.body);
         self.unread_slices = crate::analysis::unread_slices(&code.body);
         self.stack_arrays =
