@@ -613,6 +613,25 @@ fn closures_only_applied_by_a_stack_closure_live_on_the_stack() {
         natively_as_interpreted(escapes, AdMode::Delta).expect("runs"),
         "30"
     );
+    // Captured by a stack closure (the fold's lambda) whose code captures it again
+    // into the closure it returns, which `mk` returns: the heap (a review found the
+    // first version left `f` on `mk`'s stack).
+    let recaptured = "fn mk(k: Int) -> fn(Int) -> Int {
+            let f = |i: Int| i * k;
+            let h = fold(|acc: fn(Int) -> Int, t: Int| |j: Int| f(j) + t, |j: Int| j, range(k));
+            if k > 100 { mk(k - 1) } else { h }
+        }
+        fn main() -> Int { let fs = build(3, |k| mk(k + 2)); fs[0](4) + fs[2](5) }";
+    assert_eq!(
+        heap_closures(recaptured),
+        3,
+        "{}",
+        delta_c_of_main(recaptured)
+    );
+    assert_eq!(
+        natively_as_interpreted(recaptured, AdMode::Delta).expect("runs"),
+        "32"
+    );
 }
 
 /// Arrays of scalars a function makes and only reads (indexes, measures, passes to a

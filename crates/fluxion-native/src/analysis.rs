@@ -32,7 +32,7 @@ pub(crate) fn non_escaping_closures(
             let kept = !made.contains(&owner) || escaped.contains(&owner) || held.contains(&c);
             let passed_on = applied_in
                 .entry(c)
-                .or_insert_with(|| escapes(&code.body).1)
+                .or_insert_with(|| passed_on(&code.body))
                 .contains(&code.captures[k]);
             if kept || passed_on {
                 escaped.insert(x);
@@ -44,6 +44,15 @@ pub(crate) fn non_escaping_closures(
     }
     made.retain(|v| !escaped.contains(v));
     made
+}
+
+/// The variables `body` uses other than as the function a call or a higher-order
+/// built-in applies, a closure's captures included (a closure made there may escape
+/// with them: a capture passed on is not followed further).
+fn passed_on(body: &Body) -> HashSet<VarId> {
+    let (_, mut escaped, captured) = escapes(body);
+    escaped.extend(captured.iter().map(|&(x, ..)| x));
+    escaped
 }
 
 /// A closure captured by another made in the same body: the captured variable, the
@@ -405,6 +414,86 @@ pub(crate) fn stack_arrays(
         .into_iter()
         .filter(|v| only_read(m, body, *v, read_only, on_stack, &joins))
         .collect();
-    let hoisted = vars.intersection(&results).copied().collect();
+    // A branch's result may be a copy of the array (`let w = v; w`): the copied one's
+    // buffer is the one to hoist.
+    let mut copy_of = HashMap::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if let Rhs::Atom(Atom::Var(v)) = b.rhs {
+            copy_of.insert(b.var, v);
+        }
+    });
+    let mut flowing = results.clone();
+    for r in results {
+        let mut v = r;
+        while let Some(&w) = copy_of.get(&v) {
+            flowing.insert(w);
+            v = w;
+        }
+    }
+    let hoisted = vars.intersection(&flowing).copied().collect();
     StackArrays { vars, hoisted }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fluxion_core::{Binding, Lit, Span};
+
+    fn bind(var: VarId, rhs: Rhs) -> Binding {
+        Binding {
+            var,
+            rhs,
+            span: Span::default(),
+        }
+    }
+
+    fn read_only() -> ReadOnly {
+        ReadOnly {
+            vars: HashSet::new(),
+            held: HashSet::new(),
+            tape: false,
+        }
+    }
+
+    /// `let d = if c { let q = [x, x]; let w = q; w } else { [x] }; d[0]`: the literal
+    /// reaches the join through a copy, and its buffer must outlive the branch — it is
+    /// hoisted, as the other branch's literal is.
+    #[test]
+    fn an_array_a_branch_gives_through_a_copy_is_hoisted() {
+        let mut m = Module::default();
+        let reals = Type::array(Type::Real);
+        let x = m.fresh_var("x", Type::Real);
+        let c = m.fresh_var("c", Type::Bool);
+        let (q, w, e, d, r) = (
+            m.fresh_var("q", reals.clone()),
+            m.fresh_var("w", reals.clone()),
+            m.fresh_var("e", reals.clone()),
+            m.fresh_var("d", reals.clone()),
+            m.fresh_var("r", Type::Real),
+        );
+        let then = Body {
+            bindings: vec![
+                bind(q, Rhs::Array(vec![Atom::Var(x), Atom::Var(x)])),
+                bind(w, Rhs::Atom(Atom::Var(q))),
+            ],
+            result: Atom::Var(w),
+        };
+        let other = Body {
+            bindings: vec![bind(e, Rhs::Array(vec![Atom::Var(x)]))],
+            result: Atom::Var(e),
+        };
+        let body = Body {
+            bindings: vec![
+                bind(d, Rhs::If(Atom::Var(c), Box::new(then), Box::new(other))),
+                bind(
+                    r,
+                    Rhs::Prim(Prim::Index, vec![Atom::Var(d), Atom::Lit(Lit::Int(0))]),
+                ),
+            ],
+            result: Atom::Var(r),
+        };
+        let stack = stack_arrays(&m, &body, &read_only(), &HashSet::new());
+        assert_eq!(stack.vars, HashSet::from([q, e]));
+        assert_eq!(stack.hoisted, HashSet::from([q, e]));
+    }
 }
