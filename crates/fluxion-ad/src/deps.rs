@@ -139,6 +139,9 @@ impl Layer for Deps {
                 b.emit(hint, Rhs::Prim(Prim::Build, args.to_vec()), arr)
             }
         };
+        if *ty == Type::Real {
+            return Some(real_sum(b, elems));
+        }
         let plus = plus_code(b, ty);
         let step = b.closure("plus", vec![lty.clone(), lty.clone()], |b, ps| {
             call(b, plus, vec![ps[0], ps[1]])
@@ -160,6 +163,73 @@ impl Layer for Deps {
             },
         ))
     }
+}
+
+/// The sum of translated reals `elems`: the values added from the first, as the
+/// language's sum adds them, and the sets united by halves ([`union_all_code`]): a
+/// fold of unions copies the growing set once per element, O(n²) for a row that
+/// depends on all n inputs.
+fn real_sum(b: &mut Builder, elems: Atom) -> Atom {
+    let dreal = b.m.map_type(&Type::Real, TypeMap::Deps);
+    let n = b.prim(Prim::Length, &[elems], Type::Int);
+    let empty = b.cmp(Prim::Eq, n, int(0));
+    b.if_(
+        empty,
+        dreal.clone(),
+        |b| crate::taylor::translated_zero(&Deps, b, &Type::Real),
+        |b| {
+            let value = b.closure("value", vec![dreal.clone()], |b, y| b.proj(&y[0], 0));
+            let values = b.prim(Prim::Map, &[value, elems], Type::array(Type::Real));
+            let first = b.prim(Prim::Index, &[values, int(0)], Type::Real);
+            let n1 = b.sub(n, int(1));
+            let rest = b.prim(Prim::Slice, &[values, int(1), n1], Type::array(Type::Real));
+            let add = b.closure("add", vec![Type::Real, Type::Real], |b, p| {
+                b.add(p[0], p[1])
+            });
+            let total = b.prim(Prim::Fold, &[add, first, rest], Type::Real);
+            let set = b.closure("set", vec![dreal.clone()], |b, y| b.proj(&y[0], 1));
+            let sets = b.prim(Prim::Map, &[set, elems], Type::array(ints()));
+            let all = union_all_code(b);
+            let union = call(b, all, vec![sets]);
+            b.tuple("sum", vec![total, union])
+        },
+    )
+}
+
+/// A code `[[Int]] -> [Int]`: the union of ascending sets, by halves — a balanced
+/// tree of `%union`s, each level copying every set once: O(total · log n).
+fn union_all_code(b: &mut Builder) -> CodeId {
+    let sets = Type::array(ints());
+    let name = "union_all";
+    helper(b, name, &sets, vec![sets.clone()], ints(), |b, ps| {
+        let s = ps[0];
+        let this = crate::helpers::helper_id(b, name, &sets).expect("reserved");
+        let n = b.prim(Prim::Length, &[s], Type::Int);
+        let few = b.cmp(Prim::Le, n, int(1));
+        let sets_ty = sets.clone();
+        b.if_(
+            few,
+            ints(),
+            |b| {
+                let empty = b.cmp(Prim::Eq, n, int(0));
+                b.if_(
+                    empty,
+                    ints(),
+                    |b| b.emit("none", Rhs::Array(vec![]), ints()),
+                    |b| b.prim(Prim::Index, &[s, int(0)], ints()),
+                )
+            },
+            |b| {
+                let half = b.emit("half", Rhs::Prim(Prim::Div, vec![n, int(2)]), Type::Int);
+                let left = b.prim(Prim::Slice, &[s, int(0), half], sets_ty.clone());
+                let rest = b.sub(n, half);
+                let right = b.prim(Prim::Slice, &[s, half, rest], sets_ty.clone());
+                let l = call(b, this, vec![left]);
+                let r = call(b, this, vec![right]);
+                b.prim(Prim::IntUnion, &[l, r], ints())
+            },
+        )
+    })
 }
 
 /// A code `(D(t), D(t)) -> D(t)`: the sum of two translated values of a summable type
@@ -245,8 +315,8 @@ pub const REVERSE_OUTPUTS: i64 = 8;
 /// number of outputs m; for m ≤ [`REVERSE_OUTPUTS`], `rev` runs and one backward pass
 /// per output gives the rows (each pass the size of the run, in reals), else the
 /// forward layer gives every row in one pass whose unions are the size of the sets: a
-/// row depending on all n inputs through a sum costs the forward layer O(n²), reverse
-/// O(n). (The first run costs a primal: running `rev` first cost a third of the
+/// row depending on all n inputs costs the forward layer O(n log n) through a sum
+/// ([`real_sum`]) and O(n²) through a fold, reverse O(n). (The first run costs a primal: running `rev` first cost a third of the
 /// forward layer's pass for many outputs.)
 pub fn sparsity_either_code(m: &mut Module, rev: &Type) -> CodeId {
     let mut b = Builder::new(m, Span::default());

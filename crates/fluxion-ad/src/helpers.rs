@@ -12,6 +12,12 @@ fn key(name: &str, ty: &Type) -> String {
     format!("{name}#{ty:?}")
 }
 
+/// The helper code `name` for type `ty`, once [`helper`] has reserved it: a helper's
+/// body calls itself through this.
+pub(crate) fn helper_id(b: &Builder, name: &str, ty: &Type) -> Option<CodeId> {
+    b.m.derived_codes.get(&key(name, ty)).copied()
+}
+
 /// A top-level helper code `name` for type `ty`, built by `body` on first request.
 pub(crate) fn helper(
     b: &mut Builder,

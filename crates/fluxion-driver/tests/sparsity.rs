@@ -71,6 +71,14 @@ const PROGRAMS: &[(&str, &str, &str, bool)] = &[
         true,
     ),
     (
+        // Ten dense rows, each a sum over every input: the forward layer's unions by
+        // halves (fluxion-ad's `deps::union_all_code`).
+        "dense sums, ten outputs",
+        "fn f(x: [Real]) -> [Real] { build(10, |i| sum(map(|t| t * to_real(i + 1), x)) + x[i]) }",
+        "[0.3, -0.7, 1.1, 0.4, -1.3, 0.9, 2.0, -0.2, 0.6, 1.5]",
+        true,
+    ),
+    (
         "block-sparse with closures and enums",
         "enum Op { Scale(Real), Shift(Real) }
          fn apply(o: Op, t: Real) -> Real { match o { Scale(c) => c * t * t, Shift(c) => exp(t + c) } }
@@ -154,7 +162,7 @@ fn the_contracts_cases_by_hand() {
     // Row 0: the branch taken (x0 > 0) reads x1 only. Row 1: 0.0 * x0 still depends on
     // x0 (structural). Row 2: floor carries nothing. Row 3: max follows x0 (0.5 >= -1),
     // min follows x1 (1.5 <= 2.5).
-    let src = PROGRAMS[4].1;
+    let src = PROGRAMS[5].1;
     let text = run(src, "sparsity(f, [0.5, 1.5, 2.5, -1.0])", AdMode::Delta);
     assert_eq!(text, "([0, 1, 3, 4, 6], [1, 0, 3, 2, 0, 1])");
     // The other branch and the other choices at another point.
@@ -283,7 +291,7 @@ fn pattern_by_forward(src: &str, x: &str, backend: Backend) -> String {
 #[test]
 fn chad_over_the_boolean_semiring_gives_the_same_pattern() {
     let mut cases: Vec<(&str, &str)> = PROGRAMS.iter().map(|(_, src, x, _)| (*src, *x)).collect();
-    cases.push((PROGRAMS[4].1, "[-0.5, 3.5, 2.5, 1.0]"));
+    cases.push((PROGRAMS[5].1, "[-0.5, 3.5, 2.5, 1.0]"));
     for (src, x) in cases {
         let operator = run(src, &format!("sparsity(f, {x})"), AdMode::Delta);
         for backend in [Backend::Interp, Backend::Native] {
@@ -298,7 +306,7 @@ fn chad_over_the_boolean_semiring_gives_the_same_pattern() {
     }
     // The contract's cases, by hand (the test above derives them).
     assert_eq!(
-        pattern_by_chad(PROGRAMS[4].1, "[0.5, 1.5, 2.5, -1.0]", Backend::Interp),
+        pattern_by_chad(PROGRAMS[5].1, "[0.5, 1.5, 2.5, -1.0]", Backend::Interp),
         "([0, 1, 3, 4, 6], [1, 0, 3, 2, 0, 1])"
     );
 }
