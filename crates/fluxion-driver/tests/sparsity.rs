@@ -47,15 +47,18 @@ fn dense(src: &str, x: &str, mode: AdMode) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// A tridiagonal function, n inputs and outputs.
+const BANDED: &str = "fn f(x: [Real]) -> [Real] {
+    let n = length(x);
+    build(n, |i| if i == 0 { x[0] * x[1] } else { if i == n - 1 { sin(x[i]) * x[i - 1] } else { x[i - 1] * x[i] + exp(x[i + 1]) } })
+}";
+
 /// Programs `f: [Real] -> [Real]` with their points; `exact`: no entry of the
 /// Jacobian vanishes by cancellation at the point, so the pattern is its nonzeros.
 const PROGRAMS: &[(&str, &str, &str, bool)] = &[
     (
         "banded",
-        "fn f(x: [Real]) -> [Real] {
-             let n = length(x);
-             build(n, |i| if i == 0 { x[0] * x[1] } else { if i == n - 1 { sin(x[i]) * x[i - 1] } else { x[i - 1] * x[i] + exp(x[i + 1]) } })
-         }",
+        BANDED,
         "[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]",
         true,
     ),
@@ -63,10 +66,7 @@ const PROGRAMS: &[(&str, &str, &str, bool)] = &[
         // More outputs than `sparsity` takes by reverse passes (fluxion-ad's
         // `deps::REVERSE_OUTPUTS`): the forward layer's rows.
         "banded, eleven outputs",
-        "fn f(x: [Real]) -> [Real] {
-             let n = length(x);
-             build(n, |i| if i == 0 { x[0] * x[1] } else { if i == n - 1 { sin(x[i]) * x[i - 1] } else { x[i - 1] * x[i] + exp(x[i + 1]) } })
-         }",
+        BANDED,
         "[0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5]",
         true,
     ),
