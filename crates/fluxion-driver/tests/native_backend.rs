@@ -634,6 +634,34 @@ fn closures_only_applied_by_a_stack_closure_live_on_the_stack() {
     );
 }
 
+/// `minimum`, `maximum` or `argmax` of a `map` nothing else reads is one loop that
+/// keeps the best element (kmeans' nearest centroid), with the pair's values: ties
+/// (the first kept), a NaN (never better, so kept only when first), -0.0 against 0.0,
+/// `Int`s, and the argmax's index.
+#[test]
+fn a_reduction_of_a_map_is_one_loop_with_the_pairs_values() {
+    let src = "fn main() -> ((Real, Real, Int), (Real, Real, Int), (Real, Int), (Int, Int)) {
+            let xs = [3.0, -1.0, 4.0, -1.0, 5.0, 0.0 / 0.0];
+            let ns = [0.0 / 0.0, 2.0, 1.0];
+            let zs = [0.0, -0.0, 1.0];
+            let k = length(xs);
+            ((minimum(map(|x| x * 2.0, xs)), maximum(map(|x| x - 1.0, xs)), argmax(map(|x| x * x, xs))),
+             (minimum(map(|x| x + 0.0, ns)), maximum(map(|x| -x, zs)), argmax(map(|x| x * 0.0, ns))),
+             (minimum(map(|z| z * 1.0, zs)), argmax(map(|i| (i * 7) % k, range(k)))),
+             (minimum(map(|i| (i * 5) % k, range(k))), maximum(map(|i| i - k, range(k)))))
+        }";
+    let c = delta_c_of_main(src);
+    let (_, program) = c
+        .split_once("/* ---- program ---- */")
+        .expect("the program");
+    assert!(
+        program.matches("best_v = b_ ? t").count() >= 3,
+        "fused:\n{program}"
+    );
+    assert!(!program.contains("\"map\""), "a map made:\n{program}");
+    let _ = natively_as_interpreted(src, AdMode::Delta).expect("runs");
+}
+
 /// Arrays of scalars a function makes and only reads (indexes, measures, passes to a
 /// function that only reads them) live on the C stack when they fit in 256 bytes:
 /// det's minors, one array of columns per term. The interpreter's results, from the
@@ -995,6 +1023,10 @@ fn runtime_errors_are_the_interpreters() {
         // A range a fold counts through is never made, but is refused as `range` is.
         "fn main() -> Real { fold(|a, j| a + to_real(j), 0.0, range(0 - length([1]))) }",
         "fn main() -> Real { fold(|a, j| a + to_real(j), 0.0, range(100000000000000)) }",
+        // A reduction of a map runs as one loop (emit.rs `reduction_of_map`): the
+        // empty array's error, and a fault in the third element, are the pair's.
+        "fn main() -> Real { minimum(map(|x| x * 2.0, slice([1.0], 1, 0))) }",
+        "fn main() -> Int { let xs = [3, 1, 0, 2]; argmax(map(|d| 6 / d, xs)) }",
     ];
     for src in programs {
         let result = natively_as_interpreted(src, AdMode::Chad);

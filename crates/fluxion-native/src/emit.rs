@@ -269,6 +269,12 @@ impl Emitter<'_> {
         self.owned.push(Vec::new());
         let mut k = 0;
         while k < b.bindings.len() {
+            if self.reduction_of_map(b, k) {
+                let (map, red) = (&b.bindings[k], &b.bindings[k + 1]);
+                crate::prims::emit_reduction_of_map(self, map, red, s, &pad);
+                k += 2;
+                continue;
+            }
             let known = |x: VarId| self.known.get(&x).copied();
             if let Some(fusion) =
                 crate::delta_fuse::fusable(self.m, &known, &b.bindings, &b.result, k)
@@ -522,6 +528,30 @@ impl Emitter<'_> {
                 Ok(owns)
             }
         }
+    }
+
+    /// Whether binding `k` of `b` is a `map` of scalars read only by the `minimum`,
+    /// `maximum` or `argmax` bound next, outside a module that records on a tape and
+    /// with no prelude function as its operand (whose faults name a call site):
+    /// [`crate::prims::emit_reduction_of_map`] makes the pair one loop (kmeans' nearest
+    /// centroid per point).
+    fn reduction_of_map(&self, b: &Body, k: usize) -> bool {
+        let (Some(map), Some(red)) = (b.bindings.get(k), b.bindings.get(k + 1)) else {
+            return false;
+        };
+        let (Rhs::Prim(Prim::Map, margs), Rhs::Prim(p, rargs)) = (&map.rhs, &red.rhs) else {
+            return false;
+        };
+        let scalars = matches!(
+            self.m.var_ty(map.var),
+            Type::Array(e) if matches!(**e, Type::Real | Type::Int)
+        );
+        matches!(p, Prim::Minimum | Prim::Maximum | Prim::Argmax)
+            && rargs.as_slice() == [Atom::Var(map.var)]
+            && scalars
+            && !self.read_only.tape
+            && self.function_operand_site(margs, map.span).is_none()
+            && fluxion_core::visit::count_uses(b).get(&map.var) == Some(&1)
     }
 
     /// The site [`Emitter::library_call_site`] gives a primitive at `span` whose

@@ -19,6 +19,47 @@ fn elem(t: &Type) -> Type {
     }
 }
 
+/// `minimum`, `maximum` or `argmax` (binding `red`) of the `map` just before it
+/// (binding `map`), which nothing else reads ([`Emitter::reduction_of_map`]): one loop
+/// keeping the best element as it goes, no array. The elements are computed in the
+/// map's order and compared as the reduction compares them (`<`/`>` against the best
+/// so far), so values and errors are the unfused pair's.
+pub(crate) fn emit_reduction_of_map(
+    e: &mut FnEmitter<'_>,
+    map: &fluxion_core::Binding,
+    red: &fluxion_core::Binding,
+    s: &mut String,
+    pad: &str,
+) {
+    use fluxion_core::Rhs;
+    let (Rhs::Prim(Prim::Map, margs), Rhs::Prim(p, _)) = (&map.rhs, &red.rhs) else {
+        unreachable!("a map and its reduction")
+    };
+    let m = e.module();
+    let ty = m.var_ty(red.var).clone();
+    let et = elem(m.var_ty(map.var));
+    let xty = elem(&m.atom_ty(&margs[1]));
+    let Operands { ct, name, sp, .. } = Operands::of(e, &[], red.var, &ty, red.span);
+    let xs = e.atom(&margs[1]);
+    let ce = e.types().c(&et);
+    let at = |e: &mut FnEmitter<'_>, i: &str| {
+        let x = e.types().get(&xty, &xs, i);
+        e.call_closure(&margs[0], &[x])
+    };
+    let (first, next) = (at(e, "0"), at(e, "i"));
+    let cmp = if *p == Prim::Minimum { "<" } else { ">" };
+    let value = if *p == Prim::Argmax { "best" } else { "best_v" };
+    let _ = writeln!(
+        s,
+        "{pad}if (FX_LEN({xs}) == 0) fx_fail({sp}, \"{} of an empty array\");",
+        p.name()
+    );
+    let _ = writeln!(
+        s,
+        "{pad}{ct} {name};\n{pad}{{ {ce} best_v = {first}; int64_t best = 0; for (int64_t i = 1; i < FX_LEN({xs}); i++) {{ {ce} t = {next}; int b_ = t {cmp} best_v; best = b_ ? i : best; best_v = b_ ? t : best_v; }} {name} = {value}; (void)best; }}"
+    );
+}
+
 /// The C function of a real primitive of one argument.
 fn real_fn(p: Prim) -> Option<&'static str> {
     use Prim::*;
