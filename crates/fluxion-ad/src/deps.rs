@@ -316,8 +316,9 @@ pub const REVERSE_OUTPUTS: i64 = 8;
 /// per output gives the rows (each pass the size of the run, in reals), else the
 /// forward layer gives every row in one pass whose unions are the size of the sets: a
 /// row depending on all n inputs costs the forward layer O(n log n) through a sum
-/// ([`real_sum`]) and O(n²) through a fold, reverse O(n). (The first run costs a primal: running `rev` first cost a third of the
-/// forward layer's pass for many outputs.)
+/// ([`real_sum`]) and O(n²) through a fold, reverse O(n). (The first run costs a
+/// primal: running `rev` first cost a third of the forward layer's pass for many
+/// outputs.)
 pub fn sparsity_either_code(m: &mut Module, rev: &Type) -> CodeId {
     let mut b = Builder::new(m, Span::default());
     let b = &mut b;

@@ -372,6 +372,7 @@ pub(crate) fn stack_arrays(
     let mut made = Vec::new();
     let mut joins = HashSet::new();
     let mut results = HashSet::new();
+    let mut copy_of = HashMap::new();
     fluxion_core::visit::for_each_binding(body, &mut |b| {
         let scalars = scalar_array(m.var_ty(b.var));
         match &b.rhs {
@@ -392,6 +393,10 @@ pub(crate) fn stack_arrays(
                 joins.extend(scalars.then_some(b.var));
                 let bodies = arms.iter().map(|a| &a.body).chain(d.as_deref());
                 results.extend(bodies.filter_map(|b| var_of(&b.result)));
+            }
+            // A copy: a branch's result may be one (`let w = v; w`).
+            Rhs::Atom(Atom::Var(x)) => {
+                copy_of.insert(b.var, *x);
             }
             _ => {}
         }
@@ -414,14 +419,8 @@ pub(crate) fn stack_arrays(
         .into_iter()
         .filter(|v| only_read(m, body, *v, read_only, on_stack, &joins))
         .collect();
-    // A branch's result may be a copy of the array (`let w = v; w`): the copied one's
-    // buffer is the one to hoist.
-    let mut copy_of = HashMap::new();
-    fluxion_core::visit::for_each_binding(body, &mut |b| {
-        if let Rhs::Atom(Atom::Var(v)) = b.rhs {
-            copy_of.insert(b.var, v);
-        }
-    });
+    // Where a branch's result is a copy of the array, the copied one's buffer is the
+    // one to hoist.
     let mut flowing = results.clone();
     for r in results {
         let mut v = r;

@@ -365,16 +365,8 @@ impl Emitter<'_> {
                 };
                 let ce = self.types.c(&ety);
                 let size = self.types.elem_size(&ety);
-                let (buffer, new) = self.new_array(
-                    v,
-                    &args.len().to_string(),
-                    &size.to_string(),
-                    "an array",
-                    &sp,
-                );
-                if let Some(buffer) = buffer {
-                    let _ = writeln!(s, "{pad}{buffer}");
-                }
+                let len = args.len().to_string();
+                let new = self.new_array(s, &pad, v, &len, &size.to_string(), "an array", &sp);
                 let _ = writeln!(s, "{pad}{ct} {name} = {new};");
                 // (Literals are scalars: a tuple element is always a variable.)
                 if args.len() > 8 && args.iter().all(|a| matches!(a, Atom::Lit(_))) {

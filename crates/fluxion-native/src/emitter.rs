@@ -140,28 +140,31 @@ pub(crate) fn lit_int(a: &Atom) -> i64 {
 
 impl<'m> Emitter<'m> {
     /// A new array `v` of `len` elements of `size` bytes, as a C expression: on the C
-    /// stack where small and only read (`analysis::stack_arrays`), else from the heap;
-    /// with the stack buffer's declaration to write first, unless it is hoisted to the
+    /// stack where small and only read (`analysis::stack_arrays`), else from the heap.
+    /// The stack buffer's declaration goes into `s` first, unless it is hoisted to the
     /// function's top.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_array(
         &self,
+        s: &mut String,
+        pad: &str,
         v: VarId,
         len: &str,
         size: &str,
         what: &str,
         sp: &str,
-    ) -> (Option<String>, String) {
+    ) -> String {
         let heap = format!("fx_arr_new({len}, {size}, \"{what}\", {sp})");
         if !self.stack_arrays.vars.contains(&v) {
-            return (None, heap);
+            return heap;
         }
         let name = var(v);
-        let buffer = (!self.stack_arrays.hoisted.contains(&v))
-            .then(|| format!("uint64_t {name}_stk[FX_STACK_ARR_WORDS];"));
-        let expr = format!(
+        if !self.stack_arrays.hoisted.contains(&v) {
+            let _ = writeln!(s, "{pad}uint64_t {name}_stk[FX_STACK_ARR_WORDS];");
+        }
+        format!(
             "({len}) <= FX_STACK_ARR_BYTES / {size} ? fx_stack_arr({name}_stk, {len}, \"{what}\", {sp}) : {heap}"
-        );
-        (buffer, expr)
+        )
     }
 
     pub(crate) fn signature(&mut self, c: CodeId) -> String {

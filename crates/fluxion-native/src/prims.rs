@@ -47,17 +47,28 @@ pub(crate) fn emit_reduction_of_map(
         e.call_closure(&margs[0], &[x])
     };
     let (first, next) = (at(e, "0"), at(e, "i"));
-    let cmp = if *p == Prim::Minimum { "<" } else { ">" };
+    let cmp = better(*p);
     let value = if *p == Prim::Argmax { "best" } else { "best_v" };
-    let _ = writeln!(
-        s,
-        "{pad}if (FX_LEN({xs}) == 0) fx_fail({sp}, \"{} of an empty array\");",
-        p.name()
-    );
+    let _ = writeln!(s, "{pad}{}", nonempty(*p, &xs, &sp));
     let _ = writeln!(
         s,
         "{pad}{ct} {name};\n{pad}{{ {ce} best_v = {first}; int64_t best = 0; for (int64_t i = 1; i < FX_LEN({xs}); i++) {{ {ce} t = {next}; int b_ = t {cmp} best_v; best = b_ ? i : best; best_v = b_ ? t : best_v; }} {name} = {value}; (void)best; }}"
     );
+}
+
+/// The comparison by which `minimum`, `maximum` or `argmax` takes an element over
+/// the best so far.
+fn better(p: Prim) -> &'static str {
+    if p == Prim::Minimum { "<" } else { ">" }
+}
+
+/// The check that `minimum`, `maximum` or `argmax` (`p`) is not of the empty array
+/// `xs`.
+fn nonempty(p: Prim, xs: &str, sp: &str) -> String {
+    format!(
+        "if (FX_LEN({xs}) == 0) fx_fail({sp}, \"{} of an empty array\");",
+        p.name()
+    )
 }
 
 /// The C function of a real primitive of one argument.
@@ -112,11 +123,7 @@ pub(crate) fn emit(
     };
     // A new array of `len` elements of `size` bytes (`Emitter::new_array`).
     let fresh = |e: &FnEmitter<'_>, s: &mut String, len: &str, size: &str, what: &str| {
-        let (buffer, expr) = e.new_array(v, len, size, what, &sp);
-        if let Some(buffer) = buffer {
-            let _ = writeln!(s, "{pad}{buffer}");
-        }
-        expr
+        e.new_array(s, pad, v, len, size, what, &sp)
     };
     if let Some(f) = real_fn(p) {
         decl(s, format!("{f}({})", a[0]));
@@ -468,15 +475,8 @@ pub(crate) fn emit(
         Maximum | Minimum | Argmax => {
             let et = elem(&aty(0));
             let ce = e.types().c(&et);
-            let cmp = if p == Minimum { "<" } else { ">" };
-            line(
-                s,
-                format!(
-                    "if (FX_LEN({0}) == 0) fx_fail({sp}, \"{1} of an empty array\");",
-                    a[0],
-                    p.name()
-                ),
-            );
+            let cmp = better(p);
+            line(s, nonempty(p, &a[0], &sp));
             let x = format!("FX_DATA({}, {ce})", a[0]);
             let best = format!(
                 "int64_t best = 0; for (int64_t i = 1; i < FX_LEN({0}); i++) if ({x}[i] {cmp} {x}[best]) best = i;",
