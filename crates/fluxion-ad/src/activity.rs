@@ -10,11 +10,15 @@
 //! perturbation (`Int`s: a point `t = to_real(i) / to_real(n)`), other such bindings
 //! and captures the enclosing translation passes as primals — has zero perturbation
 //! wherever it is read, so it is computed on primals too, and a translated binding
-//! reads it as a constant: a real is lifted where it is read (as a literal is), and an
-//! array of reals may be captured by a lambda that only indexes it (and takes its
-//! length), made for a loop or a call, whose translation then takes the capture as a
-//! primal ([`lifts_cheaply`]; llsq's powers of `t`, a `scan`: no pair per power, no
-//! tape entry).
+//! reads it as a constant: a real is lifted where it is read (as a literal is), and
+//! other data may be captured by a lambda made for a loop or a call, or passed to a
+//! function, whose translation then takes it as a primal — specialised to it — where
+//! its uses there are served so in turn ([`stays_primal`]; an array of reals a lambda
+//! only indexes always is: llsq's powers of `t`, a `scan`, no pair per power, no tape
+//! entry). The seeds: captures and parameters a caller passes as primals, among them
+//! the data a closure an operator differentiates captures (`ahead/lift.rs`: the
+//! operator differentiates in its argument only) — ht's model data, passed down
+//! through `errors`, `vertex_positions` and `matmul` unlifted.
 //!
 //! The rewrite that exposes it ([`rewrite_extrema`]): `minimum(map(f, xs))` is
 //! `f(xs[i])` at the first index `i` attaining the minimum (`minimum` follows the first
@@ -31,6 +35,7 @@
 //! can be lifted, called on lifted arguments — [`wraps`]); and its right-hand side
 //! holds no operator or tape primitive, there or in any code it reaches.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use fluxion_core::{Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Type, TypeMap, VarId};
@@ -159,68 +164,222 @@ pub(crate) fn primal_only(
     map: TypeMap,
     seeds: &HashSet<VarId>,
 ) -> HashSet<VarId> {
-    let mut rhs_of: HashMap<VarId, &Rhs> = HashMap::new();
-    let mut uses: HashMap<VarId, Vec<Use>> = HashMap::new();
-    let mut inside: HashMap<VarId, Vec<VarId>> = HashMap::new();
-    collect(body, &mut Vec::new(), &mut rhs_of, &mut uses, &mut inside);
-    let mut clean = HashMap::new();
-    let mut set: HashSet<VarId> = rhs_of
-        .iter()
-        .filter(|(v, rhs)| {
-            let ty = m.var_ty(**v);
-            !m.is_fixed(ty, map)
-                && (!matches!(ty, Type::Fn(..)) || matches!(rhs, Rhs::Closure(..)))
-                && operator_free(m, rhs, &mut clean)
-        })
-        .map(|(v, _)| *v)
-        .collect();
-    let free: HashMap<VarId, Vec<VarId>> =
-        set.iter().map(|v| (*v, free_vars_of(rhs_of[v]))).collect();
-    let mut readers: HashMap<VarId, Vec<VarId>> = HashMap::new();
-    for (v, xs) in &free {
-        for x in xs {
-            readers.entry(*x).or_default().push(*v);
-        }
+    Analysis::of(m, body, map, seeds, &Memo::default()).set
+}
+
+/// An input of a code: a capture or a parameter, by position.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Input {
+    Capture(usize),
+    Param(usize),
+}
+
+/// Verdicts of [`stays_primal`] per code and input; `None` while one is being decided
+/// (a recursive call meeting it: not kept).
+#[derive(Default)]
+pub(crate) struct Memo(RefCell<HashMap<(CodeId, Input), Option<bool>>>);
+
+/// Whether `code`'s translation by `map` can take input `input` as a primal — it
+/// made from no input, its every use served on primals (read for its primal, by a
+/// primal-only binding, or lifting cheaply) — so that a caller passing an unvaried
+/// value there passes it unlifted, and the translation is specialised to it
+/// (`structural.rs`'s `PrimalInputs`). For data of a type [`liftable`] takes (a real
+/// always: it is lifted where it is read).
+pub(crate) fn stays_primal(
+    m: &Module,
+    map: TypeMap,
+    code: CodeId,
+    input: Input,
+    memo: &Memo,
+) -> bool {
+    if let Some(known) = memo.0.borrow().get(&(code, input)) {
+        return known.unwrap_or(false);
     }
-    let unvaried = unvaried(m, map, &set, &free, &readers, seeds);
-    let keeps = |v: &VarId, set: &HashSet<VarId>| {
-        let used_well = uses.get(v).is_none_or(|us| {
+    let c = m.code(code);
+    let var = match input {
+        Input::Capture(i) => c.captures.get(i),
+        Input::Param(i) => c.params.get(i),
+    };
+    let Some(&var) = var else { return false };
+    let ty = m.var_ty(var);
+    if *ty == Type::Real {
+        // Lifted where it is read (the element of an array a `map` walks).
+        return true;
+    }
+    if m.is_fixed(ty, map) || !liftable(m, ty, map) {
+        return false;
+    }
+    memo.0.borrow_mut().insert((code, input), None);
+    let seeds = HashSet::from([var]);
+    let analysis = Analysis::of(m, &c.body, map, &seeds, memo);
+    let verdict = analysis.used_well(m, var, &analysis.set, memo);
+    memo.0.borrow_mut().insert((code, input), Some(verdict));
+    verdict
+}
+
+/// One code body's activity analysis: the primal-only set, and what it was computed
+/// from (to ask of an input afterwards whether its uses are served).
+struct Analysis<'a> {
+    set: HashSet<VarId>,
+    unvaried: HashSet<VarId>,
+    rhs_of: HashMap<VarId, &'a Rhs>,
+    uses: HashMap<VarId, Vec<Use>>,
+    map: TypeMap,
+}
+
+impl<'a> Analysis<'a> {
+    fn of(
+        m: &Module,
+        body: &'a Body,
+        map: TypeMap,
+        seeds: &HashSet<VarId>,
+        memo: &Memo,
+    ) -> Analysis<'a> {
+        let mut rhs_of: HashMap<VarId, &Rhs> = HashMap::new();
+        let mut uses: HashMap<VarId, Vec<Use>> = HashMap::new();
+        let mut inside: HashMap<VarId, Vec<VarId>> = HashMap::new();
+        collect(body, &mut Vec::new(), &mut rhs_of, &mut uses, &mut inside);
+        let mut clean = HashMap::new();
+        let mut set: HashSet<VarId> = rhs_of
+            .iter()
+            .filter(|(v, rhs)| {
+                let ty = m.var_ty(**v);
+                !m.is_fixed(ty, map)
+                    && (!matches!(ty, Type::Fn(..)) || matches!(rhs, Rhs::Closure(..)))
+                    && operator_free(m, rhs, &mut clean)
+            })
+            .map(|(v, _)| *v)
+            .collect();
+        let free: HashMap<VarId, Vec<VarId>> =
+            set.iter().map(|v| (*v, free_vars_of(rhs_of[v]))).collect();
+        let mut readers: HashMap<VarId, Vec<VarId>> = HashMap::new();
+        for (v, xs) in &free {
+            for x in xs {
+                readers.entry(*x).or_default().push(*v);
+            }
+        }
+        // Seeds are unvaried too (their uses are asked about by `stays_primal`).
+        let mut unvaried = unvaried(m, map, &set, &free, &readers, seeds);
+        unvaried.extend(seeds);
+        let mut analysis = Analysis {
+            set: HashSet::new(),
+            unvaried,
+            rhs_of,
+            uses,
+            map,
+        };
+        let keeps = |v: &VarId, set: &HashSet<VarId>, a: &Analysis| {
+            a.used_well(m, *v, set, memo)
+                && free[v].iter().all(|x| {
+                    set.contains(x) || seeds.contains(x) || {
+                        let t = m.var_ty(*x);
+                        m.is_fixed(t, map) || !m.can_hold_fn(t) || wraps(m, t, map)
+                    }
+                })
+        };
+        // A worklist: a variable leaving changes the verdict of what it reads (their
+        // uses by it), of what reads it (their primals) and of what is bound in its
+        // branches (their uses under it).
+        let mut queue: Vec<VarId> = set.iter().copied().collect();
+        let mut queued: HashSet<VarId> = set.clone();
+        while let Some(v) = queue.pop() {
+            queued.remove(&v);
+            if !set.contains(&v) || keeps(&v, &set, &analysis) {
+                continue;
+            }
+            set.remove(&v);
+            let affected = free[&v]
+                .iter()
+                .chain(readers.get(&v).into_iter().flatten())
+                .chain(inside.get(&v).into_iter().flatten());
+            for w in affected {
+                if set.contains(w) && queued.insert(*w) {
+                    queue.push(*w);
+                }
+            }
+        }
+        analysis.set = set;
+        analysis
+    }
+
+    /// Whether every use of `v` is served with `set` primal-only: read for its primal,
+    /// under a primal-only binding, or (`v` unvaried) lifting cheaply.
+    fn used_well(&self, m: &Module, v: VarId, set: &HashSet<VarId>, memo: &Memo) -> bool {
+        self.uses.get(&v).is_none_or(|us| {
             us.iter().all(|u| {
                 u.primal
                     || u.chain.iter().any(|c| set.contains(c))
-                    || (unvaried.contains(v) && lifts_cheaply(m, *v, u, &rhs_of, &uses))
+                    || (self.unvaried.contains(&v) && self.lifts_cheaply(m, v, u, memo))
             })
-        });
-        used_well
-            && free[v].iter().all(|x| {
-                set.contains(x) || seeds.contains(x) || {
-                    let t = m.var_ty(*x);
-                    m.is_fixed(t, map) || !m.can_hold_fn(t) || wraps(m, t, map)
-                }
-            })
-    };
-    // A worklist: a variable leaving changes the verdict of what it reads (their uses
-    // by it), of what reads it (their primals) and of what is bound in its branches
-    // (their uses under it).
-    let mut queue: Vec<VarId> = set.iter().copied().collect();
-    let mut queued: HashSet<VarId> = set.clone();
-    while let Some(v) = queue.pop() {
-        queued.remove(&v);
-        if !set.contains(&v) || keeps(&v, &set) {
-            continue;
+        })
+    }
+
+    /// The code of `f` where it is a lambda made in this code and used once (by the
+    /// loop asking).
+    fn loop_lambda(&self, m: &Module, f: &Atom) -> Option<CodeId> {
+        let Atom::Var(fv) = f else { return None };
+        let Some(Rhs::Closure(code, _)) = self.rhs_of.get(fv) else {
+            return None;
+        };
+        let single = self.uses.get(fv).is_some_and(|us| us.len() == 1);
+        (single && m.code(*code).kind == fluxion_core::CodeKind::Lambda).then_some(*code)
+    }
+
+    /// Whether use `u` of unvaried `v` by a translated binding is cheap to serve: a
+    /// real is lifted where it is read (a constant, as a literal is); other data may be
+    /// captured by a lambda made for a loop or a call (never an operator's function,
+    /// whose translation takes translated captures), passed to a function, or walked
+    /// by a `map` of a lambda made for it, whose translation then takes it (or its
+    /// elements) as a primal where it [`stays_primal`] there (an array of reals a
+    /// lambda only indexes and takes the length of always does).
+    fn lifts_cheaply(&self, m: &Module, v: VarId, u: &Use, memo: &Memo) -> bool {
+        let ty = m.var_ty(v);
+        if *ty == Type::Real {
+            return true;
         }
-        set.remove(&v);
-        let affected = free[&v]
-            .iter()
-            .chain(readers.get(&v).into_iter().flatten())
-            .chain(inside.get(&v).into_iter().flatten());
-        for w in affected {
-            if set.contains(w) && queued.insert(*w) {
-                queue.push(*w);
+        let Some(w) = u.chain.first() else {
+            return false;
+        };
+        let positions = |args: &[Atom]| -> Vec<usize> {
+            (args.iter().enumerate())
+                .filter(|(_, a)| **a == Atom::Var(v))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        match self.rhs_of.get(w) {
+            Some(Rhs::Closure(code, args)) => {
+                let c = m.code(*code);
+                let indexed_reals = *ty == Type::array(Type::Real);
+                c.kind == fluxion_core::CodeKind::Lambda
+                    && positions(args).into_iter().all(|i| {
+                        (indexed_reals && only_indexed(&c.body, c.captures[i]))
+                            || stays_primal(m, self.map, *code, Input::Capture(i), memo)
+                    })
+                    && self.uses.get(w).is_some_and(|us| {
+                        us.iter().all(|u| {
+                            u.chain
+                                .first()
+                                .and_then(|r| self.rhs_of.get(r))
+                                .is_some_and(|rhs| applies_only(rhs, *w))
+                        })
+                    })
             }
+            Some(Rhs::CallDirect(code, args)) => positions(args)
+                .into_iter()
+                .all(|i| stays_primal(m, self.map, *code, Input::Param(i), memo)),
+            // The array a `map` or `map2` walks, its function a lambda made here for it
+            // alone, which then takes the elements as primals.
+            Some(Rhs::Prim(Prim::Map | Prim::Map2, args)) => {
+                let Some(code) = self.loop_lambda(m, &args[0]) else {
+                    return false;
+                };
+                positions(args)
+                    .into_iter()
+                    .all(|i| i > 0 && stays_primal(m, self.map, code, Input::Param(i - 1), memo))
+            }
+            _ => false,
         }
     }
-    set
 }
 
 /// The varied half of activity analysis: the candidates computed from `seeds`
@@ -254,47 +413,6 @@ fn unvaried(
         );
     }
     set
-}
-
-/// Whether use `u` of unvaried `v` by a translated binding is cheap to serve: a real
-/// is lifted where it is read (a constant, as a literal is); an array of reals may be
-/// captured by a lambda that only indexes it and takes its length, made for a loop or
-/// a call (never an operator's function, whose translation takes translated
-/// captures), which is then translated with the capture as a primal.
-fn lifts_cheaply(
-    m: &Module,
-    v: VarId,
-    u: &Use,
-    rhs_of: &HashMap<VarId, &Rhs>,
-    uses: &HashMap<VarId, Vec<Use>>,
-) -> bool {
-    match m.var_ty(v) {
-        Type::Real => true,
-        Type::Array(t) if **t == Type::Real => {
-            let Some(w) = u.chain.first() else {
-                return false;
-            };
-            let Some(Rhs::Closure(code, args)) = rhs_of.get(w) else {
-                return false;
-            };
-            let code = m.code(*code);
-            code.kind == fluxion_core::CodeKind::Lambda
-                && args
-                    .iter()
-                    .zip(&code.captures)
-                    .filter(|(a, _)| **a == Atom::Var(v))
-                    .all(|(_, c)| only_indexed(&code.body, *c))
-                && uses.get(w).is_some_and(|us| {
-                    us.iter().all(|u| {
-                        u.chain
-                            .first()
-                            .and_then(|r| rhs_of.get(r))
-                            .is_some_and(|rhs| applies_only(rhs, *w))
-                    })
-                })
-        }
-        _ => false,
-    }
 }
 
 /// Whether `c` occurs in `body` (branches included; a lambda capturing it counts)

@@ -28,6 +28,10 @@ impl Layer for Forward {
         b.tuple("c", vec![r, real(0.0)])
     }
 
+    fn constant_parts(&self, r: Atom) -> Option<(Atom, Atom)> {
+        Some((r, real(0.0)))
+    }
+
     fn real_function(
         &self,
         b: &mut Builder,

@@ -91,6 +91,34 @@ pub fn translate_code(
     }
 }
 
+/// [`translate_code`] of a forward layer (forward, Taylor) with the captures at
+/// positions `primal` passed as primals, where `code`'s analysis keeps them so
+/// (`activity::stays_primal`): the translated code and the positions taken.
+pub(crate) fn translate_code_primal_captures(
+    m: &mut fluxion_core::Module,
+    code: fluxion_core::CodeId,
+    map: fluxion_core::TypeMap,
+    candidates: &[usize],
+) -> Result<(fluxion_core::CodeId, Vec<usize>), AdError> {
+    use fluxion_core::TypeMap;
+    let memo = activity::Memo::default();
+    let captures: Vec<usize> = (candidates.iter().copied())
+        .filter(|i| activity::stays_primal(m, map, code, activity::Input::Capture(*i), &memo))
+        .collect();
+    let primal = structural::PrimalInputs {
+        captures,
+        params: Vec::new(),
+    };
+    let t = match map {
+        TypeMap::Fwd => structural::translate_code_with(m, code, &forward::Forward, None, &primal)?,
+        TypeMap::Taylor(jet) => {
+            structural::translate_code_with(m, code, &taylor::Taylor(jet), None, &primal)?
+        }
+        _ => return Ok((translate_code(m, code, map)?, Vec::new())),
+    };
+    Ok((t, primal.captures))
+}
+
 /// A program the transformation cannot handle (reported as a runtime error where the
 /// operator was applied, or at the span given).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -23,6 +23,7 @@ use fluxion_core::{
 };
 
 use crate::AdError;
+use crate::activity::Input;
 use crate::builder::{Builder, real};
 use crate::calculus::{self, RealRule};
 use crate::helpers::var_of;
@@ -36,6 +37,12 @@ pub(crate) trait Layer {
 
     /// The real `r` (a primal atom) as a translated constant.
     fn constant(&self, b: &mut Builder, r: Atom) -> Atom;
+
+    /// The pieces [`Parts`] splits a constant of `r` into, where the layer's real
+    /// functions split their arguments so (a zero tangent they then leave out).
+    fn constant_parts(&self, _r: Atom) -> Option<(Atom, Atom)> {
+        None
+    }
 
     /// `p(args)` for a real primitive; `args` are translated reals, real literals (not
     /// translated: their perturbation is zero) or `Int`s (passed through). `parts` caches the pieces of translated reals per open block.
@@ -199,19 +206,61 @@ pub(crate) fn translate_code<L: Layer>(
     layer: &L,
     captures: Captures,
 ) -> Result<CodeId, AdError> {
-    translate_code_with(m, code, layer, captures, &HashSet::new())
+    translate_code_with(m, code, layer, captures, &PrimalInputs::default())
 }
 
-/// [`translate_code`], inline, with the captures at positions `primal` passed as
-/// primals (unvaried arrays the lambda only indexes: `activity.rs`).
-fn translate_code_with<L: Layer>(
+/// The inputs of a code its translation takes as primals, by position: unvaried data
+/// whose every use there is served on primals (`activity::stays_primal`). The
+/// translation is specialised to them — memoised under its own key — and keeps their
+/// types.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PrimalInputs {
+    pub(crate) captures: Vec<usize>,
+    pub(crate) params: Vec<usize>,
+}
+
+impl PrimalInputs {
+    fn holds(&self, input: Input) -> bool {
+        match input {
+            Input::Capture(i) => self.captures.contains(&i),
+            Input::Param(i) => self.params.contains(&i),
+        }
+    }
+
+    /// The translated code's name's suffix (`_on_c0_p2`: capture 0 and parameter 2
+    /// taken as primals): a printed program names each specialisation apart.
+    fn name_suffix(&self) -> String {
+        if self.captures.is_empty() && self.params.is_empty() {
+            return String::new();
+        }
+        let part = |tag: &str, xs: &[usize]| -> String {
+            xs.iter().map(|i| format!("_{tag}{i}")).collect()
+        };
+        format!(
+            "_on{}{}",
+            part("c", &self.captures),
+            part("p", &self.params)
+        )
+    }
+
+    /// The memo key's suffix: nothing for a translation of every input.
+    fn key(&self) -> String {
+        if self.captures.is_empty() && self.params.is_empty() {
+            return String::new();
+        }
+        format!("@c{:?}p{:?}", self.captures, self.params)
+    }
+}
+
+/// [`translate_code`] with the inputs `primal` passed as primals.
+pub(crate) fn translate_code_with<L: Layer>(
     m: &mut Module,
     code: CodeId,
     layer: &L,
     captures: Captures,
-    primal: &HashSet<usize>,
+    primal: &PrimalInputs,
 ) -> Result<CodeId, AdError> {
-    let key = translation_key(layer.map(), code);
+    let key = translation_key(layer.map(), code) + &primal.key();
     if captures.is_none()
         && let Some(id) = m.derived_codes.get(&key)
     {
@@ -237,15 +286,21 @@ fn translate_code_with<L: Layer>(
             ),
         ));
     }
-    let seeds: HashSet<VarId> = primal
-        .iter()
+    let seeds: HashSet<VarId> = (primal.captures.iter())
         .filter_map(|i| original.captures.get(*i).copied())
+        .chain((primal.params.iter()).filter_map(|i| original.params.get(*i).copied()))
         .collect();
     let mut primal_only = crate::activity::primal_only(m, &source, layer.map(), &seeds);
     primal_only.extend(seeds);
+    let loop_params = loop_params(&source, &primal_only);
     let mut b = Builder::new(m, original.span);
     let id = b.reserve_code(
-        &format!("{}_{}", original.name, layer_name(layer.map())),
+        &format!(
+            "{}_{}{}",
+            original.name,
+            layer_name(layer.map()),
+            primal.name_suffix()
+        ),
         original.kind,
     );
     if captures.is_none() {
@@ -266,20 +321,22 @@ fn translate_code_with<L: Layer>(
             HashSet::new()
         },
         primal_only,
+        loop_params,
         primals: Vec::new(),
+        lifted: Vec::new(),
     };
     let mut new_captures = Vec::new();
     for (i, c) in original.captures.iter().enumerate() {
         let v = match &captures {
             Some(cs) => cs[i],
-            None => t.fresh_like(&mut b, *c),
+            None => t.fresh_input(&mut b, *c, primal.holds(Input::Capture(i))),
         };
         t.env.insert(*c, Atom::Var(v));
         new_captures.push(v);
     }
     let mut params = Vec::new();
-    for p in &original.params {
-        let v = t.fresh_like(&mut b, *p);
+    for (i, p) in original.params.iter().enumerate() {
+        let v = t.fresh_input(&mut b, *p, primal.holds(Input::Param(i)));
         t.env.insert(*p, Atom::Var(v));
         params.push(v);
     }
@@ -302,14 +359,31 @@ struct Translate<'l, L: Layer> {
     /// Original variables computed on primals (`activity.rs`): their `env` entry is a
     /// primal value, not a translated one.
     primal_only: HashSet<VarId>,
+    /// Lambdas a `map` or `map2` applies to primal-only arrays → the parameters they
+    /// take as primals (see [`loop_params`]).
+    loop_params: HashMap<VarId, Vec<usize>>,
     /// The primals taken of translated variables, one map per open block.
     primals: Vec<HashMap<VarId, Atom>>,
+    /// Primal-only data lifted where a translated binding reads it, one map per open
+    /// block (an input passed as a primal whose use the caller's analysis did not
+    /// foresee: never the case where both analyses agree, as they should).
+    lifted: Vec<HashMap<VarId, Atom>>,
 }
 
 impl<L: Layer> Translate<'_, L> {
     /// A fresh variable standing for original variable `v`, of the translated type.
     fn fresh_like(&self, b: &mut Builder, v: VarId) -> VarId {
         let ty = b.m.map_type(&b.m.var_ty(v).clone(), self.layer.map());
+        let hint = b.m.var(v).name.clone();
+        b.fresh(&hint, ty)
+    }
+
+    /// A fresh variable for input `v`: of its own type where it is passed as a primal.
+    fn fresh_input(&self, b: &mut Builder, v: VarId, primal: bool) -> VarId {
+        if !primal {
+            return self.fresh_like(b, v);
+        }
+        let ty = b.m.var_ty(v).clone();
         let hint = b.m.var(v).name.clone();
         b.fresh(&hint, ty)
     }
@@ -332,7 +406,9 @@ impl<L: Layer> Translate<'_, L> {
     fn nested(&mut self, b: &mut Builder, body: &Body) -> Result<Body, AdError> {
         self.parts.blocks.push(HashMap::new());
         self.primals.push(HashMap::new());
+        self.lifted.push(HashMap::new());
         let out = b.try_block(|b| self.body_into(b, body));
+        self.lifted.pop();
         self.primals.pop();
         self.parts.blocks.pop();
         out
@@ -419,7 +495,22 @@ impl<L: Layer> Translate<'_, L> {
         match a {
             Atom::Var(v) if self.primal_only.contains(v) && *b.m.var_ty(*v) == Type::Real => {
                 let r = self.env[v];
-                self.layer.constant(b, r)
+                let c = self.layer.constant(b, r);
+                if let Some(parts) = self.layer.constant_parts(r) {
+                    self.parts.remember(c, parts);
+                }
+                c
+            }
+            Atom::Var(v) if self.primal_only.contains(v) => {
+                if let Some(l) = self.lifted.iter().rev().find_map(|m| m.get(v)) {
+                    return *l;
+                }
+                let ty = b.m.var_ty(*v).clone();
+                let l = lift_value(b, self.layer, &ty, self.env[v]);
+                if let Some(top) = self.lifted.last_mut() {
+                    top.insert(*v, l);
+                }
+                l
             }
             Atom::Var(v) => self.env[v],
             Atom::Lit(Lit::Real(r)) => self.layer.constant(b, real(*r)),
@@ -429,6 +520,28 @@ impl<L: Layer> Translate<'_, L> {
 
     fn atoms(&mut self, b: &mut Builder, atoms: &[Atom]) -> Vec<Atom> {
         atoms.iter().map(|a| self.atom(b, a)).collect()
+    }
+
+    /// The positions of `args` holding primal-only data other than reals (a real is
+    /// lifted where it is read): what a call or closure passes as primals.
+    fn primal_positions(&self, b: &Builder, args: &[Atom]) -> Vec<usize> {
+        (args.iter().enumerate())
+            .filter(|(_, a)| {
+                matches!(a, Atom::Var(v) if self.primal_only.contains(v)
+                    && *b.m.var_ty(*v) != Type::Real)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// `args` translated, those at `primal` positions as their primals.
+    fn inputs(&mut self, b: &mut Builder, args: &[Atom], primal: &[usize]) -> Vec<Atom> {
+        (args.iter().enumerate())
+            .map(|(i, a)| match a {
+                Atom::Var(v) if primal.contains(&i) => self.env[v],
+                _ => self.atom(b, a),
+            })
+            .collect()
     }
 
     fn rhs(&mut self, b: &mut Builder, rhs: &Rhs, var: VarId) -> Result<Atom, AdError> {
@@ -465,38 +578,36 @@ impl<L: Layer> Translate<'_, L> {
             }
             Rhs::Call(f, args) => Rhs::Call(self.atom(b, f), self.atoms(b, args)),
             Rhs::CallDirect(c, args) => {
-                let c = translate_code(b.m, *c, self.layer, None)?;
-                Rhs::CallDirect(c, self.atoms(b, args))
+                // Unvaried data is passed as a primal (`activity::stays_primal`).
+                let primal = PrimalInputs {
+                    params: self.primal_positions(b, args),
+                    captures: Vec::new(),
+                };
+                let c = translate_code_with(b.m, *c, self.layer, None, &primal)?;
+                Rhs::CallDirect(c, self.inputs(b, args, &primal.params))
             }
             Rhs::Closure(c, args) => {
                 self.closures.insert(var, (*c, args.clone()));
+                // Unvaried data is captured as a primal (`activity::stays_primal`).
+                let primal = PrimalInputs {
+                    captures: self.primal_positions(b, args),
+                    params: self.loop_params.get(&var).cloned().unwrap_or_default(),
+                };
                 // The translated lambda captures the translations of its captures, under
                 // their own variables (a literal is bound to one first).
-                let vars: Vec<VarId> = args
-                    .iter()
-                    .map(|a| {
-                        let t = self.atom(b, a);
-                        var_of(b, t)
-                    })
+                let vars: Vec<VarId> = (self.inputs(b, args, &primal.captures).into_iter())
+                    .map(|t| var_of(b, t))
                     .collect();
                 let vars = crate::helpers::distinct_vars(b, vars);
                 let args_out = vars.iter().map(|v| Atom::Var(*v)).collect();
-                // Unvaried arrays are captured as primals (`activity::lifts_cheaply`).
-                let primal: HashSet<usize> = args
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| {
-                        matches!(a, Atom::Var(v) if self.primal_only.contains(v)
-                            && *b.m.var_ty(*v) != Type::Real)
-                    })
-                    .map(|(i, _)| i)
-                    .collect();
                 // A top-level function used as a value is translated on its own, once.
                 let inline = (b.m.code(*c).kind == CodeKind::Lambda).then_some(vars);
-                Rhs::Closure(
-                    translate_code_with(b.m, *c, self.layer, inline, &primal)?,
-                    args_out,
-                )
+                let code = translate_code_with(b.m, *c, self.layer, inline, &primal)?;
+                // Its type the translated code's: parameters taken as primals keep
+                // theirs (a loop's lambda, `loop_params`).
+                let fty = b.m.code_ty(code);
+                b.span = span;
+                return Ok(b.emit(&hint, Rhs::Closure(code, args_out), fty));
             }
             Rhs::If(c, t, e) => {
                 let c = self.atom(b, c);
@@ -671,6 +782,19 @@ impl<L: Layer> Translate<'_, L> {
                 let targs = self.atoms(b, args);
                 let f = self.reversed_fn(b, p, &args[0])?;
                 return reverse_vjp(self.layer, b, p, f, &targs, &lty, hint);
+            }
+            // A loop over primal-only arrays: its lambda takes their elements as primals
+            // (`loop_params`); a length is taken of the primal.
+            Map | Map2 | Length => {
+                let primal = match (p, args[0]) {
+                    (Length, _) => self.primal_positions(b, args),
+                    (_, Atom::Var(f)) => (self.loop_params.get(&f).into_iter().flatten())
+                        .map(|i| i + 1)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let args = self.inputs(b, args, &primal);
+                b.emit(hint, Rhs::Prim(p, args), lty)
             }
             _ => {
                 let args = self.atoms(b, args);
@@ -854,6 +978,62 @@ pub(crate) fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Ato
         }
         _ => unreachable!("activity.rs lifts only reals, tuples and arrays of them"),
     }
+}
+
+/// The lambdas of `body` (branches included, not those of bindings computed on
+/// primals) that a translated `map` or `map2` applies to primal-only arrays, each with
+/// the positions of its parameters taking those arrays' elements. `activity.rs` made
+/// such an array primal-only only where the lambda is made in this code for that loop
+/// alone (one use) and keeps the parameter primal; a lambda used more than once, or
+/// not made here, is left out here too (its one translation serves every use).
+fn loop_params(body: &Body, primal_only: &HashSet<VarId>) -> HashMap<VarId, Vec<usize>> {
+    fn walk(
+        body: &Body,
+        primal_only: &HashSet<VarId>,
+        (uses, lambdas): (&HashMap<VarId, usize>, &HashSet<VarId>),
+        out: &mut HashMap<VarId, Vec<usize>>,
+    ) {
+        for binding in &body.bindings {
+            if primal_only.contains(&binding.var) {
+                continue;
+            }
+            match &binding.rhs {
+                Rhs::Prim(Prim::Map | Prim::Map2, args) => {
+                    let Atom::Var(f) = args[0] else { continue };
+                    let params: Vec<usize> = (args.iter().enumerate().skip(1))
+                        .filter(|(_, a)| matches!(a, Atom::Var(v) if primal_only.contains(v)))
+                        .map(|(i, _)| i - 1)
+                        .collect();
+                    if !params.is_empty() && uses.get(&f) == Some(&1) && lambdas.contains(&f) {
+                        out.insert(f, params);
+                    }
+                }
+                Rhs::If(_, t, e) => {
+                    walk(t, primal_only, (uses, lambdas), out);
+                    walk(e, primal_only, (uses, lambdas), out);
+                }
+                Rhs::Match(_, arms, default) => {
+                    for arm in arms {
+                        walk(&arm.body, primal_only, (uses, lambdas), out);
+                    }
+                    if let Some(d) = default {
+                        walk(d, primal_only, (uses, lambdas), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let uses = fluxion_opt::count_uses(body);
+    let mut lambdas = HashSet::new();
+    fluxion_core::visit::for_each_binding(body, &mut |b| {
+        if matches!(b.rhs, Rhs::Closure(..)) {
+            lambdas.insert(b.var);
+        }
+    });
+    let mut out = HashMap::new();
+    walk(body, primal_only, (&uses, &lambdas), &mut out);
+    out
 }
 
 /// Whether `p(args)` of type `ty` is a real primitive on reals: what the layer's

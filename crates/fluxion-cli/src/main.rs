@@ -66,7 +66,8 @@ enum Command {
         /// (reverse CHAD), chad-fwd (forward CHAD), delta (reverse mode by deltas),
         /// taylor (Taylor mode of order 2; taylorK for order K), jet (jets of 2
         /// directions of order 2; jetKxR for K directions of order R), deps (the dependency
-        /// sets of `sparsity`), c (the C the native
+        /// sets of `sparsity`), resolved (the program with its operators made into
+        /// derivative code ahead of time, as both backends run it), c (the C the native
         /// backend compiles, of `main` or --entry).
         #[arg(long, default_value = "core")]
         stage: String,

@@ -473,6 +473,25 @@ impl Program {
                     &roots,
                 ))
             }
+            "resolved" => {
+                // What both backends run: the operators made into derivative code ahead
+                // of time (`resolve`), optimised, as `run` runs.
+                let mut program = self.optimised_copy(mode)?;
+                let roots = self.roots(&program.module, entry)?;
+                fluxion_ad::ahead::resolve_operators(
+                    &mut program.module,
+                    &roots,
+                    OptLevel::On,
+                    FwdMode::default(),
+                );
+                let mut report = OptReport::default();
+                let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
+                check_core(&program.module, stage).map_err(|d| d.message)?;
+                Ok(fluxion_core::print::print_reachable(
+                    &program.module,
+                    &roots,
+                ))
+            }
             "c" => {
                 // What `run --backend native` compiles: optimised, as `run` runs.
                 let mut program = self.optimised_copy(mode)?;
@@ -703,6 +722,7 @@ pub const STAGES: &[&str] = &[
     "taylor",
     "jet",
     "deps",
+    "resolved",
     "c",
 ];
 

@@ -240,3 +240,162 @@ fn values_computed_from_no_input_stay_primals() {
         "{delta}"
     );
 }
+
+/// The data a differentiated closure captures is not differentiated: the forward
+/// layers take it unlifted (`ahead/lift.rs`), and a function it is passed to, a loop
+/// lambda capturing it and a `map2` walking it are translated specialised to it
+/// (`activity::stays_primal`) — GradBench ht's model data. `glue` returns its first
+/// argument inside its result, so that argument cannot stay primal there: lifted, as
+/// before. The oracle, by hand: y_v = Σ_b w_vb·sin(θ_{b mod n})·(base_b·p_v), so
+/// ∂y_v/∂θ_j = Σ_{b ≡ j} w_vb·cos(θ_j)·(base_b·p_v), and the Hessian of Σ_v y_v is
+/// diagonal, −Σ_v Σ_{b ≡ j} w_vb·sin(θ_j)·(base_b·p_v).
+const SKIN: &str = "
+fn bones(theta: [Real], base: [[Real]]) -> [[Real]] {
+    let n = length(theta);
+    build(length(base), |b| map(|x| x * sin(theta[b % n]), base[b]))
+}
+fn skin(ts: [[Real]], w: [[Real]], p: [[Real]]) -> [Real] {
+    map2(|pv, wv| sumbuild(length(ts), |b| {
+        if wv[b] == 0.0 { 0.0 } else { wv[b] * dot(ts[b], pv) }
+    }), p, w)
+}
+fn model(theta: [Real], base: [[Real]], w: [[Real]], p: [[Real]]) -> [Real] {
+    skin(bones(theta, base), w, p)
+}
+fn total(theta: [Real], base: [[Real]], w: [[Real]], p: [[Real]]) -> Real {
+    sum(model(theta, base, w, p))
+}
+fn glue(a: [Real], b: [Real]) -> [Real] { concat(a, b) }
+fn cols(theta: [Real], base: [[Real]], w: [[Real]], p: [[Real]]) -> [[Real]] {
+    let f = |th: [Real]| model(th, base, w, p);
+    let n = length(theta);
+    build(n, |c| jvp(f, theta, build(n, |j| if j == c { 1.0 } else { 0.0 })).1)
+}";
+
+#[test]
+fn data_a_differentiated_closure_captures_stays_primal() {
+    let theta: [f64; 3] = [0.4, -1.1, 0.7];
+    let base: Vec<Vec<f64>> = (0..5)
+        .map(|b| {
+            (0..4)
+                .map(|k| (0.9 * b as f64 + 0.4 * k as f64).cos())
+                .collect()
+        })
+        .collect();
+    let p: Vec<Vec<f64>> = (0..6)
+        .map(|v| {
+            (0..4)
+                .map(|k| (1.3 * v as f64 - 0.7 * k as f64).sin())
+                .collect()
+        })
+        .collect();
+    // A vertex follows two or three bones; the rest weigh 0 (skipped).
+    let w: Vec<Vec<f64>> = (0..6)
+        .map(|v| {
+            (0..5)
+                .map(|b| {
+                    if (v + b) % 5 < 3 {
+                        0.2 + 0.1 * ((v * 5 + b) % 7) as f64
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let n = theta.len();
+    let bp = |b: usize, v: usize| -> f64 { (0..4).map(|k| base[b][k] * p[v][k]).sum() };
+    let mut cols = vec![vec![0.0; p.len()]; n];
+    let mut hess_diag = vec![0.0; n];
+    for (j, col) in cols.iter_mut().enumerate() {
+        for (v, y) in col.iter_mut().enumerate() {
+            for b in (0..base.len()).filter(|b| b % n == j) {
+                *y += w[v][b] * theta[j].cos() * bp(b, v);
+                hess_diag[j] -= w[v][b] * theta[j].sin() * bp(b, v);
+            }
+        }
+    }
+    let (th, bs, ws, ps) = (
+        format!("{theta:?}"),
+        literal(&base),
+        literal(&w),
+        literal(&p),
+    );
+    let glue_dir = "[0.5, 1.0, -2.0]";
+    let expr = format!(
+        "(cols({th}, {bs}, {ws}, {ps}), \
+          hessian(|t: [Real]| total(t, {bs}, {ws}, {ps}), {th}), \
+          jvp(|t: [Real]| glue({ps}[0], map(|x| x * x, t)), {th}, {glue_dir}).1)"
+    );
+    let want_cols: Vec<f64> = cols.concat();
+    let mut want_hessian = vec![0.0; n * n];
+    for j in 0..n {
+        want_hessian[j * n + j] = hess_diag[j];
+    }
+    let dir = [0.5, 1.0, -2.0];
+    let mut want_glue = vec![0.0; 4];
+    want_glue.extend((0..n).map(|j| 2.0 * theta[j] * dir[j]));
+    for (at, got) in in_every_mode(SKIN, &expr) {
+        let (got_cols, rest) = got.split_at(n * p.len());
+        let (got_hessian, got_glue) = rest.split_at(n * n);
+        close(&format!("jvp columns ({at})"), got_cols, &want_cols);
+        close(&format!("hessian ({at})"), got_hessian, &want_hessian);
+        close(&format!("jvp through glue ({at})"), got_glue, &want_glue);
+    }
+    // The code both backends run: the captures passed unlifted, `model` (called at two
+    // sites: not inlined) translated specialised to its data — the reals of theta
+    // alone are pairs; `bones` and `skin`, inlined into it, map over the data's rows
+    // with lambdas taking them as primals.
+    let program =
+        fluxion_driver::compile("skin.flx", SKIN).unwrap_or_else(|f| panic!("{}", f.render()));
+    let resolved = program
+        .show_optimized(
+            "resolved",
+            Some("cols"),
+            AdMode::Delta,
+            fluxion_driver::OptLevel::On,
+        )
+        .expect("shows");
+    assert!(!resolved.contains("lift_capture"), "{resolved}");
+    let signature = |name: &str| -> Vec<String> {
+        let line = (resolved.lines())
+            .find(|l| l.starts_with(&format!("fn {name}(")))
+            .unwrap_or_else(|| panic!("no {name} in {resolved}"));
+        let params = &line[line.find('(').unwrap() + 1..line.rfind(") ->").unwrap()];
+        // Split at the commas outside brackets: `x_1: [(Real, Real)], y_2: [[Real]]`.
+        let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
+        for (i, ch) in params.char_indices() {
+            match ch {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(params[start..i].trim().to_string());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(params[start..].trim().to_string());
+        out.iter()
+            .map(|p| {
+                p.split_once(": ")
+                    .map(|(_, t)| t.to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    assert!(
+        resolved.contains("%closure(cols_lambda1_fwd_on_c0_c1_c2, ["),
+        "{resolved}"
+    );
+    assert_eq!(
+        signature("model_fwd_on_p1_p2_p3"),
+        ["[(Real, Real)]", "[[Real]]", "[[Real]]", "[[Real]]"],
+        "{resolved}"
+    );
+    // `bones`' lambda over a row of `base`: a real in, a pair out.
+    assert!(
+        resolved.contains(": fn(Real) -> (Real, Real) = |x_"),
+        "{resolved}"
+    );
+}

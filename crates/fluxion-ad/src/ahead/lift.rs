@@ -14,7 +14,7 @@ use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type,
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, is_forward_layer,
     translate, translate_delta_original, translate_delta_resolved, translate_lifted,
-    translate_original, translated_at_run_time,
+    translate_original, translate_original_primal_captures, translated_at_run_time,
 };
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper};
@@ -99,7 +99,19 @@ impl Site<'_, '_> {
             .iter()
             .map(|x| self.m.var_ty(*x).clone())
             .collect();
-        let translated = if matches!(layer, TypeMap::Delta | TypeMap::Chad) {
+        // The forward layers take data captures unlifted where the code keeps them
+        // primal (the operator differentiates in its argument only: `activity.rs`).
+        let data: Vec<usize> = (capture_tys.iter().enumerate())
+            .filter(|(_, t)| !self.m.can_hold_fn(t) && !self.m.is_fixed(t, layer))
+            .map(|(i, _)| i)
+            .collect();
+        let mut primal = Vec::new();
+        let translated = if matches!(layer, TypeMap::Fwd | TypeMap::Taylor(_)) {
+            let (t, p) =
+                translate_original_primal_captures(self.m, self.table, code, layer, &data)?;
+            primal = p;
+            t
+        } else if matches!(layer, TypeMap::Delta | TypeMap::Chad) {
             if holds_operator(self.m, code, self.rewritten) {
                 if layer == TypeMap::Chad {
                     return None;
@@ -114,7 +126,11 @@ impl Site<'_, '_> {
         };
         let here = captures_here(self.m, self.scope, value, code, &captures, lifts, self.span);
         let mut lifted = Vec::new();
-        for ((c, here), t) in captures.iter().zip(here).zip(&capture_tys) {
+        for (i, ((c, here), t)) in captures.iter().zip(here).zip(&capture_tys).enumerate() {
+            if primal.contains(&i) {
+                lifted.push(here);
+                continue;
+            }
             let rhs = match (t, c) {
                 _ if !self.m.can_hold_fn(t) => self.lift_data(here, t, layer),
                 (Type::Fn(..), Atom::Var(cv)) => {

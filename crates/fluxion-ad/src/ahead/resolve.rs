@@ -1134,6 +1134,44 @@ pub(crate) fn translate_original(
     translated
 }
 
+/// [`translate`] with the captures at positions `candidates` passed as primals where
+/// the code keeps them so (`activity::stays_primal`): the translated code and the
+/// positions taken.
+fn translate_primal_captures(
+    m: &mut Module,
+    code: CodeId,
+    layer: TypeMap,
+    candidates: &[usize],
+) -> Option<(CodeId, Vec<usize>)> {
+    let codes_before = m.codes.len();
+    match crate::translate_code_primal_captures(m, code, layer, candidates) {
+        Ok(t) => Some(t),
+        Err(_) => {
+            undo_translations(m, codes_before);
+            None
+        }
+    }
+}
+
+/// [`translate_original`] with the captures at positions `candidates` passed as
+/// primals where the code as written keeps them so.
+pub(crate) fn translate_original_primal_captures(
+    m: &mut Module,
+    table: &mut Translations,
+    code: CodeId,
+    layer: TypeMap,
+    candidates: &[usize],
+) -> Option<(CodeId, Vec<usize>)> {
+    let before = m.codes.len();
+    m.swap_unresolved();
+    let translated = translate_primal_captures(m, code, layer, candidates);
+    m.swap_unresolved();
+    table
+        .pushed
+        .extend((before..m.codes.len()).map(|i| CodeId(i as u32)));
+    translated
+}
+
 /// [`translate`] with the bodies the resolution rewrote put back meanwhile.
 fn translate_as_written(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
     m.swap_unresolved();
