@@ -327,17 +327,19 @@ impl<'a> Analysis<'a> {
 
     /// Whether use `u` of unvaried `v` by a translated binding is cheap to serve: a
     /// real is lifted where it is read (a constant, as a literal is); other data may be
-    /// captured by a lambda made for a loop or a call (never an operator's function,
-    /// whose translation takes translated captures), passed to a function, or walked
-    /// by a `map` of a lambda made for it, whose translation then takes it (or its
-    /// elements) as a primal where it [`stays_primal`] there (an array of reals a
-    /// lambda only indexes and takes the length of always does).
+    /// captured by a lambda made for a loop, a call or an operator, passed to a
+    /// function or to a lambda made for that call alone (the extrema rewrite's
+    /// `again(xs[i])`), or walked by a `map` of a lambda made for it, whose translation
+    /// then takes it (or its elements) as a primal where it [`stays_primal`] there (an
+    /// array of reals a lambda only indexes and takes the length of always does).
     fn lifts_cheaply(&self, m: &Module, v: VarId, u: &Use, memo: &Memo) -> bool {
         let ty = m.var_ty(v);
         if *ty == Type::Real {
             return true;
         }
-        let Some(w) = u.chain.first() else {
+        // Only data is passed on as a primal (a function never: `lift_value` lifts
+        // none), and only where the reader takes it as an argument.
+        let Some(w) = u.chain.first().filter(|_| !m.can_hold_fn(ty)) else {
             return false;
         };
         let positions = |args: &[Atom]| -> Vec<usize> {
@@ -367,6 +369,16 @@ impl<'a> Analysis<'a> {
             Some(Rhs::CallDirect(code, args)) => positions(args)
                 .into_iter()
                 .all(|i| stays_primal(m, self.map, *code, Input::Param(i), memo)),
+            // The argument of a lambda made here for this call alone (the extrema
+            // rewrite's `again(xs[i])`), which then takes it as a primal.
+            Some(Rhs::Call(g, args)) => {
+                let Some(code) = self.loop_lambda(m, g).filter(|_| *g != Atom::Var(v)) else {
+                    return false;
+                };
+                positions(args)
+                    .into_iter()
+                    .all(|i| stays_primal(m, self.map, code, Input::Param(i), memo))
+            }
             // The array a `map` or `map2` walks, its function a lambda made here for it
             // alone, which then takes the elements as primals.
             Some(Rhs::Prim(Prim::Map | Prim::Map2, args)) => {
@@ -433,7 +445,10 @@ fn only_indexed(body: &Body, c: VarId) -> bool {
         })
 }
 
-/// Whether `rhs` reads closure `w` only as the function a loop or a call applies.
+/// Whether `rhs` reads closure `w` only as the function a loop or a call applies, or
+/// an operator differentiates (its translation is a translated function like any
+/// other: a capture taken as a primal is data that operator does not differentiate
+/// either — k-means' `dir`, a `jvp` of a `grad` of a closure capturing the points).
 fn applies_only(rhs: &Rhs, w: VarId) -> bool {
     let f = Atom::Var(w);
     let (callee, rest): (Option<&Atom>, Vec<&Atom>) = match rhs {
@@ -445,9 +460,19 @@ fn applies_only(rhs: &Rhs, w: VarId) -> bool {
                 .map(|(_, x)| x)
                 .collect(),
         ),
-        Rhs::Prim(Prim::Map | Prim::Map2 | Prim::Fold | Prim::Scan, a) if !a.is_empty() => {
-            (Some(&a[0]), a[1..].iter().collect())
-        }
+        Rhs::Prim(
+            Prim::Map
+            | Prim::Map2
+            | Prim::Fold
+            | Prim::Scan
+            | Prim::Jvp
+            | Prim::Taylor
+            | Prim::Jet
+            | Prim::DeltaVjp
+            | Prim::ChadVjp
+            | Prim::DeltaJacobian,
+            a,
+        ) if !a.is_empty() => (Some(&a[0]), a[1..].iter().collect()),
         Rhs::Call(g, a) => (Some(g), a.iter().collect()),
         _ => (None, Vec::new()),
     };

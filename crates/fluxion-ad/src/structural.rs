@@ -501,7 +501,7 @@ impl<L: Layer> Translate<'_, L> {
                 }
                 c
             }
-            Atom::Var(v) if self.primal_only.contains(v) => {
+            Atom::Var(v) if self.primal_only.contains(v) && !b.m.can_hold_fn(b.m.var_ty(*v)) => {
                 if let Some(l) = self.lifted.iter().rev().find_map(|m| m.get(v)) {
                     return *l;
                 }
@@ -576,7 +576,15 @@ impl<L: Layer> Translate<'_, L> {
                 };
                 Rhs::Ctor(translated, *tag, self.atoms(b, args))
             }
-            Rhs::Call(f, args) => Rhs::Call(self.atom(b, f), self.atoms(b, args)),
+            Rhs::Call(f, args) => {
+                // A lambda made for this call alone may take primal-only arguments as
+                // primals (`loop_params`).
+                let primal = match f {
+                    Atom::Var(g) => self.loop_params.get(g).cloned().unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                Rhs::Call(self.atom(b, f), self.inputs(b, args, &primal))
+            }
             Rhs::CallDirect(c, args) => {
                 // Unvaried data is passed as a primal (`activity::stays_primal`).
                 let primal = PrimalInputs {
@@ -603,9 +611,15 @@ impl<L: Layer> Translate<'_, L> {
                 // A top-level function used as a value is translated on its own, once.
                 let inline = (b.m.code(*c).kind == CodeKind::Lambda).then_some(vars);
                 let code = translate_code_with(b.m, *c, self.layer, inline, &primal)?;
-                // Its type the translated code's: parameters taken as primals keep
-                // theirs (a loop's lambda, `loop_params`).
-                let fty = b.m.code_ty(code);
+                // A loop's lambda taking parameters as primals (`loop_params`, an inline
+                // translation: finished here) has its code's type; any other the
+                // translated type (a function used as a value inside its own
+                // translation is not finished yet).
+                let fty = if primal.params.is_empty() {
+                    lty
+                } else {
+                    b.m.code_ty(code)
+                };
                 b.span = span;
                 return Ok(b.emit(&hint, Rhs::Closure(code, args_out), fty));
             }
@@ -981,8 +995,9 @@ pub(crate) fn lift_value<L: Layer>(b: &mut Builder, layer: &L, ty: &Type, v: Ato
 }
 
 /// The lambdas of `body` (branches included, not those of bindings computed on
-/// primals) that a translated `map` or `map2` applies to primal-only arrays, each with
-/// the positions of its parameters taking those arrays' elements. `activity.rs` made
+/// primals) that a translated `map` or `map2` applies to primal-only arrays, or a
+/// translated call to primal-only arguments, each with the positions of its
+/// parameters taking those (elements). `activity.rs` made
 /// such an array primal-only only where the lambda is made in this code for that loop
 /// alone (one use) and keeps the parameter primal; a lambda used more than once, or
 /// not made here, is left out here too (its one translation serves every use).
@@ -998,11 +1013,15 @@ fn loop_params(body: &Body, primal_only: &HashSet<VarId>) -> HashMap<VarId, Vec<
                 continue;
             }
             match &binding.rhs {
-                Rhs::Prim(Prim::Map | Prim::Map2, args) => {
-                    let Atom::Var(f) = args[0] else { continue };
-                    let params: Vec<usize> = (args.iter().enumerate().skip(1))
+                Rhs::Prim(Prim::Map | Prim::Map2, args) | Rhs::Call(_, args) => {
+                    let (f, inputs) = match &binding.rhs {
+                        Rhs::Call(f, _) => (*f, &args[..]),
+                        _ => (args[0], &args[1..]),
+                    };
+                    let Atom::Var(f) = f else { continue };
+                    let params: Vec<usize> = (inputs.iter().enumerate())
                         .filter(|(_, a)| matches!(a, Atom::Var(v) if primal_only.contains(v)))
-                        .map(|(i, _)| i - 1)
+                        .map(|(i, _)| i)
                         .collect();
                     if !params.is_empty() && uses.get(&f) == Some(&1) && lambdas.contains(&f) {
                         out.insert(f, params);

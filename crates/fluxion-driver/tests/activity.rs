@@ -399,3 +399,29 @@ fn data_a_differentiated_closure_captures_stays_primal() {
         "{resolved}"
     );
 }
+
+/// A function used as a value inside its own translation (`map(h, ...)` in `h`): the
+/// closure has the translated type before the translation is finished (a review
+/// found `fn() -> ...` there, which the verifier rejects in debug builds). By hand:
+/// h is affine near each point, the derivative the sum of the leaves' slopes.
+#[test]
+fn a_function_mapped_inside_itself_translates() {
+    const SRC: &str = "
+fn h(x: Real) -> Real {
+    if x > 8.0 { x } else { sum(map(h, [2.0 * x, x + 3.0])) }
+}";
+    fn by_hand(x: f64, slope: f64) -> (f64, f64) {
+        if x > 8.0 {
+            (x, slope)
+        } else {
+            let (a, da) = by_hand(2.0 * x, 2.0 * slope);
+            let (b, db) = by_hand(x + 3.0, slope);
+            (a + b, da + db)
+        }
+    }
+    let (_, d) = by_hand(1.0, 1.0);
+    let expr = "(diff(h, 1.0), grad(|v: [Real]| h(v[0]), [1.0]), jvp(h, 1.0, 1.0).1)";
+    for (at, got) in in_every_mode(SRC, expr) {
+        close(&format!("h' ({at})"), &got, &[d, d, d]);
+    }
+}
