@@ -620,6 +620,31 @@ fn fwd_chad_runs_jvp_by_forward_chad_and_show_prints_pushforwards() {
     assert!(text.contains("pushforward"), "{text}");
 }
 
+/// `show --stage resolved`: the program as both backends run it, its operators made
+/// into derivative code ahead of time (the delta translation of `f` and the tape's
+/// primitives by name).
+#[test]
+fn show_stage_resolved_prints_the_derivative_code_the_backends_run() {
+    let file = write_temp(
+        "resolved.flx",
+        "fn f(x: Real) -> Real { x * sin(x) }\nfn main() -> Real { grad(f, 3.0) }\n",
+    );
+    let out = run(&[
+        "show",
+        file.to_str().unwrap(),
+        "--stage",
+        "resolved",
+        "--entry",
+        "main",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("fn main("), "{text}");
+    assert!(text.contains("fn f_delta("), "{text}");
+    assert!(text.contains("%delta_grad("), "{text}");
+    assert!(!text.contains("grad(f,"), "{text}");
+}
+
 #[test]
 fn show_stage_chad_prints_values_with_backpropagators() {
     let file = write_temp(
