@@ -1126,12 +1126,7 @@ pub(crate) fn translate_original(
     code: CodeId,
     layer: TypeMap,
 ) -> Option<CodeId> {
-    let before = m.codes.len();
-    let translated = translate_as_written(m, code, layer);
-    table
-        .pushed
-        .extend((before..m.codes.len()).map(|i| CodeId(i as u32)));
-    translated
+    translate_original_primal_captures(m, table, code, layer, &[]).map(|(t, _)| t)
 }
 
 /// [`translate`] with the captures at positions `candidates` passed as primals where
