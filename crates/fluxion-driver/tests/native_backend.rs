@@ -745,6 +745,32 @@ fn small_read_only_arrays_live_on_the_stack() {
     let out = natively_as_interpreted(held, AdMode::Delta).expect("runs");
     let expected: Vec<String> = (0..9).map(|k| format!("{:?}", 33.0 * k as f64)).collect();
     assert_eq!(out, format!("[{}]", expected.join(", ")));
+    // A `map` making reals is no loop node (its element function records no delta):
+    // in k-means' `dir` (a `jvp` of a `grad`, on a tape) the distances to every
+    // centroid, made per point and read by the argmax's negation, live on the stack
+    // (eleven such arrays were on the heap when every `map` operand counted as held).
+    let dir = "fn sqdist(u: [Real], v: [Real]) -> Real {
+            sumbuild(length(u), |a| { let e = u[a] - v[a]; e * e })
+        }
+        fn cost(points: [[Real]], centroids: [[Real]]) -> Real {
+            sum(map(|p| minimum(map(|c| sqdist(c, p), centroids)), points))
+        }
+        fn main() -> [[Real]] {
+            let ps = [[0.1, 0.2], [1.0, 1.5], [2.0, -1.0], [0.4, 0.5]];
+            let cs = [[0.0, 0.0], [1.0, 1.0], [2.0, -0.5]];
+            jvp(|c: [[Real]]| grad(|c2: [[Real]]| cost(ps, c2), c), cs, [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]).1
+        }";
+    let c = delta_c_of_main(dir);
+    let maps_of_reals = c.lines().filter(|l| l.contains("sizeof(fx_real), \"map\""));
+    let on_heap = maps_of_reals
+        .filter(|l| !l.contains("fx_stack_arr("))
+        .count();
+    assert!(on_heap <= 3, "{on_heap} maps of reals on the heap:\n{c}");
+    // The Hessian's diagonal of the cost, by hand: 2·#{points nearest} (no ties).
+    assert_eq!(
+        natively_as_interpreted(dir, AdMode::Delta).expect("runs"),
+        "[[4.0, 4.0], [2.0, 2.0], [2.0, 2.0]]"
+    );
 }
 
 /// A map loop node whose elements read only zero ids (data constant at run time

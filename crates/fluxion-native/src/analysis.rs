@@ -252,8 +252,13 @@ fn only_read_in(
     }
     let within = |b: &Body, joined: bool| only_read_in(m, b, v, ro, on_stack, joins, joined);
     body.bindings.iter().all(|b| match &b.rhs {
+        // In a module recording on a tape a `map` or `map2` making pairs may be a loop
+        // node holding its operands until the sweep (`delta_loop::recomputable`: its
+        // element function returns a delta); one making scalars records none.
         Rhs::Prim(p, args) => args.iter().enumerate().all(|(i, x)| {
-            *x != a || (reads_operand(*p, i) && !(ro.tape && matches!(p, Prim::Map | Prim::Map2)))
+            let node =
+                ro.tape && matches!(p, Prim::Map | Prim::Map2) && !scalar_array(m.var_ty(b.var));
+            *x != a || (reads_operand(*p, i) && !node)
         }),
         Rhs::CallDirect(c, args) => args
             .iter()
