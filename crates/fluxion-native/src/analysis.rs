@@ -222,8 +222,9 @@ fn reads_operand(p: Prim, i: usize) -> bool {
 /// primitive that reads it ([`reads_operand`]), a direct call's parameter in
 /// `ro.vars`, or a capture in `ro.vars` of a closure in `on_stack` (one that never
 /// escapes `body`). In a module that records on a tape, not a capture of a closure a
-/// loop node may hold ([`ReadOnly::held`]) nor a `map`'s operand: the node keeps them
-/// until the sweep, after the frame that made them is gone. A branch may give `v` as
+/// loop node may hold ([`ReadOnly::held`]) nor the operand of a `map` making pairs:
+/// the node keeps them until the sweep, after the frame that made them is gone (a map
+/// making reals records nothing: no node). A branch may give `v` as
 /// its result when the branch's `if`/`match` is in `joins` (itself only read).
 fn only_read(
     m: &Module,
