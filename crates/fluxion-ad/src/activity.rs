@@ -315,7 +315,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// The code of `f` where it is a lambda made in this code and used once (by the
-    /// loop asking).
+    /// loop or call asking).
     fn loop_lambda(&self, m: &Module, f: &Atom) -> Option<CodeId> {
         let Atom::Var(fv) = f else { return None };
         let Some(Rhs::Closure(code, _)) = self.rhs_of.get(fv) else {
@@ -348,6 +348,11 @@ impl<'a> Analysis<'a> {
                 .map(|(i, _)| i)
                 .collect()
         };
+        // Whether `code` keeps its parameters at `args`' positions of `v` primal.
+        let params_stay = |code: CodeId, args: &[Atom]| {
+            (positions(args).into_iter())
+                .all(|i| stays_primal(m, self.map, code, Input::Param(i), memo))
+        };
         match self.rhs_of.get(w) {
             Some(Rhs::Closure(code, args)) => {
                 let c = m.code(*code);
@@ -366,29 +371,18 @@ impl<'a> Analysis<'a> {
                         })
                     })
             }
-            Some(Rhs::CallDirect(code, args)) => positions(args)
-                .into_iter()
-                .all(|i| stays_primal(m, self.map, *code, Input::Param(i), memo)),
+            Some(Rhs::CallDirect(code, args)) => params_stay(*code, args),
             // The argument of a lambda made here for this call alone (the extrema
             // rewrite's `again(xs[i])`), which then takes it as a primal.
-            Some(Rhs::Call(g, args)) => {
-                let Some(code) = self.loop_lambda(m, g).filter(|_| *g != Atom::Var(v)) else {
-                    return false;
-                };
-                positions(args)
-                    .into_iter()
-                    .all(|i| stays_primal(m, self.map, code, Input::Param(i), memo))
-            }
-            // The array a `map` or `map2` walks, its function a lambda made here for it
-            // alone, which then takes the elements as primals.
-            Some(Rhs::Prim(Prim::Map | Prim::Map2, args)) => {
-                let Some(code) = self.loop_lambda(m, &args[0]) else {
-                    return false;
-                };
-                positions(args)
-                    .into_iter()
-                    .all(|i| i > 0 && stays_primal(m, self.map, code, Input::Param(i - 1), memo))
-            }
+            Some(Rhs::Call(g, args)) => self
+                .loop_lambda(m, g)
+                .is_some_and(|code| params_stay(code, args)),
+            // The array a `map` or `map2` walks (`v` is data: never the function), its
+            // function a lambda made here for it alone, which then takes the elements
+            // as primals.
+            Some(Rhs::Prim(Prim::Map | Prim::Map2, args)) => self
+                .loop_lambda(m, &args[0])
+                .is_some_and(|code| params_stay(code, &args[1..])),
             _ => false,
         }
     }

@@ -227,9 +227,10 @@ impl PrimalInputs {
         }
     }
 
-    /// The translated code's name's suffix (`_on_c0_p2`: capture 0 and parameter 2
-    /// taken as primals): a printed program names each specialisation apart.
-    fn name_suffix(&self) -> String {
+    /// The suffix of the translated code's name and memo key (`_on_c0_p2`: capture 0
+    /// and parameter 2 taken as primals; nothing for a translation of every input): a
+    /// printed program names each specialisation apart.
+    fn suffix(&self) -> String {
         if self.captures.is_empty() && self.params.is_empty() {
             return String::new();
         }
@@ -242,14 +243,6 @@ impl PrimalInputs {
             part("p", &self.params)
         )
     }
-
-    /// The memo key's suffix: nothing for a translation of every input.
-    fn key(&self) -> String {
-        if self.captures.is_empty() && self.params.is_empty() {
-            return String::new();
-        }
-        format!("@c{:?}p{:?}", self.captures, self.params)
-    }
 }
 
 /// [`translate_code`] with the inputs `primal` passed as primals.
@@ -260,7 +253,7 @@ pub(crate) fn translate_code_with<L: Layer>(
     captures: Captures,
     primal: &PrimalInputs,
 ) -> Result<CodeId, AdError> {
-    let key = translation_key(layer.map(), code) + &primal.key();
+    let key = translation_key(layer.map(), code) + &primal.suffix();
     if captures.is_none()
         && let Some(id) = m.derived_codes.get(&key)
     {
@@ -299,7 +292,7 @@ pub(crate) fn translate_code_with<L: Layer>(
             "{}_{}{}",
             original.name,
             layer_name(layer.map()),
-            primal.name_suffix()
+            primal.suffix()
         ),
         original.kind,
     );

@@ -476,16 +476,7 @@ impl Program {
             "resolved" => {
                 // What both backends run: the operators made into derivative code ahead
                 // of time (`resolve`), optimised, as `run` runs.
-                let mut program = self.optimised_copy(mode)?;
-                let roots = self.roots(&program.module, entry)?;
-                fluxion_ad::ahead::resolve_operators(
-                    &mut program.module,
-                    &roots,
-                    OptLevel::On,
-                    FwdMode::default(),
-                );
-                let mut report = OptReport::default();
-                let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
+                let (program, roots) = self.resolved_copy(mode, |m| self.roots(m, entry))?;
                 check_core(&program.module, stage).map_err(|d| d.message)?;
                 Ok(fluxion_core::print::print_reachable(
                     &program.module,
@@ -494,21 +485,13 @@ impl Program {
             }
             "c" => {
                 // What `run --backend native` compiles: optimised, as `run` runs.
-                let mut program = self.optimised_copy(mode)?;
                 let name = entry.unwrap_or("main");
-                let Some(&code) = program.module.functions.get(name) else {
-                    return Err(format!(
+                let (program, _) = self.resolved_copy(mode, |m| match m.functions.get(name) {
+                    Some(&code) => Ok(vec![code]),
+                    None => Err(format!(
                         "no function named `{name}` (choose one with --entry)"
-                    ));
-                };
-                fluxion_ad::ahead::resolve_operators(
-                    &mut program.module,
-                    &[code],
-                    OptLevel::On,
-                    FwdMode::default(),
-                );
-                let mut report = OptReport::default();
-                let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
+                    )),
+                })?;
                 let code = program.module.functions[name];
                 fluxion_native::c_source(&program.module, code).map_err(|u| {
                     format!("the native backend does not compile this program: {}", u.0)
@@ -573,6 +556,27 @@ impl Program {
                 STAGES.join(", ")
             )),
         }
+    }
+
+    /// A copy of the program optimised for `mode`, the operators the codes `roots`
+    /// picks reach made into derivative code ahead of time and the primal copies
+    /// finished (what both backends run), with those roots.
+    fn resolved_copy(
+        &self,
+        mode: AdMode,
+        roots: impl FnOnce(&Module) -> Result<Vec<fluxion_core::CodeId>, String>,
+    ) -> Result<(Program, Vec<fluxion_core::CodeId>), String> {
+        let mut program = self.optimised_copy(mode)?;
+        let roots = roots(&program.module)?;
+        fluxion_ad::ahead::resolve_operators(
+            &mut program.module,
+            &roots,
+            OptLevel::On,
+            FwdMode::default(),
+        );
+        let mut report = OptReport::default();
+        let _ = fluxion_opt::finish_primal_code(&mut program.module, &mut report);
+        Ok((program, roots))
     }
 
     /// A copy of the program expanded for `mode` and optimised (what `run` runs).

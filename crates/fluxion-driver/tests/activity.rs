@@ -163,6 +163,20 @@ fn in_every_mode(src: &str, expr: &str) -> Vec<(String, Vec<f64>)> {
     out
 }
 
+/// `src`'s stage `stage` of `entry`, optimised, reverse operators by deltas.
+fn shown(src: &str, stage: &str, entry: &str) -> String {
+    let program =
+        fluxion_driver::compile("test.flx", src).unwrap_or_else(|f| panic!("{}", f.render()));
+    program
+        .show_optimized(
+            stage,
+            Some(entry),
+            AdMode::Delta,
+            fluxion_driver::OptLevel::On,
+        )
+        .expect("shows")
+}
+
 /// The varied half: values computed from no input — a point `t_i` made of `Int`s, its
 /// powers by a `scan`, the sign of `t_i` — stay primals under every translation (the
 /// scan's array is `[Real]` in the delta translation, captured as a primal by the loop
@@ -225,16 +239,7 @@ fn values_computed_from_no_input_stay_primals() {
         close(&format!("grad g ({at})"), &got[2 * m..], &g_by_hand);
     }
     // The translation keeps the powers primal: a scan of reals, no scan of pairs.
-    let program =
-        fluxion_driver::compile("poly.flx", POLY).unwrap_or_else(|f| panic!("{}", f.render()));
-    let delta = program
-        .show_optimized(
-            "delta",
-            Some("f"),
-            AdMode::Delta,
-            fluxion_driver::OptLevel::On,
-        )
-        .expect("shows");
+    let delta = shown(POLY, "delta", "f");
     assert!(
         delta.contains(": [Real] = scan(") && !delta.contains(": [(Real, Int)] = scan("),
         "{delta}"
@@ -346,16 +351,7 @@ fn data_a_differentiated_closure_captures_stays_primal() {
     // sites: not inlined) translated specialised to its data — the reals of theta
     // alone are pairs; `bones` and `skin`, inlined into it, map over the data's rows
     // with lambdas taking them as primals.
-    let program =
-        fluxion_driver::compile("skin.flx", SKIN).unwrap_or_else(|f| panic!("{}", f.render()));
-    let resolved = program
-        .show_optimized(
-            "resolved",
-            Some("cols"),
-            AdMode::Delta,
-            fluxion_driver::OptLevel::On,
-        )
-        .expect("shows");
+    let resolved = shown(SKIN, "resolved", "cols");
     assert!(!resolved.contains("lift_capture"), "{resolved}");
     let signature = |name: &str| -> Vec<String> {
         let line = (resolved.lines())

@@ -925,14 +925,7 @@ fn chad_translatable(
 /// `code`'s translation in `layer` (CHAD, forward CHAD or delta; memoised by
 /// fluxion-ad); a failed one is undone (its placeholders would not verify).
 pub(crate) fn translate(m: &mut Module, code: CodeId, layer: TypeMap) -> Option<CodeId> {
-    let codes_before = m.codes.len();
-    match crate::translate_code(m, code, layer) {
-        Ok(t) => Some(t),
-        Err(_) => {
-            undo_translations(m, codes_before);
-            None
-        }
-    }
+    translate_primal_captures(m, code, layer, &[]).map(|(t, _)| t)
 }
 
 /// Drops the codes made from `codes_before` on, and the memo entries naming them.
@@ -1130,8 +1123,8 @@ pub(crate) fn translate_original(
 }
 
 /// [`translate`] with the captures at positions `candidates` passed as primals where
-/// the code keeps them so (`activity::stays_primal`): the translated code and the
-/// positions taken.
+/// the code keeps them so (`activity::stays_primal`; none asked, the plain
+/// translation): the translated code and the positions taken.
 fn translate_primal_captures(
     m: &mut Module,
     code: CodeId,
