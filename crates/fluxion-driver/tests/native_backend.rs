@@ -1768,6 +1768,115 @@ fn generated_programs_agree_with_the_interpreter() {
     );
 }
 
+/// A Jacobian with more outputs than inputs is made by forward sweeps of its tape, one
+/// lane per input (`fx_tape_columns`, the interpreter's `delta::columns`): on generated
+/// programs, `g(x) = [f(x·s₀), …, f(x·s₂ₙ)]` of `n` inputs and `2n + 1` outputs, native
+/// code gives the interpreter's bits (its fused sums and dot nodes add each element's
+/// terms first, as the interpreter's element nodes do; the tape is plain: no loop
+/// node), and the Jacobian is CHAD's, which computes it by other rules, and satisfies
+/// the transpose identity ⟨J·u, w⟩ = ⟨u, Jᵀ·w⟩ with `jvp` and `vjp`.
+#[test]
+fn jacobians_by_columns_give_the_interpreters_bits() {
+    let tc = test_toolchain("columns");
+    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut checked = 0;
+    for seed in start..start + cases {
+        let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
+        let n = g.x.len();
+        let x = real_array(g.x.iter().copied());
+        let u = real_array((0..n).map(|i| 0.5 - 0.25 * i as f64));
+        let w = real_array((0..2 * n + 1).map(|i| 1.0 / (1.0 + i as f64)));
+        let gfn = "|x: [Real]| build(2 * length(x) + 1, |i| f(map(|v| v * (1.0 + 0.125 * to_real(i)), x)))";
+        let expr =
+            format!("(jacobian({gfn}, {x}), jvp({gfn}, {x}, {u}).1, vjp({gfn}, {x}).1({w}))");
+        let setting = (AdMode::Delta, FwdMode::Dual);
+        let interp = fluxion_driver::gradcheck::eval_literal(
+            &g.source,
+            &expr,
+            options_with(setting, Backend::Interp),
+        );
+        let chad = fluxion_driver::gradcheck::eval_literal(
+            &g.source,
+            &expr,
+            options_with((AdMode::Chad, FwdMode::Chad), Backend::Interp),
+        );
+        let (Ok(interp), Ok(chad)) = (interp, chad) else {
+            continue;
+        };
+        let (value, live) = native_value(&g.source, &expr, setting, &tc)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", g.source));
+        assert_eq!(
+            interp, value,
+            "seed {seed}: interpreter, native\n{}",
+            g.source
+        );
+        assert_eq!(live, 0, "seed {seed}: objects left\n{}", g.source);
+        let (ours, theirs) = (parse_reals(&interp), parse_reals(&chad));
+        assert_eq!(ours.len(), theirs.len(), "seed {seed}");
+        let all_finite = ours.iter().all(|v| v.is_finite());
+        if all_finite {
+            // The same real operations added in other orders: a few ulps apart.
+            for (a, b) in ours.iter().zip(&theirs) {
+                assert!(
+                    (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs())),
+                    "seed {seed}: delta {a}, CHAD {b}\n{}",
+                    g.source
+                );
+            }
+            let rows = 2 * n + 1;
+            let jac = &ours[..rows * n];
+            let (ju, jtw) = (&ours[rows * n..rows * n + rows], &ours[rows * n + rows..]);
+            let uv: Vec<f64> = (0..n).map(|i| 0.5 - 0.25 * i as f64).collect();
+            let wv: Vec<f64> = (0..rows).map(|i| 1.0 / (1.0 + i as f64)).collect();
+            let lhs: f64 = ju.iter().zip(&wv).map(|(a, b)| a * b).sum();
+            let rhs: f64 = uv.iter().zip(jtw).map(|(a, b)| a * b).sum();
+            let scale: f64 = jac.iter().map(|v| v.abs()).sum::<f64>() + 1.0;
+            assert!(
+                (lhs - rhs).abs() <= 1e-9 * scale,
+                "seed {seed}: {lhs} against {rhs}"
+            );
+            for (i, row) in jac.chunks(n).enumerate() {
+                let dot: f64 = row.iter().zip(&uv).map(|(a, b)| a * b).sum();
+                assert!(
+                    (dot - ju[i]).abs() <= 1e-9 * scale,
+                    "seed {seed}: row {i} · u {dot} against J·u {}",
+                    ju[i]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked * 2 >= cases, "only {checked} of {cases} checked");
+    // Dot products, sums of maps of costly elements (fused sums natively, whose
+    // elements' terms are added first) and maps of cheap ones (loop nodes on a tape that
+    // is not plain): the same bits.
+    let _ = natively_as_interpreted(
+        "fn f(x: [Real]) -> [Real] {
+             let y = map(|v| v * v * 3.0 - v, x);
+             let z = build(40, |i| dot(y, map(|v| sin(v * to_real(i)), x)) + y[i % 3] * x[(i + 1) % 3]);
+             let zs = build(9, |k| sum(map(|v| sin(v * to_real(k)) * v, z)));
+             concat(concat(z, zs), [sum(map(|v| v * v, z)), sqrt(x[0] * x[0])])
+         }
+         fn main() -> [[Real]] { jacobian(f, [0.3, -0.2, 0.7]) }",
+        AdMode::Delta,
+    );
+    // The C: the tape opened plain, the rows by columns where there are fewer inputs.
+    let c = delta_c_of_main(
+        "fn main() -> [[Real]] { jacobian(|x: [Real]| build(7, |i| sum(map(|v| v * v * to_real(i), x))), [0.5, 2.0]) }",
+    );
+    assert!(
+        c.contains("fx_tape_open_plain()") && c.contains("fx_tape_columns("),
+        "{c}"
+    );
+}
+
 /// `--opt 0` reaches the translations made ahead of time: they are left as the AD
 /// rules made them (found by review: they were always optimised).
 #[test]

@@ -132,6 +132,50 @@ impl Tape {
     }
 }
 
+/// The most directions one forward sweep carries ([`Tape::forward`]; native code's
+/// `FX_COLUMNS`).
+pub const COLUMNS: usize = 32;
+
+impl Tape {
+    /// The tangents of every id in `inputs.len()` directions at once, input j moving
+    /// in lane j: one sweep from the first id to the last, `w = inputs.len()` lanes per
+    /// id (`t[id * w + j]`). A zero partial passes nothing on, and neither does a zero
+    /// tangent, even to an infinite partial: [`Tape::backward`]'s rules read forward.
+    /// Native code's `fx_tape_columns` adds the same terms in the same order.
+    pub fn forward(&self, inputs: &[DeltaId]) -> Vec<f64> {
+        let w = inputs.len();
+        let mut t = vec![0.0; self.len() * w];
+        for (j, id) in inputs.iter().enumerate() {
+            if *id != DeltaId::ZERO {
+                t[id.0 as usize * w + j] = 1.0;
+            }
+        }
+        for id in 1..self.len() {
+            let (start, end) = (self.starts[id] as usize, self.starts[id + 1] as usize);
+            let (below, rest) = t.split_at_mut(id * w);
+            let ti = &mut rest[..w];
+            for (&c, &parent) in self.coefs[start..end].iter().zip(&self.parents[start..end]) {
+                let tp = &below[parent as usize * w..][..w];
+                if c == 0.0 {
+                    continue;
+                }
+                if c.is_finite() {
+                    for (a, &b) in ti.iter_mut().zip(tp) {
+                        *a += c * b;
+                    }
+                } else {
+                    for (a, &b) in ti.iter_mut().zip(tp) {
+                        if b != 0.0 {
+                            *a += c * b;
+                        }
+                    }
+                }
+            }
+        }
+        t
+    }
+}
+
 /// The coefficients of a preaccumulated sum (`%delta_sumbuild`): for each id below
 /// the elements' mark, the sum over the elements of its adjoint in the element's own
 /// sweep, and the order the ids were first reached in (the node's terms).
@@ -282,6 +326,31 @@ mod tests {
         let d = t.push([(2.0, dx)]);
         let f = t.push([(1.0, d), (3.0, d)]);
         assert_eq!(t.backward([(f, 1.0)])[dx.0 as usize], 8.0);
+    }
+
+    /// The forward sweep's columns are the backward sweeps' rows transposed: `J·eⱼ`
+    /// and `eᵢᵀ·J` over a tape with a shared delta, a dead one with an infinite
+    /// partial (which neither sweep lets through) and an input no output reads.
+    #[test]
+    fn forward_columns_are_backward_rows_transposed() {
+        let mut t = Tape::new();
+        let (a, b, c) = (t.input(), t.input(), t.input());
+        let ab = t.push([(2.0, a), (-3.0, b)]);
+        let dead = t.push([(f64::INFINITY, c)]);
+        let y0 = t.push([(0.5, ab), (0.0, dead)]);
+        let y1 = t.push([(4.0, ab), (1.0, a)]);
+        let inputs = [a, b, c];
+        let cols = t.forward(&inputs);
+        for y in [y0, y1] {
+            let row = t.backward([(y, 1.0)]);
+            for (j, x) in inputs.iter().enumerate() {
+                let forward = cols[y.0 as usize * inputs.len() + j];
+                assert_eq!(forward, row[x.0 as usize], "∂{y:?}/∂{x:?}");
+            }
+        }
+        // By hand: y0 = a - 1.5 b, y1 = 9 a - 12 b.
+        assert_eq!(&cols[y0.0 as usize * 3..][..3], &[1.0, -1.5, 0.0]);
+        assert_eq!(&cols[y1.0 as usize * 3..][..3], &[9.0, -12.0, 0.0]);
     }
 
     /// Constants' zero deltas add no terms; seeding the zero delta does nothing.

@@ -14,15 +14,32 @@
 //! tape, its sweep and the adjoints' sums are the interpreter's, operation for
 //! operation.
 
+use std::collections::HashSet;
 use std::fmt::Write;
 
-use fluxion_core::{Atom, Lit, Prim, Span, Type, VarId};
+use fluxion_core::visit::for_each_binding;
+use fluxion_core::{Atom, CodeId, Lit, Module, Prim, Rhs, Span, Type, VarId};
 
 use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
 use crate::types::delta::{rebuild, seed};
 use crate::types::{Helper2, has_rc};
 
 /// Whether `p` is a delta primitive, emitted here: every tape primitive.
+/// The `%delta_open`s among `codes` whose tape a `%delta_rows` sweeps (a Jacobian's).
+pub(crate) fn rows_tapes(m: &Module, codes: &[CodeId]) -> HashSet<VarId> {
+    let mut marks = HashSet::new();
+    for &c in codes {
+        for_each_binding(&m.code(c).body, &mut |b| {
+            if let Rhs::Prim(Prim::DeltaRows, args) = &b.rhs
+                && let Some(Atom::Var(mark)) = args.first()
+            {
+                marks.insert(*mark);
+            }
+        });
+    }
+    marks
+}
+
 pub(crate) fn emits(p: Prim) -> bool {
     p.is_tape()
 }
@@ -113,6 +130,9 @@ pub(crate) fn emit(
                 a[0]
             ));
         }
+        Prim::DeltaOpen if e.rows_tapes.contains(&v) => {
+            line(format!("{ct} {name} = fx_tape_open_plain();"))
+        }
         Prim::DeltaOpen => line(format!("{ct} {name} = fx_tape_open();")),
         Prim::DeltaLift | Prim::DeltaInputs => {
             let h = if p == Prim::DeltaLift {
@@ -156,8 +176,21 @@ pub(crate) fn emit(
                 "{ct} {name} = fx_arr_new(FX_LEN({}), {size}, \"an array\", {sp});",
                 a[1]
             ));
+            // Fewer inputs than outputs: by columns, forward (`fx_tape_columns`), where
+            // the input and the result are arrays of reals.
+            let pair = Type::Tuple(vec![Type::Real, Type::Int]);
+            let by_columns =
+                row_ty == Type::array(Type::Real) && elem(&aty(1)) == pair && elem(&aty(2)) == pair;
+            let guard = if by_columns {
+                format!(
+                    "if (!fx_tape_columns({}, {}, {}, {name}, {sp})) ",
+                    a[0], a[1], a[2]
+                )
+            } else {
+                String::new()
+            };
             line(format!(
-                "for (int64_t i = 0; i < FX_LEN({}); i++) {{ fx_tape_sweep_begin({}, {sp}); fx_tape_seed({yi}.f1, 1.0); fx_tape_sweep(); {crow} row = {read}; {set} }}",
+                "{guard}for (int64_t i = 0; i < FX_LEN({}); i++) {{ fx_tape_sweep_begin({}, {sp}); fx_tape_seed({yi}.f1, 1.0); fx_tape_sweep(); {crow} row = {read}; {set} }}",
                 a[1], a[0]
             ));
             line(format!("fx_tape_close({});", a[0]));

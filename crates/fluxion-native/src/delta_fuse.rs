@@ -205,7 +205,7 @@ fn fused_loop(
     };
     let loops = versioned(hints, body);
     format!(
-        "fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k});"
+        "fx_tape_fused_open(n * {k}, {ssp}); double t = 0.0; {loops} {name}.f0 = t; {name}.f1 = fx_tape_fused_close(n * {k}, {k}, {ssp});"
     )
 }
 

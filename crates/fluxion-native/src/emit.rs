@@ -90,6 +90,7 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
                 .any(|p| crate::delta_loop::recomputable(m, *p, c).is_some())
         }),
         stack_arrays: Default::default(),
+        rows_tapes: crate::delta_c::rows_tapes(m, &codes),
     };
     let mut functions = String::new();
     let mut protos = String::new();

@@ -56,6 +56,9 @@ pub(crate) struct Emitter<'m> {
     /// In the function being emitted, the arrays made on the C stack when small
     /// (`analysis::stack_arrays`).
     pub(crate) stack_arrays: crate::analysis::StackArrays,
+    /// The tapes a `%delta_rows` sweeps (their `%delta_open`'s variable): opened plain,
+    /// no loop node on them, so that `fx_tape_columns` can sweep them forward.
+    pub(crate) rows_tapes: HashSet<VarId>,
 }
 
 /// Tape nodes a function may make inline (`Emitter::many_pushes`): GMM's functions

@@ -760,6 +760,14 @@ static struct {
    * counted once per node, unless the node before held it too) and the bytes their
    * terms would have taken. */
   uint64_t dot_held, dot_terms;
+  /* Bit d: the tape opened at depth d is plain, no loop node on it (a Jacobian's,
+   * which fx_tape_columns may sweep forward). */
+  uint64_t plain;
+  /* On a plain tape, the fused sums' nodes by increasing id, each with its terms per
+   * element (two int64s a sum): fx_tape_columns adds up each element's terms first,
+   * as the interpreter's element nodes do. */
+  int64_t *groups;
+  int64_t ngroups, cap_groups;
 } fx_tape;
 
 /* Preaccumulation's buffers (FX_PRE_ADD, fx_pre_*): a coefficient per id and two
@@ -783,7 +791,8 @@ static uint64_t fx_tape_bytes(void) {
   return (uint64_t)fx_pre.cap_g * sizeof(double) + (uint64_t)(fx_pre.cap_b1 + fx_pre.cap_b2) * sizeof(uint32_t) +
          (uint64_t)fx_tape.cap_nodes * sizeof(int64_t) +
          (uint64_t)fx_tape.cap_terms * (sizeof(double) + sizeof(uint32_t)) +
-         (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t) + (uint64_t)fx_tape.cap_adj * sizeof(double);
+         (uint64_t)fx_tape.cap_dots * sizeof(fx_tape_dot_t) + (uint64_t)fx_tape.cap_adj * sizeof(double) +
+         (uint64_t)fx_tape.cap_groups * sizeof(int64_t);
 }
 
 /* An empty tape, whose kept buffers are charged to this call. On entry (`keep` 0, after
@@ -799,12 +808,15 @@ static void fx_tape_reset(int keep) {
   /* A failed call's dot nodes held arrays that fx_free_all has freed. */
   fx_tape.ndots = 0;
   fx_tape.dot_held = fx_tape.dot_terms = 0;
+  fx_tape.plain = 0;
+  fx_tape.ngroups = 0;
   if (!keep && fx_tape_bytes() > fx_memory_limit / 4) {
     free(fx_tape.starts);
     free(fx_tape.coefs);
     free(fx_tape.parents);
     free(fx_tape.dots);
     free(fx_tape.adj);
+    free(fx_tape.groups);
     free(fx_pre.g);
     free(fx_pre.b1);
     free(fx_pre.b2);
@@ -816,7 +828,8 @@ static void fx_tape_reset(int keep) {
     fx_tape.parents = NULL;
     fx_tape.dots = NULL;
     fx_tape.adj = NULL;
-    fx_tape.cap_nodes = fx_tape.cap_terms = fx_tape.cap_dots = fx_tape.cap_adj = 0;
+    fx_tape.groups = NULL;
+    fx_tape.cap_nodes = fx_tape.cap_terms = fx_tape.cap_dots = fx_tape.cap_adj = fx_tape.cap_groups = 0;
   }
   fx_memory_used += fx_tape_bytes();
 }
@@ -912,6 +925,12 @@ static int64_t fx_tape_open(void) {
   if (fx_tape.len == 1) fx_tape.starts[0] = fx_tape.starts[1] = 0;
   fx_tape.depth++;
   return fx_tape.len;
+}
+/* A tape on which no loop node is made (fx_tape.plain). */
+static int64_t fx_tape_open_plain(void) {
+  int64_t mark = fx_tape_open();
+  if (fx_tape.depth < 64) fx_tape.plain |= UINT64_C(1) << fx_tape.depth;
+  return mark;
 }
 /* The adjoints of the ids from `mark` on, all zero, for seeding and the sweep (which
  * run no program code, so they never nest). */
@@ -1013,8 +1032,23 @@ static inline __attribute__((always_inline)) void fx_sweep_impl(int pre) {
       next_dot = r >= 0 ? fx_tape.dots[r].id : -1;
       continue;
     }
-    /* A delta no path from the output reaches contributes nothing (not 0 * inf). */
-    if (a == 0.0) continue;
+    /* A delta no path from the output reaches contributes nothing (not 0 * inf). A run
+     * of them is passed over eight at a time, down to the next dot node: a Jacobian's
+     * row reaches few of the tape's deltas (ht's, one sweep per error), and the test
+     * per delta was most of its sweeps. An adjoint is never -0.0 (below), so zero is
+     * all bits clear. */
+    if (a == 0.0) {
+      typedef uint64_t __attribute__((may_alias)) bits;
+      const bits *w = (const bits *)adj;
+      int64_t j = id - mark, low = (next_dot >= mark ? next_dot + 1 : mark) - mark;
+      while (j - 8 >= low) {
+        const bits *b = w + j - 8;
+        if ((b[0] | b[1] | b[2] | b[3] | b[4] | b[5] | b[6] | b[7]) != 0) break;
+        j -= 8;
+      }
+      id = j + mark;
+      continue;
+    }
     int64_t k0 = fx_tape.starts[id], k1 = fx_tape.starts[id + 1];
     if (isfinite(a)) {
       /* A zero partial adds 0.0 here, which is skipping it: an adjoint is never -0.0. */
@@ -1049,11 +1083,24 @@ static inline void fx_tape_fused_open(int64_t terms, uint32_t src, uint32_t star
 }
 /* Where an element's `k` terms go. */
 static inline int64_t fx_tape_fused_terms(int64_t k) { return fx_tape.cursor -= k; }
-/* The sum's node of `terms` terms (none: the zero delta, as `%delta_sum` of []). */
-static inline int64_t fx_tape_fused_close(int64_t terms) {
+/* The sum's node of `terms` terms, `k` an element (none: the zero delta, as
+ * `%delta_sum` of []); on a plain tape its `k` goes in fx_tape.groups. */
+static inline int64_t fx_tape_fused_close(int64_t terms, int64_t k, uint32_t src, uint32_t start, uint32_t end) {
   if (terms == 0) return 0;
   fx_tape.nterms += terms;
-  return fx_tape_node_raw();
+  int64_t id = fx_tape_node_raw();
+  if (fx_tape.depth < 64 && (fx_tape.plain >> fx_tape.depth & 1)) {
+    if (2 * fx_tape.ngroups + 2 > fx_tape.cap_groups) {
+      int64_t cap = fx_tape.cap_groups;
+      fx_tape.groups =
+          (int64_t *)fx_tape_grow(fx_tape.groups, &cap, 2 * fx_tape.ngroups + 2, sizeof(int64_t), src, start, end);
+      fx_tape.cap_groups = cap;
+    }
+    fx_tape.groups[2 * fx_tape.ngroups] = id;
+    fx_tape.groups[2 * fx_tape.ngroups + 1] = k;
+    fx_tape.ngroups++;
+  }
+  return id;
 }
 /* The bytes a dot node of `a` and `b` would count as held: 16 per pair of each array
  * that the node before it does not hold already (its arrays are alive while it is on
@@ -1081,7 +1128,8 @@ static inline int fx_tape_held_pays(uint64_t held, uint64_t terms) {
 /* Not while a sum preaccumulates: an element's sweep (fx_pre_sweep) routes the terms
  * below its mark, which a loop node's generated sweep does not. */
 static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
-  return !fx_pre.active && fx_tape_held_pays(held, terms);
+  return !fx_pre.active && !(fx_tape.depth < 64 && (fx_tape.plain >> fx_tape.depth & 1)) &&
+         fx_tape_held_pays(held, terms);
 }
 static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_held_pays(held, 24 * (uint64_t)n); }
 /* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
@@ -1175,12 +1223,115 @@ static void fx_tape_truncate(int64_t mark) {
     if (d->b && fx_dec_last(d->b)) fx_release(d->b);
     if (d->loop) fx_dec_clo(d->loop->clo);
   }
+  while (fx_tape.ngroups > 0 && fx_tape.groups[2 * fx_tape.ngroups - 2] >= mark) fx_tape.ngroups--;
   fx_tape.len = mark;
   fx_tape.nterms = fx_tape.starts[mark];
 }
 static void fx_tape_close(int64_t mark) {
   fx_tape_truncate(mark);
+  if (fx_tape.depth < 64) fx_tape.plain &= ~(UINT64_C(1) << fx_tape.depth);
   fx_tape.depth--;
+}
+
+/* The most columns one forward sweep of fx_tape_columns carries. */
+#define FX_COLUMNS 32
+/* `t` (a node's `w` tangents) plus `c` times a parent's `tp`: a zero partial passes
+ * nothing on, and neither does a zero tangent, even to an infinite partial (the
+ * sweep's rules, read forward: a delta no input reaches contributes nothing). */
+static inline void fx_columns_add(double *t, double c, const double *tp, int64_t w) {
+  if (c == 0.0) return;
+  if (isfinite(c)) {
+    for (int64_t l = 0; l < w; l++) t[l] += c * tp[l];
+  } else {
+    for (int64_t l = 0; l < w; l++)
+      if (tp[l] != 0.0) t[l] += c * tp[l];
+  }
+}
+/* `%delta_rows(mark, r, xd)` by columns where there are fewer inputs than outputs: the
+ * tape from `mark` swept forward, first to last, carrying up to FX_COLUMNS inputs'
+ * tangents per node at once (input j seeded with 1 in lane j), and row i read off
+ * output i's node — J·eⱼ for every j, where the sweeps of fx_tape_sweep give eᵢᵀ·J,
+ * one per output. The same Jacobian (up to the order of its sums' terms) in
+ * ⌈inputs / 32⌉ passes over the tape instead of one per output: ht's errors in its
+ * 26 pose parameters. `out` gets the rows; 0 (nothing done) where reverse sweeps are
+ * as few, a loop node lies on the tape (its sweep is backward only: fx_tape_loop),
+ * or the tangents would pass the budget's eighth. */
+static int fx_tape_columns(int64_t mark, fx_arr *r, fx_arr *xd, fx_arr *out, uint32_t src, uint32_t start,
+                           uint32_t end) {
+  r = fx_dense(r);
+  xd = fx_dense(xd);
+  int64_t nin = FX_LEN(xd), nout = FX_LEN(r), n = fx_tape.len - mark;
+  if (nin >= nout || n <= 0) return 0;
+  int64_t first = fx_tape.ndots;
+  while (first > 0 && fx_tape.dots[first - 1].id >= mark) first--;
+  for (int64_t d = first; d < fx_tape.ndots; d++)
+    if (fx_tape.dots[d].loop) return 0;
+  int64_t group = fx_tape.ngroups;
+  while (group > 0 && fx_tape.groups[2 * group - 2] >= mark) group--;
+  int64_t w = nin < FX_COLUMNS ? nin : FX_COLUMNS;
+  uint64_t bytes = (uint64_t)n * (uint64_t)w * sizeof(double);
+  if (fx_memory_used + bytes > fx_memory_limit / 8) return 0;
+  /* The rows first: a failure there leaves no buffer behind. */
+  for (int64_t i = 0; i < nout; i++)
+    FX_DATA(out, fx_arr *)[i] = fx_arr_new(nin, sizeof(fx_real), "an array", src, start, end);
+  double *t = (double *)malloc(bytes);
+  if (!t) fx_fail(src, start, end, "out of memory: a Jacobian's tangents need %llu bytes", (unsigned long long)bytes);
+  fx_memory_used += bytes;
+  const int64_t *in = fx_pair_ids(xd), *ids = fx_pair_ids(r);
+  for (int64_t c0 = 0; c0 < nin; c0 += w) {
+    memset(t, 0, bytes);
+    for (int64_t j = c0; j < nin && j < c0 + w; j++)
+      if (in[j] >= mark) t[(in[j] - mark) * w + (j - c0)] = 1.0;
+    int64_t d = first, next_dot = d < fx_tape.ndots ? fx_tape.dots[d].id : -1;
+    int64_t g = group, next_group = g < fx_tape.ngroups ? fx_tape.groups[2 * g] : -1;
+    for (int64_t id = mark; id < fx_tape.len; id++) {
+      double *ti = t + (id - mark) * w;
+      double te[FX_COLUMNS];
+      if (id == next_dot) {
+        /* A dot node: the sum over its elements, first to last, of each one's
+         * b[e]·δa[e] + a[e]·δb[e] (the interpreter's element nodes, then its sum). */
+        const fx_tape_dot_t *dn = &fx_tape.dots[d];
+        const double *av = fx_pair_vals(dn->a), *bv = fx_pair_vals(dn->b);
+        const int64_t *ai = fx_pair_ids(dn->a), *bi = fx_pair_ids(dn->b);
+        for (int64_t e = 0; e < dn->n; e++) {
+          if (ai[e] < mark && bi[e] < mark) continue;
+          memset(te, 0, (size_t)w * sizeof(double));
+          if (ai[e] >= mark) fx_columns_add(te, bv[e], t + (ai[e] - mark) * w, w);
+          if (bi[e] >= mark) fx_columns_add(te, av[e], t + (bi[e] - mark) * w, w);
+          fx_columns_add(ti, 1.0, te, w);
+        }
+        d++;
+        next_dot = d < fx_tape.ndots ? fx_tape.dots[d].id : -1;
+        continue;
+      }
+      if (id == next_group) {
+        /* A fused sum: its elements' terms lie last element first (fx_tape_fused_terms). */
+        int64_t k = fx_tape.groups[2 * g + 1], s0 = fx_tape.starts[id], s1 = fx_tape.starts[id + 1];
+        for (int64_t e0 = s1 - k; e0 >= s0; e0 -= k) {
+          memset(te, 0, (size_t)w * sizeof(double));
+          for (int64_t q = e0; q < e0 + k; q++) {
+            int64_t p = fx_tape.parents[q];
+            if (p >= mark) fx_columns_add(te, fx_tape.coefs[q], t + (p - mark) * w, w);
+          }
+          fx_columns_add(ti, 1.0, te, w);
+        }
+        g++;
+        next_group = g < fx_tape.ngroups ? fx_tape.groups[2 * g] : -1;
+        continue;
+      }
+      for (int64_t k = fx_tape.starts[id]; k < fx_tape.starts[id + 1]; k++) {
+        int64_t p = fx_tape.parents[k];
+        if (p >= mark) fx_columns_add(ti, fx_tape.coefs[k], t + (p - mark) * w, w);
+      }
+    }
+    for (int64_t i = 0; i < nout; i++) {
+      double *row = FX_DATA(FX_DATA(out, fx_arr *)[i], fx_real);
+      for (int64_t j = c0; j < nin && j < c0 + w; j++) row[j] = ids[i] >= mark ? t[(ids[i] - mark) * w + (j - c0)] : 0.0;
+    }
+  }
+  free(t);
+  fx_memory_used -= bytes;
+  return 1;
 }
 
 /* A `%delta_sumbuild` of `n` elements begins: the mark of its elements' ids, or -1
