@@ -175,7 +175,8 @@ impl Interp {
     /// `%delta_jacobian(f, x)`: `f` translated by the delta layer and run once on a
     /// fresh tape whose inputs are the reals of `x: [Real]`; one sweep per real of the
     /// result, seeded with 1 there, gives its row (the bits of `%delta_vjp(f, x, eᵢ)`:
-    /// the same tape, and a zero seed adds nothing).
+    /// the same tape, and a zero seed adds nothing) — or, with fewer inputs than
+    /// outputs, forward sweeps by columns ([`rows`]), whose sums run in another order.
     pub(crate) fn delta_jacobian(&self, args: &[Value], span: Span) -> EvalResult<Value> {
         self.on_fresh_tape(&args[0], &args[1], span, |m, tape, run| {
             Ok(rows(m, tape, &run.result, &run.point, &run.a))

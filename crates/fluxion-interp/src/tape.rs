@@ -178,7 +178,7 @@ impl Tape {
 
 /// The coefficients of a preaccumulated sum (`%delta_sumbuild`): for each id below
 /// the elements' mark, the sum over the elements of its adjoint in the element's own
-/// sweep, and the order the ids were first reached in (the node's terms).
+/// sweep, and the ids reached.
 #[derive(Debug, Default)]
 pub struct Preaccumulated {
     coefs: std::collections::HashMap<u32, f64>,
@@ -199,11 +199,15 @@ impl Preaccumulated {
         *c += x;
     }
 
-    /// The node's terms: each id reached, in order, with a coefficient other than 0.
+    /// The node's terms: each id reached with a coefficient other than 0, by
+    /// increasing id (native code's `fx_pre_close` walks its bits in that order; a
+    /// backward sweep meets each id once, so only a forward sweep's sum, `Tape::forward`,
+    /// sees the order).
     pub fn terms(&self) -> impl Iterator<Item = (f64, DeltaId)> + '_ {
-        self.order
-            .iter()
-            .map(|p| (self.coefs[p], DeltaId(*p)))
+        let mut ids = self.order.clone();
+        ids.sort_unstable();
+        ids.into_iter()
+            .map(|p| (self.coefs[&p], DeltaId(p)))
             .filter(|(c, _)| *c != 0.0)
     }
 }
@@ -351,6 +355,20 @@ mod tests {
         // By hand: y0 = a - 1.5 b, y1 = 9 a - 12 b.
         assert_eq!(&cols[y0.0 as usize * 3..][..3], &[1.0, -1.5, 0.0]);
         assert_eq!(&cols[y1.0 as usize * 3..][..3], &[9.0, -12.0, 0.0]);
+    }
+
+    /// A preaccumulated sum's node lists its ids by increasing id whatever order the
+    /// elements reached them in, as native code's `fx_pre_close` walks its bits: a
+    /// forward sweep adds its terms in that order (found by review: 2⁵³ + 1 - 2⁵³ is 1
+    /// or 0 by the order).
+    #[test]
+    fn a_preaccumulated_sum_lists_its_ids_in_order() {
+        let mut acc = Preaccumulated::default();
+        for (id, x) in [(5, 1.0), (3, 2.0), (5, 0.5), (4, -1.0), (3, -2.0)] {
+            acc.add(DeltaId(id), x);
+        }
+        let terms: Vec<(f64, DeltaId)> = acc.terms().collect();
+        assert_eq!(terms, vec![(-1.0, DeltaId(4)), (1.5, DeltaId(5))]);
     }
 
     /// Constants' zero deltas add no terms; seeding the zero delta does nothing.

@@ -131,7 +131,7 @@ pub(crate) fn emit(
             ));
         }
         Prim::DeltaOpen if e.rows_tapes.contains(&v) => {
-            line(format!("{ct} {name} = fx_tape_open_plain();"))
+            line(format!("{ct} {name} = fx_tape_open_plain({sp});"))
         }
         Prim::DeltaOpen => line(format!("{ct} {name} = fx_tape_open();")),
         Prim::DeltaLift | Prim::DeltaInputs => {

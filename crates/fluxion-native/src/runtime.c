@@ -760,9 +760,10 @@ static struct {
    * counted once per node, unless the node before held it too) and the bytes their
    * terms would have taken. */
   uint64_t dot_held, dot_terms;
-  /* Bit d: the tape opened at depth d is plain, no loop node on it (a Jacobian's,
-   * which fx_tape_columns may sweep forward). */
-  uint64_t plain;
+  /* Bit d % 64 of word d / 64: the tape opened at depth d is plain, no loop node on
+   * it (a Jacobian's, which fx_tape_columns may sweep forward). */
+  uint64_t *plain;
+  int64_t cap_plain;
   /* On a plain tape, the fused sums' nodes by increasing id, each with its terms per
    * element (two int64s a sum): fx_tape_columns adds up each element's terms first,
    * as the interpreter's element nodes do. */
@@ -808,7 +809,7 @@ static void fx_tape_reset(int keep) {
   /* A failed call's dot nodes held arrays that fx_free_all has freed. */
   fx_tape.ndots = 0;
   fx_tape.dot_held = fx_tape.dot_terms = 0;
-  fx_tape.plain = 0;
+  if (fx_tape.plain) memset(fx_tape.plain, 0, (size_t)fx_tape.cap_plain * sizeof(uint64_t));
   fx_tape.ngroups = 0;
   if (!keep && fx_tape_bytes() > fx_memory_limit / 4) {
     free(fx_tape.starts);
@@ -926,10 +927,24 @@ static int64_t fx_tape_open(void) {
   fx_tape.depth++;
   return fx_tape.len;
 }
+/* Whether the tape being recorded is plain (fx_tape.plain). */
+static inline int fx_tape_is_plain(void) {
+  int64_t d = fx_tape.depth;
+  return d / 64 < fx_tape.cap_plain && (fx_tape.plain[d / 64] >> (d % 64) & 1);
+}
 /* A tape on which no loop node is made (fx_tape.plain). */
-static int64_t fx_tape_open_plain(void) {
+static int64_t fx_tape_open_plain(uint32_t src, uint32_t start, uint32_t end) {
   int64_t mark = fx_tape_open();
-  if (fx_tape.depth < 64) fx_tape.plain |= UINT64_C(1) << fx_tape.depth;
+  int64_t d = fx_tape.depth;
+  if (d / 64 >= fx_tape.cap_plain) {
+    int64_t cap = d / 64 + 1;
+    uint64_t *p = (uint64_t *)realloc(fx_tape.plain, (size_t)cap * sizeof(uint64_t));
+    if (!p) fx_fail(src, start, end, "out of memory: a Jacobian nested %lld deep", (long long)d);
+    memset(p + fx_tape.cap_plain, 0, (size_t)(cap - fx_tape.cap_plain) * sizeof(uint64_t));
+    fx_tape.plain = p;
+    fx_tape.cap_plain = cap;
+  }
+  fx_tape.plain[d / 64] |= UINT64_C(1) << (d % 64);
   return mark;
 }
 /* The adjoints of the ids from `mark` on, all zero, for seeding and the sweep (which
@@ -1089,7 +1104,7 @@ static inline int64_t fx_tape_fused_close(int64_t terms, int64_t k, uint32_t src
   if (terms == 0) return 0;
   fx_tape.nterms += terms;
   int64_t id = fx_tape_node_raw();
-  if (fx_tape.depth < 64 && (fx_tape.plain >> fx_tape.depth & 1)) {
+  if (fx_tape_is_plain()) {
     if (2 * fx_tape.ngroups + 2 > fx_tape.cap_groups) {
       int64_t cap = fx_tape.cap_groups;
       fx_tape.groups =
@@ -1128,8 +1143,7 @@ static inline int fx_tape_held_pays(uint64_t held, uint64_t terms) {
 /* Not while a sum preaccumulates: an element's sweep (fx_pre_sweep) routes the terms
  * below its mark, which a loop node's generated sweep does not. */
 static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
-  return !fx_pre.active && !(fx_tape.depth < 64 && (fx_tape.plain >> fx_tape.depth & 1)) &&
-         fx_tape_held_pays(held, terms);
+  return !fx_pre.active && !fx_tape_is_plain() && fx_tape_held_pays(held, terms);
 }
 static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_held_pays(held, 24 * (uint64_t)n); }
 /* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
@@ -1229,7 +1243,8 @@ static void fx_tape_truncate(int64_t mark) {
 }
 static void fx_tape_close(int64_t mark) {
   fx_tape_truncate(mark);
-  if (fx_tape.depth < 64) fx_tape.plain &= ~(UINT64_C(1) << fx_tape.depth);
+  int64_t d = fx_tape.depth;
+  if (d / 64 < fx_tape.cap_plain) fx_tape.plain[d / 64] &= ~(UINT64_C(1) << (d % 64));
   fx_tape.depth--;
 }
 
@@ -1253,27 +1268,30 @@ static inline void fx_columns_add(double *t, double c, const double *tp, int64_t
  * output i's node — J·eⱼ for every j, where the sweeps of fx_tape_sweep give eᵢᵀ·J,
  * one per output. The same Jacobian (up to the order of its sums' terms) in
  * ⌈inputs / 32⌉ passes over the tape instead of one per output: ht's errors in its
- * 26 pose parameters. `out` gets the rows; 0 (nothing done) where reverse sweeps are
- * as few, a loop node lies on the tape (its sweep is backward only: fx_tape_loop),
- * or the tangents would pass the budget's eighth. */
+ * 26 pose parameters. The tape is plain (fx_tape_open_plain: no loop node, whose sweep
+ * runs backward only). `out` gets the rows; 0 (nothing done) where there are at least
+ * as many outputs as inputs, which the interpreter sweeps backward as well. */
 static int fx_tape_columns(int64_t mark, fx_arr *r, fx_arr *xd, fx_arr *out, uint32_t src, uint32_t start,
                            uint32_t end) {
   r = fx_dense(r);
   xd = fx_dense(xd);
   int64_t nin = FX_LEN(xd), nout = FX_LEN(r), n = fx_tape.len - mark;
-  if (nin >= nout || n <= 0) return 0;
+  if (nin == 0 || nin >= nout || n <= 0) return 0;
   int64_t first = fx_tape.ndots;
   while (first > 0 && fx_tape.dots[first - 1].id >= mark) first--;
-  for (int64_t d = first; d < fx_tape.ndots; d++)
-    if (fx_tape.dots[d].loop) return 0;
+  int plain = fx_tape_is_plain();
+  for (int64_t d = first; d < fx_tape.ndots; d++) plain = plain && !fx_tape.dots[d].loop;
+  if (!plain) fx_fail(src, start, end, "internal error: a Jacobian's tape is not plain");
   int64_t group = fx_tape.ngroups;
   while (group > 0 && fx_tape.groups[2 * group - 2] >= mark) group--;
+  /* Fewer inputs a pass where the tangents would pass an eighth of the budget, down to
+   * one (a backward sweep's adjoints): a lane's sums do not depend on the width. */
   int64_t w = nin < FX_COLUMNS ? nin : FX_COLUMNS;
+  while (w > 1 && fx_memory_used + (uint64_t)n * (uint64_t)w * sizeof(double) > fx_memory_limit / 8) w = (w + 1) / 2;
   uint64_t bytes = (uint64_t)n * (uint64_t)w * sizeof(double);
-  if (fx_memory_used + bytes > fx_memory_limit / 8) return 0;
-  /* The rows first: a failure there leaves no buffer behind. */
   for (int64_t i = 0; i < nout; i++)
     FX_DATA(out, fx_arr *)[i] = fx_arr_new(nin, sizeof(fx_real), "an array", src, start, end);
+  fx_budget(bytes, src, start, end);
   double *t = (double *)malloc(bytes);
   if (!t) fx_fail(src, start, end, "out of memory: a Jacobian's tangents need %llu bytes", (unsigned long long)bytes);
   fx_memory_used += bytes;
