@@ -3,7 +3,7 @@
 //! layer that cannot carry a reverse pass translates `%delta_vjp` (Taylor mode, or the
 //! delta layer itself: reverse-over-reverse becomes reverse-over-forward).
 
-use fluxion_core::{Atom, CodeId, Prim, Type};
+use fluxion_core::{Atom, CodeId, Prim, Type, VarId};
 
 use crate::builder::{Builder, int};
 use crate::coordinates::{basis_of, coords_of, dim_of, dot, from_coords};
@@ -114,6 +114,15 @@ pub(crate) fn vjp_by_push_forward_code(b: &mut Builder, fty: &Type) -> CodeId {
 /// `jacobian(f, x)` for `f: [Real] -> [Real]` by forward mode: columns
 /// `jvp(f, x, e_j).1`, transposed into rows (row i the gradient of output i).
 pub(crate) fn jacobian_by_jvps(b: &mut Builder, s: &Site) -> Atom {
+    let reals = Type::array(Type::Real);
+    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals);
+    let m = b.prim(Prim::Length, &[y], Type::Int);
+    let m = var_of(b, m);
+    jacobian_by_jvps_of(b, s, m)
+}
+
+/// [`jacobian_by_jvps`] with the number of outputs `m` known.
+pub(crate) fn jacobian_by_jvps_of(b: &mut Builder, s: &Site, m: VarId) -> Atom {
     let (f, x) = (s.f, s.x);
     let reals = Type::array(Type::Real);
     let matrix = Type::array(reals.clone());
@@ -123,8 +132,6 @@ pub(crate) fn jacobian_by_jvps(b: &mut Builder, s: &Site) -> Atom {
         jvp_tangent(b, Atom::Var(f), Atom::Var(x), e, &Type::array(Type::Real))
     });
     let cols = b.prim(Prim::Build, &[n, column], matrix.clone());
-    let y = call_at(b, Atom::Var(f), Atom::Var(x), s.n_params, reals.clone());
-    let m = b.prim(Prim::Length, &[y], Type::Int);
     let (cols, n) = (var_of(b, cols), var_of(b, n));
     let row = b.lambda("jacobian_row", &[cols, n], vec![Type::Int], |b, ps| {
         let i = var_of(b, ps[0]);
@@ -138,7 +145,7 @@ pub(crate) fn jacobian_by_jvps(b: &mut Builder, s: &Site) -> Atom {
         });
         b.prim(Prim::Build, &[Atom::Var(n), entry], Type::array(Type::Real))
     });
-    b.prim(Prim::Build, &[m, row], matrix)
+    b.prim(Prim::Build, &[Atom::Var(m), row], matrix)
 }
 
 /// [`vjp_by_forward_code`] for a caller outside a translation: the run time computes a

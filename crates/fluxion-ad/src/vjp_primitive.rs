@@ -16,12 +16,12 @@
 //!   the forward layer carries `%p` through with a reverse pass of the
 //!   forward-translated function (`forward.rs`), so each column costs O(primal).
 
-use fluxion_core::{Atom, Prim, Rhs, Type};
+use fluxion_core::{Atom, Prim, Rhs, Type, VarId};
 
 use crate::builder::{Builder, real};
 use crate::helpers::var_of;
 use crate::mode::{ReverseAlgorithm, Site, call_at};
-use crate::pullback_by_jvps::jacobian_by_jvps;
+use crate::pullback_by_jvps::{jacobian_by_jvps, jacobian_by_jvps_of};
 
 /// The operators by the run-time vjp primitive `prim`.
 pub(crate) struct ByVjpPrimitive {
@@ -70,7 +70,22 @@ impl ReverseAlgorithm for ByVjpPrimitive {
                 &[Atom::Var(s.f), Atom::Var(s.x)],
                 Type::array(Type::array(Type::Real)),
             ),
-            None => jacobian_by_rows(b, s, self.prim),
+            None => {
+                // The cheaper direction, as `%delta_jacobian`'s sweeps: with fewer
+                // inputs than outputs, a column per input by forward mode.
+                let reals = Type::array(Type::Real);
+                let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
+                let m = b.prim(Prim::Length, &[y], Type::Int);
+                let m = var_of(b, m);
+                let n = b.prim(Prim::Length, &[Atom::Var(s.x)], Type::Int);
+                let fewer = b.cmp(Prim::Lt, n, Atom::Var(m));
+                b.if_(
+                    fewer,
+                    Type::array(reals),
+                    |b| jacobian_by_jvps_of(b, s, m),
+                    |b| rows_of(b, s, self.prim, m),
+                )
+            }
         }
     }
 
@@ -84,9 +99,15 @@ impl ReverseAlgorithm for ByVjpPrimitive {
 /// of the vjp primitive `p` per row.
 fn jacobian_by_rows(b: &mut Builder, s: &Site, p: Prim) -> Atom {
     let reals = Type::array(Type::Real);
-    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
+    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals);
     let m = b.prim(Prim::Length, &[y], Type::Int);
     let m = var_of(b, m);
+    rows_of(b, s, p, m)
+}
+
+/// [`jacobian_by_rows`] with the number of outputs `m` known.
+fn rows_of(b: &mut Builder, s: &Site, p: Prim, m: VarId) -> Atom {
+    let reals = Type::array(Type::Real);
     let row = b.lambda("jacobian_row", &[s.f, s.x, m], vec![Type::Int], |b, ps| {
         let i = var_of(b, ps[0]);
         let unit = b.lambda("unit", &[i], vec![Type::Int], |b, ps| {

@@ -165,3 +165,46 @@ fn derivative_code_grows_linearly() {
     )
     .unwrap();
 }
+
+/// CHAD has no Jacobian primitive: `jacobian` is one pullback per output, or, with
+/// fewer inputs than outputs, one JVP per input (the cheaper direction, as
+/// `%delta_jacobian`'s sweeps; ht's errors in its 26 pose parameters took a reverse
+/// pass per error, 300 to 2,400 of them). A tall Jacobian is then `--ad fwd`'s, bit
+/// for bit (the same JVPs), a wide one the rows of `vjp` (the same pullbacks); both
+/// match central differences.
+#[test]
+fn jacobian_takes_the_direction_with_fewer_passes() {
+    let src = "fn tall(x: [Real]) -> [Real] {
+                   build(7, |i| sin(x[i % 3] * to_real(i + 1)) * x[(i + 1) % 3] + exp(0.1 * x[2] * to_real(i)))
+               }
+               fn wide(x: [Real]) -> [Real] {
+                   [sum(map(|v| v * v * v, x)), x[0] * x[6] - sin(x[3])]
+               }";
+    let x3 = "[0.3, -0.7, 1.1]";
+    let x7 = "[0.3, -0.7, 1.1, 0.5, -0.2, 0.9, 1.4]";
+    let tall = format!("jacobian(tall, {x3})");
+    let chad = delta(src, &tall);
+    assert_eq!(chad, reference(src, &tall), "a tall Jacobian by JVPs");
+    let wide = format!("jacobian(wide, {x7})");
+    let rows = format!(
+        "build(2, |i| vjp(wide, {x7}).1(build(2, |j| if i == j {{ 1.0 }} else {{ 0.0 }})))"
+    );
+    assert_eq!(
+        delta(src, &wide),
+        delta(src, &rows),
+        "a wide Jacobian by pullbacks"
+    );
+    // Central differences of step 6e-6: truncation and rounding near 1e-10 on these
+    // values of order one, far inside 1e-6.
+    for (f, x, n) in [("tall", x3, 3), ("wide", x7, 7)] {
+        let got = parse_reals(&delta(src, &format!("jacobian({f}, {x})")));
+        let cols = fd_jacobian(src, f, &parse_reals(x)).expect("differences");
+        let m = cols[0].len();
+        assert_eq!(got.len(), m * n, "{f}");
+        let want: Vec<f64> = (0..m)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| cols[j][i])
+            .collect();
+        assert_reals_close(&got, &want, 1e-6, f);
+    }
+}
