@@ -114,6 +114,7 @@ pub(crate) fn translate_code_primal_captures(
         TypeMap::Taylor(jet) => {
             structural::translate_code_with(m, code, &taylor::Taylor(jet), None, &primal)?
         }
+        TypeMap::Delta => structural::translate_code_with(m, code, &delta::Delta, None, &primal)?,
         _ => return Ok((translate_code(m, code, map)?, Vec::new())),
     };
     Ok((t, primal.captures))

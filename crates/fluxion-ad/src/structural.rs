@@ -300,6 +300,9 @@ pub(crate) fn translate_code_with<L: Layer>(
         b.m.derived_codes.insert(key, id);
     }
     b.m.translated_from.insert(id, code);
+    if !primal.captures.is_empty() {
+        b.m.primal_captures.insert(id, primal.captures.clone());
+    }
     let ret = b.m.map_type(&original.ret, layer.map());
     // Known before the body exists: recursive calls read it.
     b.m.codes[id.0 as usize].ret = ret.clone();

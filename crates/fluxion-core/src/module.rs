@@ -21,6 +21,11 @@ pub struct Module {
     /// own or inline). Delta-translated code reads it to apply another layer to the
     /// original of a closure it holds (`%delta_jvp`).
     pub translated_from: HashMap<CodeId, CodeId>,
+    /// A translation specialised to captures passed as primals (fluxion-ad's
+    /// `PrimalInputs`) → their positions: its closures hold those captures as the
+    /// original's values, not translated ones. The interpreter reads it to translate
+    /// such a delta closure's original by another layer (`delta_of_layer`).
+    pub primal_captures: HashMap<CodeId, Vec<usize>>,
     /// The enum of function cotangents ([`FN_COTANGENT`]), once something needs it.
     pub fn_cotangent: Option<EnumId>,
     /// What `%chad_of(f, d)` chooses among at run time: (the code of a closure `f`,

@@ -421,3 +421,50 @@ fn h(x: Real) -> Real {
         close(&format!("h' ({at})"), &got, &[d, d, d]);
     }
 }
+
+/// The data a reverse operator's closure captures stays off the tape: `grad` of
+/// `|c| cost(points, c)` passes the points as they are to a delta translation
+/// specialised to them (`g_lambda1_delta_on_c0`, `cost_delta_on_p0`), where they were
+/// lifted into `(Real, Int)` pairs at every call. The same closure's pullback inside a
+/// `grad` (reverse over reverse: a delta closure with a primal capture translated
+/// again, the interpreter's `delta_of_layer`) gives the same values. By hand: each
+/// centroid's gradient is Σ 2(c − p) over its nearest points, [1.6, −2.3] and
+/// [−1, 0.5]; h(s) = Σ ∇cost(s·c) + cost(s·c) has h'(1) = 2 Σₖ nₖ Σ cₖ + ∇cost(c)·c
+/// = 1.8 + 0.49 (no point changes its centroid near s = 1).
+#[test]
+fn data_a_gradients_closure_captures_stays_off_the_tape() {
+    let src = "
+fn sqdist(u: [Real], v: [Real]) -> Real {
+    sumbuild(length(u), |a| { let e = u[a] - v[a]; e * e })
+}
+fn cost(points: [[Real]], centroids: [[Real]]) -> Real {
+    sum(map(|p| minimum(map(|c| sqdist(c, p), centroids)), points))
+}
+fn g(points: [[Real]], centroids: [[Real]]) -> [[Real]] {
+    grad(|c: [[Real]]| cost(points, c), centroids)
+}
+fn pulled(points: [[Real]], centroids: [[Real]]) -> Real {
+    grad(|s: Real| {
+        let (y, pb) = vjp(|c: [[Real]]| cost(points, c), map(|r| map(|x| x * s, r), centroids));
+        sum(map(sum, pb(1.0))) + y
+    }, 1.0)
+}
+";
+    let expr = "(g([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]), \
+                 pulled([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]))";
+    let want = [1.6, -2.3, -1.0, 0.5, 1.8 + 0.49];
+    for (at, got) in in_every_mode(src, expr) {
+        close(
+            &format!("gradient and reverse over reverse ({at})"),
+            &got,
+            &want,
+        );
+    }
+    let resolved = shown(src, "resolved", "g");
+    assert!(
+        resolved.contains("%closure(g_lambda1_delta_on_c0, [points"),
+        "{resolved}"
+    );
+    assert!(resolved.contains("fn cost_delta_on_p0("), "{resolved}");
+    assert!(!resolved.contains("%delta_lift(points"), "{resolved}");
+}

@@ -270,13 +270,34 @@ impl Interp {
     /// A delta-translated closure `(Δ(c), env)` as `(Δ(L(c)), env lifted)`: every real
     /// of the environment gets a zero `L`-perturbation (the operator differentiates
     /// with respect to its argument only).
+    ///
+    /// A translation specialised to primal captures (`Module::primal_captures`) holds
+    /// those as the original's values: they are lifted by the delta layer first, as
+    /// the plain translation's closure would hold them.
     fn delta_of_layer(&self, clo: &Closure, layer: TypeMap, span: Span) -> EvalResult<Value> {
         let original = self.original_of(clo.code, span)?;
         let code = self.translate_code(original, layer, span)?;
         let code = self.translate_code(code, TypeMap::Delta, span)?;
+        let primal = self
+            .module()
+            .primal_captures
+            .get(&clo.code)
+            .cloned()
+            .unwrap_or_default();
         let mut env = Vec::with_capacity(clo.env.len());
-        for (v, t) in clo.env.iter().zip(&self.capture_types(original)) {
-            env.push(self.lift_under_delta(v, t, layer, span)?);
+        for (i, (v, t)) in clo
+            .env
+            .iter()
+            .zip(&self.capture_types(original))
+            .enumerate()
+        {
+            let v = if primal.contains(&i) {
+                let dt = self.module_mut().map_type(t, TypeMap::Delta);
+                self.lift(v, &dt, TypeMap::Delta, span)?
+            } else {
+                v.clone()
+            };
+            env.push(self.lift_under_delta(&v, t, layer, span)?);
         }
         Ok(Value::Closure(Rc::new(Closure { code, env })))
     }

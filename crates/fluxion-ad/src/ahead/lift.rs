@@ -14,7 +14,8 @@ use fluxion_core::{Atom, Binding, CodeId, EnumId, Module, Prim, Rhs, Span, Type,
 use super::resolve::{
     ClosureBindings, Translations, captures_here, direction, holds_operator, is_forward_layer,
     translate, translate_delta_original, translate_delta_resolved, translate_lifted,
-    translate_original, translate_original_primal_captures, translated_at_run_time,
+    translate_original, translate_original_primal_captures, translate_primal_captures,
+    translated_at_run_time,
 };
 use crate::builder::{Builder, int};
 use crate::helpers::{call, enum_match, helper};
@@ -99,8 +100,8 @@ impl Site<'_, '_> {
             .iter()
             .map(|x| self.m.var_ty(*x).clone())
             .collect();
-        // The forward layers take data captures unlifted where the code keeps them
-        // primal (the operator differentiates in its argument only: `activity.rs`).
+        // The forward and delta layers take data captures unlifted where the code keeps
+        // them primal (the operator differentiates in its argument only: `activity.rs`).
         let data: Vec<usize> = (capture_tys.iter().enumerate())
             .filter(|(_, t)| !self.m.can_hold_fn(t) && !self.m.is_fixed(t, layer))
             .map(|(i, _)| i)
@@ -118,6 +119,12 @@ impl Site<'_, '_> {
                 }
                 translate_delta_original(self.m, self.table, code)
                     .or_else(|| translate_delta_resolved(self.m, code))?
+            } else if layer == TypeMap::Delta {
+                // A reverse operator differentiates in its argument only, too: data the
+                // code keeps primal is passed as it is, not lifted onto the tape.
+                let (t, p) = translate_primal_captures(self.m, code, layer, &data)?;
+                primal = p;
+                t
             } else {
                 translate(self.m, code, layer)?
             }

@@ -934,6 +934,8 @@ fn undo_translations(m: &mut Module, codes_before: usize) {
     m.derived_codes.retain(|_, c| (c.0 as usize) < codes_before);
     m.translated_from
         .retain(|c, _| (c.0 as usize) < codes_before);
+    m.primal_captures
+        .retain(|c, _| (c.0 as usize) < codes_before);
 }
 
 /// The delta translation of `code`, which applies operators itself, from the code as
@@ -1125,7 +1127,7 @@ pub(crate) fn translate_original(
 /// [`translate`] with the captures at positions `candidates` passed as primals where
 /// the code keeps them so (`activity::stays_primal`; none asked, the plain
 /// translation): the translated code and the positions taken.
-fn translate_primal_captures(
+pub(crate) fn translate_primal_captures(
     m: &mut Module,
     code: CodeId,
     layer: TypeMap,
