@@ -235,6 +235,9 @@ impl Copier<'_> {
         if let Some(&original) = self.m.translated_from.get(&c) {
             self.m.translated_from.insert(copy, original);
         }
+        if let Some(primal) = self.m.primal_captures.get(&c).cloned() {
+            self.m.primal_captures.insert(copy, primal);
+        }
         copy
     }
 }

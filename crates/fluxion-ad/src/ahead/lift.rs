@@ -119,7 +119,7 @@ impl Site<'_, '_> {
                 }
                 translate_delta_original(self.m, self.table, code)
                     .or_else(|| translate_delta_resolved(self.m, code))?
-            } else if layer == TypeMap::Delta {
+            } else if layer == TypeMap::Delta && depth == 0 {
                 // A reverse operator differentiates in its argument only, too: data the
                 // code keeps primal is passed as it is, not lifted onto the tape.
                 let (t, p) = translate_primal_captures(self.m, code, layer, &data)?;
