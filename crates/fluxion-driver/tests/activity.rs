@@ -449,10 +449,27 @@ fn pulled(points: [[Real]], centroids: [[Real]]) -> Real {
         sum(map(sum, pb(1.0))) + y
     }, 1.0)
 }
+fn hoisted(points: [[Real]], centroids: [[Real]]) -> Real {
+    let f = |c: [[Real]]| cost(points, c);
+    grad(|s: Real| {
+        let (y, pb) = vjp(f, map(|r| map(|x| x * s, r), centroids));
+        sum(map(sum, pb(1.0))) + y
+    }, 1.0)
+}
+fn twice(a: Real, x: Real) -> Real {
+    let f = |t: Real| a * t * t;
+    grad(|s: Real| grad(f, s), x)
+}
 ";
     let expr = "(g([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]), \
-                 pulled([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]))";
-    let want = [1.6, -2.3, -1.0, 0.5, 1.8 + 0.49];
+                 pulled([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]), \
+                 hoisted([[0.5, -1.0], [1.5, 0.25], [-1.0, 0.75], [0.3, 0.2]], [[0.2, -0.4], [1.0, 0.5]]), \
+                 twice(3.0, 1.0))";
+    // The last two capture the differentiated closure, which then reaches a tape of
+    // tapes; only an operator's own closure is specialised (found by review: a
+    // captured one, specialised, had its data read as pairs by the second
+    // translation). twice: d/dx of 2·a·x is 2a.
+    let want = [1.6, -2.3, -1.0, 0.5, 1.8 + 0.49, 1.8 + 0.49, 6.0];
     for (at, got) in in_every_mode(src, expr) {
         close(
             &format!("gradient and reverse over reverse ({at})"),

@@ -466,7 +466,9 @@ fn fused_delta_sums_give_the_interpreters_bits() {
         "fn main() -> [Real] { grad(|v: [Real]| sum(map(|x| x * x, v)) + sum(map2(|a, b| a * b, v, reverse(v))), [0.1, 0.2, 0.3]) }",
         // Five terms on one parent: summed last element first, the sum is 1, not 0.
         // (Counts above `unroll::MAX_COUNT` or not known literals: the loops stay.)
-        "fn main() -> Real { let w = [1.0, 1.0e17, -1.0e17, 0.0, 0.0]; grad(|x: Real| { let s = [x, x, x, x, x]; sumbuild(5, |t| s[t] * w[t]) }, 2.0) }",
+        // (The constants are pairs of an array made with `x`: captured from outside,
+        // they would stay primals, activity.rs, and make no dot node.)
+        "fn main() -> Real { grad(|x: Real| { let s = [x, x, x, x, x]; let w = [1.0, 1.0e17, -1.0e17, 0.0, 0.0, x]; sumbuild(5, |t| s[t] * w[t]) }, 2.0) }",
         "fn main() -> [Real] { grad(|v: [Real]| { let a = slice(v, 1, 2); sumbuild(length(v) - 2, |t| v[t] * a[t]) }, [0.5, 2.0, 7.0]) }",
         "fn main() -> [Real] { grad(|v: [Real]| sumbuild(length(v) - 1, |t| v[t] * v[t]) + v[0], [1.0]) }",
         // An infinite adjoint reaches the dot: a zero partial passes none of it on.
@@ -774,8 +776,8 @@ fn small_read_only_arrays_live_on_the_stack() {
 }
 
 /// A map loop node whose elements read only zero ids (data constant at run time
-/// inside a gradient — captured from outside, or scaled by `floor(x)`, whose
-/// derivative is zero; data made from no input stays primal, `activity.rs` — the
+/// inside a gradient — scaled by `floor(x)`, whose derivative is zero; data made from
+/// no input or captured from outside stays primal, `activity.rs` — the
 /// interpreter's elements are each the zero delta) is not made: the
 /// elements take the zero id, so 200 loops of 10^5 elements hold no 16 bytes per
 /// element until the sweep (320 MB, past the 64 MiB budget, when they did). The
@@ -790,15 +792,15 @@ fn map_loop_nodes_over_constants_take_no_ids() {
             19900.0,
         ),
         (
-            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let d = map(|v| v * to_real(k) + v * v, c); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            "fn main() -> [Real] { grad(|x: [Real]| { let c = build(100000, |j| to_real(j) * 0.001 * floor(x[0])); fold(|acc: Real, k: Int| { let d = map(|v| v * to_real(k) + v * v, c); acc + d[k] * x[0] }, 0.0, range(200)) }, [1.0]) }",
             2649.3467,
         ),
         (
-            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let s = c[k]; let d = build(100000, |j| c[j] * s + s); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            "fn main() -> [Real] { grad(|x: [Real]| { let c = build(100000, |j| to_real(j) * 0.001 * floor(x[0])); fold(|acc: Real, k: Int| { let s = c[k]; let d = build(100000, |j| c[j] * s + s); acc + d[k] * x[0] }, 0.0, range(200)) }, [1.0]) }",
             22.5467,
         ),
         (
-            "fn main() -> [Real] { let c = build(100000, |j| to_real(j) * 0.001); grad(|x: [Real]| fold(|acc: Real, k: Int| { let d = build(100000, |j| c[j] * (if j == 0 { 1.0 } else { c[j - 1] })); acc + d[k] * x[0] }, 0.0, range(200)), [1.0]) }",
+            "fn main() -> [Real] { grad(|x: [Real]| { let c = build(100000, |j| to_real(j) * 0.001 * floor(x[0])); fold(|acc: Real, k: Int| { let d = build(100000, |j| c[j] * (if j == 0 { 1.0 } else { c[j - 1] })); acc + d[k] * x[0] }, 0.0, range(200)) }, [1.0]) }",
             2.6268,
         ),
     ];
@@ -2266,8 +2268,10 @@ fn loop_nodes_give_the_interpreters_bits() {
              grad(|p: ([Real], [Real])| sum(map2(|a, b| min(a, b) * abs(b) + max(a, 0.3) - a / (1.0 + b * b), p.0, p.1)) + sum(map(|a| a * a * 3.0, p.1)), (u, map(|t| 0.5 - t, u)))
          }",
         "fn main() -> [Real] {
-             let c = build(9, |k| to_real(k));
-             grad(|x: [Real]| x[0] * sumbuild(9, |j| c[j] * 2.0 + c[j] * c[0]), build(9, |k| to_real(k)))
+             grad(|x: [Real]| {
+                 let c = concat(build(9, |k| to_real(k)), [x[0]]);
+                 x[0] * sumbuild(9, |j| c[j] * 2.0 + c[j] * c[0])
+             }, build(9, |k| to_real(k)))
          }",
         "fn main() -> [Real] {
              let w = replicate(9, 0.0);
