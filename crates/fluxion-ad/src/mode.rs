@@ -168,6 +168,19 @@ pub(crate) fn call_at(b: &mut Builder, f: Atom, x: Atom, n_params: usize, ret: T
     b.emit("value", Rhs::Call(f, args), ret)
 }
 
+/// The number of reals `f(x)` returns, for `f: [Real] -> [Real]` (a Jacobian's rows).
+pub(crate) fn output_count(b: &mut Builder, s: &Site) -> VarId {
+    let y = call_at(
+        b,
+        Atom::Var(s.f),
+        Atom::Var(s.x),
+        s.n_params,
+        Type::array(Type::Real),
+    );
+    let m = b.prim(Prim::Length, &[y], Type::Int);
+    crate::helpers::var_of(b, m)
+}
+
 /// `jvp(f, x, d).1`
 pub(crate) fn jvp_tangent(b: &mut Builder, f: Atom, x: Atom, d: Atom, ret: &Type) -> Atom {
     let tret = b.m.tangent_type(ret);

@@ -8,7 +8,7 @@ use fluxion_core::{Atom, CodeId, Prim, Type, VarId};
 use crate::builder::{Builder, int};
 use crate::coordinates::{basis_of, coords_of, dim_of, dot, from_coords};
 use crate::helpers::{call, helper, var_of};
-use crate::mode::{Site, call_at, jvp_tangent};
+use crate::mode::{Site, call_at, jvp_tangent, output_count};
 use crate::push_forward::push_forward;
 
 /// `wᵀ·J` of `f` at `x` (`y = f(x)`) by one JVP per input coordinate.
@@ -114,10 +114,7 @@ pub(crate) fn vjp_by_push_forward_code(b: &mut Builder, fty: &Type) -> CodeId {
 /// `jacobian(f, x)` for `f: [Real] -> [Real]` by forward mode: columns
 /// `jvp(f, x, e_j).1`, transposed into rows (row i the gradient of output i).
 pub(crate) fn jacobian_by_jvps(b: &mut Builder, s: &Site) -> Atom {
-    let reals = Type::array(Type::Real);
-    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals);
-    let m = b.prim(Prim::Length, &[y], Type::Int);
-    let m = var_of(b, m);
+    let m = output_count(b, s);
     jacobian_by_jvps_of(b, s, m)
 }
 

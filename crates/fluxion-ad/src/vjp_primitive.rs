@@ -20,7 +20,7 @@ use fluxion_core::{Atom, Prim, Rhs, Type, VarId};
 
 use crate::builder::{Builder, real};
 use crate::helpers::var_of;
-use crate::mode::{ReverseAlgorithm, Site, call_at};
+use crate::mode::{ReverseAlgorithm, Site, call_at, output_count};
 use crate::pullback_by_jvps::{jacobian_by_jvps, jacobian_by_jvps_of};
 
 /// The operators by the run-time vjp primitive `prim`.
@@ -73,15 +73,12 @@ impl ReverseAlgorithm for ByVjpPrimitive {
             None => {
                 // The cheaper direction, as `%delta_jacobian`'s sweeps: with fewer
                 // inputs than outputs, a column per input by forward mode.
-                let reals = Type::array(Type::Real);
-                let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals.clone());
-                let m = b.prim(Prim::Length, &[y], Type::Int);
-                let m = var_of(b, m);
+                let m = output_count(b, s);
                 let n = b.prim(Prim::Length, &[Atom::Var(s.x)], Type::Int);
                 let fewer = b.cmp(Prim::Lt, n, Atom::Var(m));
                 b.if_(
                     fewer,
-                    Type::array(reals),
+                    Type::array(Type::array(Type::Real)),
                     |b| jacobian_by_jvps_of(b, s, m),
                     |b| rows_of(b, s, self.prim, m),
                 )
@@ -98,10 +95,7 @@ impl ReverseAlgorithm for ByVjpPrimitive {
 /// `jacobian(f, x)` as `build(m, |i| p(f, x, eᵢ).1)` for `m = length(f(x))`: one run
 /// of the vjp primitive `p` per row.
 fn jacobian_by_rows(b: &mut Builder, s: &Site, p: Prim) -> Atom {
-    let reals = Type::array(Type::Real);
-    let y = call_at(b, Atom::Var(s.f), Atom::Var(s.x), s.n_params, reals);
-    let m = b.prim(Prim::Length, &[y], Type::Int);
-    let m = var_of(b, m);
+    let m = output_count(b, s);
     rows_of(b, s, p, m)
 }
 

@@ -111,6 +111,16 @@ fn natively_as_interpreted(src: &str, mode: AdMode) -> Result<String, String> {
     native
 }
 
+/// The generated programs' seeds a test runs: `FLUXION_NATIVE_GEN_SEED` on (0 unless
+/// set), `FLUXION_NATIVE_GEN_CASES` of them (`cases` unless set).
+fn generated_seeds(cases: u64) -> (u64, u64) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse().ok());
+    (
+        var("FLUXION_NATIVE_GEN_SEED").unwrap_or(0),
+        var("FLUXION_NATIVE_GEN_CASES").unwrap_or(cases),
+    )
+}
+
 fn close(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits()
         || (a.is_nan() && b.is_nan())
@@ -1705,14 +1715,7 @@ int main(void) {
 #[test]
 fn generated_programs_agree_with_the_interpreter() {
     let tc = test_toolchain("generated");
-    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
-    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let (start, cases) = generated_seeds(40);
     let mut native = 0;
     for seed in start..start + cases {
         let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
@@ -1780,14 +1783,7 @@ fn generated_programs_agree_with_the_interpreter() {
 #[test]
 fn jacobians_by_columns_give_the_interpreters_bits() {
     let tc = test_toolchain("columns");
-    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let (start, cases) = generated_seeds(30);
     let mut checked = 0;
     for seed in start..start + cases {
         let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
@@ -2029,14 +2025,7 @@ fn a_runtime_error_during_a_reverse_pass_does_not_change_the_next_gradient() {
 /// them, but for CHAD's documented exception (a pullback).
 #[test]
 fn generated_programs_with_operators_run_natively() {
-    let cases: u64 = std::env::var("FLUXION_NATIVE_GEN_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(16);
-    let start: u64 = std::env::var("FLUXION_NATIVE_GEN_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let (start, cases) = generated_seeds(16);
     let mut handed_over = Vec::new();
     let mut with_operators = 0;
     for seed in start..start + cases {

@@ -178,11 +178,10 @@ impl Tape {
 
 /// The coefficients of a preaccumulated sum (`%delta_sumbuild`): for each id below
 /// the elements' mark, the sum over the elements of its adjoint in the element's own
-/// sweep, and the ids reached.
+/// sweep, by id.
 #[derive(Debug, Default)]
 pub struct Preaccumulated {
-    coefs: std::collections::HashMap<u32, f64>,
-    order: Vec<u32>,
+    coefs: std::collections::BTreeMap<u32, f64>,
 }
 
 impl Preaccumulated {
@@ -192,11 +191,7 @@ impl Preaccumulated {
         if id == DeltaId::ZERO || x == 0.0 {
             return;
         }
-        let c = self.coefs.entry(id.0).or_insert_with(|| {
-            self.order.push(id.0);
-            0.0
-        });
-        *c += x;
+        *self.coefs.entry(id.0).or_insert(0.0) += x;
     }
 
     /// The node's terms: each id reached with a coefficient other than 0, by
@@ -204,10 +199,8 @@ impl Preaccumulated {
     /// backward sweep meets each id once, so only a forward sweep's sum, `Tape::forward`,
     /// sees the order).
     pub fn terms(&self) -> impl Iterator<Item = (f64, DeltaId)> + '_ {
-        let mut ids = self.order.clone();
-        ids.sort_unstable();
-        ids.into_iter()
-            .map(|p| (self.coefs[&p], DeltaId(p)))
+        (self.coefs.iter())
+            .map(|(p, c)| (*c, DeltaId(*p)))
             .filter(|(c, _)| *c != 0.0)
     }
 }

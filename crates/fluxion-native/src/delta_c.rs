@@ -24,7 +24,6 @@ use crate::emitter::{Emitter as FnEmitter, Operands, Unsupported};
 use crate::types::delta::{rebuild, seed};
 use crate::types::{Helper2, has_rc};
 
-/// Whether `p` is a delta primitive, emitted here: every tape primitive.
 /// The `%delta_open`s among `codes` whose tape a `%delta_rows` sweeps (a Jacobian's).
 pub(crate) fn rows_tapes(m: &Module, codes: &[CodeId]) -> HashSet<VarId> {
     let mut marks = HashSet::new();
@@ -40,6 +39,7 @@ pub(crate) fn rows_tapes(m: &Module, codes: &[CodeId]) -> HashSet<VarId> {
     marks
 }
 
+/// Whether `p` is a delta primitive, emitted here: every tape primitive.
 pub(crate) fn emits(p: Prim) -> bool {
     p.is_tape()
 }
