@@ -75,6 +75,17 @@ impl Module {
         })
     }
 
+    /// The source of the user's place `span` stands for: an inline site's call's, else
+    /// its own.
+    pub fn user_source(&self, span: Span) -> u32 {
+        if !span.is_inline_site() {
+            return span.source;
+        }
+        self.inline_sites
+            .get((span.source - INLINE_SITE_SOURCE) as usize)
+            .map_or(span.source, |site| site.call.source)
+    }
+
     /// Where a fault at `span` is reported and its message: at the user's call, naming
     /// the prelude function, if `span` is an inline site; as it is otherwise.
     pub fn attribute(&self, span: Span, message: String) -> (Span, String) {

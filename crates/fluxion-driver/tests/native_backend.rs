@@ -2229,6 +2229,72 @@ fn main() -> (Real, [Real], Real) {
 /// arrays would cost more than the nodes, the elements record their nodes as written
 /// (the same bits, within a small memory budget). An element that evaluates a
 /// transcendental function keeps its terms on the tape.
+/// An element with an inner sum (`delta_loop::inner_sum`) is a loop node whose apply
+/// variant sweeps the inner elements itself — GMM's `(Q·v)ᵢ²` — also inside a
+/// preaccumulating sum's element: the interpreter's bits; where the inner elements read
+/// the element's own delta, no nested node; an inner fault reported as interpreted.
+#[test]
+fn nested_loop_nodes_give_the_interpreters_bits() {
+    let nested = [
+        "fn main() -> ([Real], [[Real]], [Real]) {
+             let q0 = build(10, |k| 0.3 + 0.05 * to_real(k));
+             let ls0 = build(10, |i| build(i, |j| 0.1 * to_real((i * 3 + j) % 7) - 0.2));
+             let v0 = build(10, |k| 1.0 - 0.15 * to_real(k));
+             grad(|p: ([Real], [[Real]], [Real])| {
+                 let (q, ls, v) = p;
+                 sumbuild(length(q), |i| { let row = ls[i]; let r = q[i] * v[i] + sumbuild(i, |j| row[j] * v[j]); r * r })
+             }, (q0, ls0, v0))
+         }",
+        "fn qtimes(qd: [Real], rows: [[Real]], v: [Real]) -> [Real] {
+             build(length(qd), |i| { let row = rows[i]; qd[i] * v[i] + sumbuild(i, |j| row[j] * v[j]) })
+         }
+         fn loss(xs: [[Real]], mu: [[Real]], qs: [[Real]], ls: [[[Real]]]) -> Real {
+             sumbuild(length(xs), |i| logsumexp(build(length(mu), |c| {
+                 let r = qtimes(qs[c], ls[c], vsub(xs[i], mu[c]));
+                 -0.5 * dot(r, r)
+             })))
+         }
+         fn main() -> ([[Real]], [[Real]], [[[Real]]]) {
+             let xs = build(6, |p| build(9, |k| 0.1 * to_real((p * 5 + k) % 11) - 0.4));
+             let mu = build(3, |c| build(9, |k| 0.05 * to_real(c + k) - 0.2));
+             let qs = build(3, |c| build(9, |k| 0.8 + 0.02 * to_real(c * k)));
+             let ls = build(3, |c| build(9, |i| build(i, |j| 0.03 * to_real((c + i * 2 + j) % 5) - 0.05)));
+             grad(|p: ([[Real]], [[Real]], [[[Real]]])| loss(xs, p.0, p.1, p.2), (mu, qs, ls))
+         }",
+    ];
+    for src in nested {
+        let _ = natively_as_interpreted(src, AdMode::Delta);
+        let c = delta_c_of_main(src);
+        assert!(
+            c.contains("for (int64_t i_ = n_v"),
+            "no nested loop node:\n{src}"
+        );
+        assert!(c.contains("fx_pre_open"), "no preaccumulating sum:\n{src}");
+    }
+    let own_delta = "fn main() -> [Real] {
+        grad(|x: [Real]| sumbuild(9, |i| { let s = x[i] * x[i]; s * sumbuild(9, |j| s * x[j]) }), build(9, |k| 0.1 * to_real(k) - 0.3))
+    }";
+    let _ = natively_as_interpreted(own_delta, AdMode::Delta);
+    assert!(!delta_c_of_main(own_delta).contains("for (int64_t i_ = n_v"));
+    let fwd_over_rev = "fn main() -> ([[Real]], [[Real]]) {
+        let rows0 = build(9, |i| build(9, |j| 0.1 * to_real((i + 2 * j) % 7) - 0.3));
+        let v = build(9, |k| 0.5 - 0.1 * to_real(k));
+        jvp(|rows: [[Real]]| grad(|rs: [[Real]]| sumbuild(9, |i| { let r = sum(map2(|a, b| a * b, rs[i], v)); r * r * r }), rows), rows0, map(|r| map(|_x| 1.0, r), rows0))
+    }";
+    let _ = natively_as_interpreted(fwd_over_rev, AdMode::Delta);
+    // The last row is one short: the nested node's primal run reports the read.
+    let fault = "fn main() -> [Real] {
+        let rows = build(9, |i| build(i, |j| 0.1 * to_real(j)));
+        grad(|v: [Real]| sumbuild(9, |i| { let row = rows[i]; let r = v[i] + sumbuild(i + 1, |j| row[j] * v[j]); r * r }), build(9, |k| 0.5 - 0.1 * to_real(k)))
+    }";
+    assert!(delta_c_of_main(fault).contains("for (int64_t i_ = n_v"));
+    let err = natively_as_interpreted(fault, AdMode::Delta).expect_err("faults");
+    assert!(
+        err.contains("index 0 out of range for an array of length 0"),
+        "{err}"
+    );
+}
+
 #[test]
 fn loop_nodes_give_the_interpreters_bits() {
     let nodes = [

@@ -68,7 +68,8 @@ pub(crate) fn emit(
         Prim::DeltaPush if e.loop_variant.is_some() => {
             if let Some(crate::emitter::LoopVariant::Apply(deltas)) = &mut e.loop_variant {
                 let terms = a.chunks(2).zip(args.chunks(2));
-                deltas.push((v, terms.map(|(c, id)| (c[0].clone(), id[1])).collect()));
+                let terms = terms.map(|(c, id)| (c[0].clone(), id[1])).collect();
+                deltas.push((v, crate::emitter::LocalDelta::Terms(terms)));
             }
             line(format!("{ct} {name} = 0;"));
         }

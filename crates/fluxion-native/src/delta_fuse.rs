@@ -131,6 +131,11 @@ pub(crate) fn emit(
     s: &mut String,
     pad: &str,
 ) {
+    // An inner sum of a loop node's element function, in its primal or apply variant.
+    if e.loop_variant.is_some() {
+        crate::delta_loop::emit_inner_sum(e, loop_, sum, fusion.code, s, pad);
+        return;
+    }
     let m = e.module();
     let Some((p, args, f)) = crate::delta_loop::element_fn(&loop_.rhs) else {
         return;

@@ -1,13 +1,15 @@
 //! Loop nodes (`--ad delta`, issue 32's array-level reverse for loops of cheap
-//! straight-line elements): a `%delta_sum` of a loop whose element function is
-//! arithmetic, index reads and `%delta`s — no call, loop, transcendental function or
-//! branch that makes a `%delta` — records no node per element. The loop runs a *primal variant* of the
+//! elements): a `%delta_sum` of a loop whose element function is arithmetic, index
+//! reads, `%delta`s and inner sums of such functions — no call, transcendental
+//! function or branch that makes a `%delta` — records no node per element. The loop runs a *primal variant* of the
 //! element function (`fn_N_p`: its `%delta`s record nothing) and the sum's delta is one
 //! tape node that holds the element function's closure (a heap copy) and the loop's
 //! operand arrays. Its sweep (`fx_sweep_K`, one per loop) runs the *apply variant*
 //! (`fn_N_a`) for each element, last to first: the element computed again, then its
 //! own `%delta`s swept in registers, each term added into the local adjoint of an
-//! earlier `%delta` of the element or into the tape's adjoint of an id it read.
+//! earlier `%delta` of the element or into the tape's adjoint of an id it read (inside
+//! a preaccumulating sum's element, an id below the element's mark goes into the sum's
+//! coefficients, `FX_PRE_ADD`, as the element's sweep routes every node's).
 //!
 //! A *map* loop node ([`emit_map`]) stands for the elements of a `build`, `map` or
 //! `map2` of such a function (an `if` whose branches make no `%delta` allowed): it
@@ -21,6 +23,15 @@
 //! node is made and each element takes the zero id ([`live`]): the ids would hold 16
 //! bytes per element until the sweep where the interpreter holds none.)
 //!
+//! An *inner sum* ([`inner_sum`]) — a `build`, `map` or `map2` of a closure made in
+//! the element whose code is such a function without inner sums, and the `%delta_sum`
+//! of its array: GMM's `(Q·v)ᵢ² = (qᵢvᵢ + Σ_{j<i} Lᵢⱼvⱼ)²` per row — is summed by
+//! the inner code's primal variant in both variants, and is one local adjoint of the
+//! apply variant, whose sweep runs the inner code's apply variant per inner element,
+//! last to first. Its elements may read no id of the element's own `%delta`s (only
+//! the element's inputs'), so their terms go to the tape's adjoints alone. Per GMM
+//! point and component, one node where there were a dot node and three nodes per row.
+//!
 //! Why the bits are the interpreter's: the elements' nodes would lie on the tape
 //! element after element, the sum's node last, and the sweep would visit the sum's node
 //! (giving each element's result delta the adjoint `0.0 + 1.0·ā = ā`), then each
@@ -29,6 +40,8 @@
 //! zero coefficient passes no infinite or NaN adjoint on; ids below the tape's mark
 //! and the zero id take nothing). A `%delta` whose terms all fell on the zero id made
 //! no node and had id 0: here its local adjoint reaches only such terms, so nothing.
+//! An inner sum is the same argument one level down: its elements' nodes, then its
+//! sum's node, lay where the element made them.
 //!
 //! The rule that decides recompute over store (the issue's "stated rule"): an element
 //! is computed again where its primal operations are arithmetic (`+ − × ÷`, `min`,
@@ -44,7 +57,9 @@ use std::fmt::Write;
 use fluxion_core::visit::free_vars;
 use fluxion_core::{Atom, Binding, Body, CodeId, Lit, Module, Prim, Rhs, Type, VarId};
 
-use crate::emitter::{APPLY_SUFFIX, Emitter, PRIMAL_SUFFIX, atom, span_args, var, versioned};
+use crate::emitter::{
+    APPLY_SUFFIX, Emitter, LocalDelta, PRIMAL_SUFFIX, atom, span_args, var, versioned,
+};
 
 /// The most `%delta`s an element may make (each a local adjoint in the sweep).
 const MAX_DELTAS: usize = 64;
@@ -182,6 +197,11 @@ fn flat(t: &Type) -> bool {
     scalar(t) || matches!(t, Type::Tuple(ts) if ts.iter().all(scalar))
 }
 
+/// An array of [`flat`] elements.
+fn flat_array(t: &Type) -> bool {
+    matches!(t, Type::Array(e) if flat(e))
+}
+
 /// The `%delta` whose id code `c` returns as its result pair's second component.
 fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
     let body = &m.code(c).body;
@@ -199,12 +219,18 @@ fn result_delta(m: &Module, c: CodeId) -> Option<VarId> {
 
 /// Whether code `c`, the element function of loop primitive `p` (`build`, `map`,
 /// `map2`), can be computed again at the sweep: its parameters scalars or pairs, its
-/// captures those or arrays of them or of tuples of them (at most [`MAX_HELD`] arrays
-/// with the loop's operands), its bindings projections, tuples and [`Prim::is_cheap_arithmetic`]
-/// primitives on scalars (reads of tuples too)
-/// besides its `%delta`s, whose ids flow only into later `%delta`s' terms and, one of
-/// them, into the result pair.
+/// captures those or arrays of them or of tuples of them, or arrays of such arrays (at
+/// most [`MAX_HELD`] arrays with the loop's operands), its bindings projections, tuples,
+/// [`Prim::is_cheap_arithmetic`] primitives on scalars and reads (of tuples, or of a
+/// captured array's row) besides its `%delta`s, whose ids flow only into later
+/// `%delta`s' terms and, one of them, into the result pair — and *inner sums* (see
+/// [`inner_sum`]).
 pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> {
+    recomputable_in(m, p, c, true)
+}
+
+/// [`recomputable`], with inner sums allowed where `nest`.
+fn recomputable_in(m: &Module, p: Prim, c: CodeId, nest: bool) -> Option<Recompute> {
     let code = m.code(c);
     let operands = match p {
         Prim::Build => 0,
@@ -217,7 +243,8 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
     let mut arrays = operands;
     for x in &code.captures {
         match m.var_ty(*x) {
-            Type::Array(e) if flat(e) => arrays += 1,
+            t if flat_array(t) => arrays += 1,
+            Type::Array(e) if nest && flat_array(e) => arrays += 1,
             t if scalar(t) => {}
             _ => return None,
         }
@@ -226,32 +253,63 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
         return None;
     }
     let r = result_delta(m, c)?;
-    let mut deltas: Vec<VarId> = Vec::new();
-    let mut terms = 0;
+    let mut defs: HashMap<VarId, &Rhs> = HashMap::new();
     for b in &code.body.bindings {
+        defs.insert(b.var, &b.rhs);
+    }
+    // `%delta`s and the id parts of inner sums: the element's local adjoints.
+    let mut deltas: Vec<VarId> = Vec::new();
+    let mut sums: Vec<VarId> = Vec::new();
+    let mut inner_arrays: Vec<VarId> = Vec::new();
+    let mut locals = 0;
+    let mut terms = 0;
+    let bindings = &code.body.bindings;
+    let mut k = 0;
+    while k < bindings.len() {
+        let b = &bindings[k];
         match &b.rhs {
-            Rhs::Atom(_) | Rhs::Proj(..) | Rhs::Tuple(_) => {}
+            Rhs::Atom(_) | Rhs::Tuple(_) => {}
+            Rhs::Proj(Atom::Var(s), 1) if sums.contains(s) => deltas.push(b.var),
+            Rhs::Proj(..) => {}
             Rhs::Prim(Prim::DeltaPush, args) => {
                 deltas.push(b.var);
+                locals += 1;
                 terms += args.len() / 2;
             }
             Rhs::Prim(q, _) if q.is_cheap_arithmetic() && scalar(m.var_ty(b.var)) => {}
             Rhs::Prim(Prim::Index, _) if flat(m.var_ty(b.var)) => {}
+            Rhs::Prim(Prim::Index, args) if nest && flat_array(m.var_ty(b.var)) => {
+                sources(code, &defs, &args[0], 0, &mut Vec::new())?;
+            }
             Rhs::If(_, t, f) if scalar(m.var_ty(b.var)) && inert(m, t) && inert(m, f) => {}
+            Rhs::Closure(..) if nest => {}
+            Rhs::Prim(..) if nest => {
+                let inner = inner_sum(m, code, &defs, bindings, k)?;
+                sums.push(bindings[k + 1].var);
+                inner_arrays.push(b.var);
+                locals += 1;
+                terms += inner;
+                k += 2;
+                continue;
+            }
             _ => return None,
         }
+        k += 1;
     }
-    if !deltas.contains(&r) || deltas.len() > MAX_DELTAS {
+    if !deltas.contains(&r) || locals > MAX_DELTAS {
         return None;
     }
     // Every use of a `%delta`'s id: a later `%delta`'s id operand, or the result pair's
-    // second component; the result pair itself is used by nothing.
+    // second component; the result pair itself is used by nothing; an inner sum's
+    // array by its sum alone, the sum by its projections, a closure by its loop.
     let result = code.body.result;
-    for b in &code.body.bindings {
+    for b in bindings {
         let branch_vars: Vec<Atom>;
         let uses: Vec<(usize, &Atom)> = match &b.rhs {
             Rhs::Atom(a) | Rhs::Proj(a, _) => vec![(0, a)],
-            Rhs::Tuple(xs) | Rhs::Prim(_, xs) => xs.iter().enumerate().collect(),
+            Rhs::Tuple(xs) | Rhs::Prim(_, xs) | Rhs::Closure(_, xs) => {
+                xs.iter().enumerate().collect()
+            }
             Rhs::If(c, t, f) => {
                 branch_vars = [t, f]
                     .iter()
@@ -268,18 +326,78 @@ pub(crate) fn recomputable(m: &Module, p: Prim, c: CodeId) -> Option<Recompute> 
             Rhs::Tuple(_) => Atom::Var(b.var) == result && k == 1,
             _ => false,
         };
+        let sum_of = |v: &VarId| matches!(&b.rhs, Rhs::Prim(Prim::DeltaSum, xs) if xs.as_slice() == [Atom::Var(*v)]);
+        let loop_of = |v: &VarId| {
+            element_fn(&b.rhs).is_some_and(|(_, _, f)| *f == Atom::Var(*v))
+                && inner_arrays.contains(&b.var)
+        };
         for (k, a) in uses {
             let Atom::Var(v) = a else { continue };
-            if (deltas.contains(v) && !id_operand(k)) || *a == result {
+            let misused = (deltas.contains(v) && !id_operand(k))
+                || *a == result
+                || (sums.contains(v) && !matches!(b.rhs, Rhs::Proj(..)))
+                || (inner_arrays.contains(v) && !sum_of(v))
+                || (matches!(defs.get(v), Some(Rhs::Closure(..))) && !loop_of(v));
+            if misused {
                 return None;
             }
         }
     }
     Some(Recompute {
-        deltas: deltas.len(),
+        deltas: locals,
         terms,
         reads: id_sources(m, c),
     })
+}
+
+/// Whether `bindings[k]` and `bindings[k + 1]` of element function `code` are an
+/// *inner sum*: a `build`, `map` or `map2` of a closure made in the element, whose
+/// code can be computed again without inner sums of its own, then the `%delta_sum` of
+/// its array — which the element's apply variant sweeps by running that code's apply
+/// variant per inner element, last to first, from the sum's adjoint (what the
+/// interpreter's sweep does with the inner elements' nodes and the sum's). The terms
+/// the inner elements read must not fall on the element's own `%delta`s: every id
+/// they read comes from the element's inputs (`sources`). Its terms per element.
+fn inner_sum(
+    m: &Module,
+    code: &fluxion_core::Code,
+    defs: &HashMap<VarId, &Rhs>,
+    bindings: &[Binding],
+    k: usize,
+) -> Option<usize> {
+    let (loop_, sum) = (bindings.get(k)?, bindings.get(k + 1)?);
+    let (p, args, f) = element_fn(&loop_.rhs)?;
+    if !matches!(&sum.rhs, Rhs::Prim(Prim::DeltaSum, xs) if xs.as_slice() == [Atom::Var(loop_.var)])
+        || !matches!(m.var_ty(loop_.var), Type::Array(t) if is_pair(t))
+    {
+        return None;
+    }
+    let Atom::Var(f) = f else { return None };
+    let Some(Rhs::Closure(g, caps)) = defs.get(f) else {
+        return None;
+    };
+    let inner = recomputable_in(m, p, *g, false)?;
+    // The loop's operand arrays (`map`, `map2`: after the function).
+    let operands = if p == Prim::Build {
+        &[][..]
+    } else {
+        &args[1..]
+    };
+    let mut outer = Vec::new();
+    for s in inner.reads.as_ref()? {
+        match *s {
+            IdSource::Operand(j) => outer.push(*operands.get(j)?),
+            IdSource::Capture(j) | IdSource::CapturedArray(j) => outer.push(*caps.get(j)?),
+        }
+    }
+    // The loop's operands and the closure's captures outlive the element's body (its
+    // apply variant sweeps the inner elements after it): none made in the element.
+    outer.extend(operands.iter().copied());
+    outer.extend(caps.iter().copied());
+    for a in &outer {
+        sources(code, defs, a, 0, &mut Vec::new())?;
+    }
+    Some(inner.terms)
 }
 
 /// Whether a branch of an element function is computed again as it is: projections,
@@ -297,26 +415,39 @@ fn inert(m: &Module, body: &Body) -> bool {
     })
 }
 
-/// The end of an apply variant (`fn_N_a(self_, params…, A_, adj_, mark_)`): the
+/// The end of an apply variant (`fn_N_a(self_, params…, A_, adj_, mark_, pre_)`): the
 /// element's `%delta`s swept last to first from its result's adjoint `A_`, the terms
-/// on its own `%delta`s into locals, the others into the tape's adjoints.
-pub(crate) fn local_sweep(
-    m: &Module,
-    c: CodeId,
-    deltas: &[(VarId, Vec<(String, Atom)>)],
-) -> String {
-    let index: HashMap<VarId, usize> = deltas
+/// on its own `%delta`s into locals, the others into the tape's adjoints — or, in a
+/// preaccumulating sum's element (`pre_`), those below the mark into the sum's
+/// coefficients, as `fx_sweep_impl` routes a node's.
+pub(crate) fn local_sweep(m: &Module, c: CodeId, deltas: &[(VarId, LocalDelta)]) -> String {
+    let mut index: HashMap<VarId, usize> = deltas
         .iter()
         .enumerate()
         .map(|(k, (v, _))| (*v, k))
         .collect();
+    // An inner sum's id part names the sum's local.
+    for b in &m.code(c).body.bindings {
+        if let Rhs::Proj(Atom::Var(s), 1) = &b.rhs
+            && let Some(&k) = index.get(s)
+        {
+            index.insert(b.var, k);
+        }
+    }
     let mut s = String::from("  {\n");
     let locals: Vec<String> = (0..deltas.len()).map(|k| format!("l{k} = 0.0")).collect();
     let _ = writeln!(s, "    double {};", locals.join(", "));
     if let Some(r) = result_delta(m, c).and_then(|r| index.get(&r)) {
         let _ = writeln!(s, "    l{r} = A_;");
     }
-    for (k, (_, terms)) in deltas.iter().enumerate().rev() {
+    for (k, (_, local)) in deltas.iter().enumerate().rev() {
+        let terms = match local {
+            LocalDelta::Terms(terms) => terms,
+            LocalDelta::Loop(sweep) => {
+                let _ = writeln!(s, "    if (l{k} != 0.0) {{ double A = l{k}; {sweep} }}");
+                continue;
+            }
+        };
         let _ = write!(s, "    if (l{k} != 0.0) {{ int fin_ = isfinite(l{k});");
         for (coef, id) in terms {
             match id {
@@ -331,7 +462,7 @@ pub(crate) fn local_sweep(
                 _ => {
                     let _ = write!(
                         s,
-                        " {{ double c_ = {coef}; int64_t p_ = {}; if (p_ >= mark_ && (fin_ || c_ != 0.0)) adj_[p_ - mark_] += c_ * l{k}; }}",
+                        " {{ double c_ = {coef}; int64_t p_ = {}; if (fin_ || c_ != 0.0) {{ if (p_ >= mark_) adj_[p_ - mark_] += c_ * l{k}; else if (pre_) FX_PRE_ADD(p_, c_ * l{k}); }} }}",
                         atom(id)
                     );
                 }
@@ -339,8 +470,68 @@ pub(crate) fn local_sweep(
         }
         s.push_str(" }\n");
     }
-    s.push_str("    (void)adj_; (void)mark_;\n  }\n");
+    s.push_str("    (void)adj_; (void)mark_; (void)pre_;\n  }\n");
     s
+}
+
+/// An inner sum in an element's primal or apply variant ([`inner_sum`]): its value
+/// from the inner elements' primal variants, the zero id; in the apply variant its
+/// local, whose sweep runs their apply variants last to first. `n` is bound first
+/// (`n_S` for sum `S`, which the sweep reads after the element's body).
+pub(crate) fn emit_inner_sum(
+    e: &mut Emitter<'_>,
+    loop_: &Binding,
+    sum: &Binding,
+    code: CodeId,
+    s: &mut String,
+    pad: &str,
+) {
+    let m = e.module();
+    let Some((p, args, f)) = element_fn(&loop_.rhs) else {
+        return;
+    };
+    let lsp = span_args(loop_.span);
+    let (len, what) = loop_count(e, p, args, &lsp, s, pad);
+    let name = var(sum.var);
+    let ct = e.types().c(m.var_ty(sum.var));
+    let pair = e
+        .types()
+        .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
+    let n = format!("n_{name}");
+    let fv = e.atom(f);
+    let reads = |e: &mut Emitter<'_>, i: &str| -> String {
+        match p {
+            Prim::Build => i.to_string(),
+            _ => args
+                .iter()
+                .skip(1)
+                .map(|x| match m.atom_ty(x) {
+                    Type::Array(t) => {
+                        let arr = e.atom(x);
+                        e.types().get(&t, &arr, i)
+                    }
+                    _ => "0".into(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    };
+    let forward = reads(e, "i");
+    let backward = reads(e, "i_");
+    let c = code.0;
+    let _ = writeln!(
+        s,
+        "{pad}{ct} {name}; int64_t {n} = {len}; fx_arr_check({n}, {pair}, \"{what}\", {lsp}); {{ double t = 0.0; for (int64_t i = 0; i < {n}; i++) t += fn_{c}{PRIMAL_SUFFIX}({fv}, {forward}).f0; {name}.f0 = t; {name}.f1 = 0; }}"
+    );
+    if !e.loop_variants.contains(&code) {
+        e.loop_variants.push(code);
+    }
+    if let Some(crate::emitter::LoopVariant::Apply(deltas)) = &mut e.loop_variant {
+        let sweep = format!(
+            "for (int64_t i_ = {n} - 1; i_ >= 0; i_--) fn_{c}{APPLY_SUFFIX}({fv}, {backward}, A, adj_, mark_, pre_);"
+        );
+        deltas.push((sum.var, LocalDelta::Loop(sweep)));
+    }
 }
 
 /// What a loop node holds: C declaring its dense operands (`d0_`, `d1_`), the arrays
@@ -379,10 +570,19 @@ fn held(
         held.push((o.clone(), format!("(uint64_t)FX_LEN({o}) * {size}")));
     }
     for (i, x) in m.code(code).captures.iter().enumerate() {
-        if let Type::Array(t) = m.var_ty(*x) {
-            let size = e.types().elem_size(t);
-            let a = format!("{env}->c{i}");
-            held.push((a.clone(), format!("(uint64_t)FX_LEN({a}) * {size}")));
+        let a = format!("{env}->c{i}");
+        match m.var_ty(*x) {
+            // Rows an element reads ([`inner_sum`]'s operands): each row's bytes too.
+            Type::Array(t) if matches!(&**t, Type::Array(_)) => {
+                let Type::Array(row) = &**t else { continue };
+                let size = e.types().elem_size(row);
+                held.push((a.clone(), format!("fx_rows_bytes({a}, {size})")));
+            }
+            Type::Array(t) => {
+                let size = e.types().elem_size(t);
+                held.push((a.clone(), format!("(uint64_t)FX_LEN({a}) * {size}")));
+            }
+            _ => {}
         }
     }
     let k = held.len();
@@ -445,17 +645,29 @@ fn sweep_function(
     });
     let sweep_no = e.loop_sweeps.1.lines().count();
     let proto = format!(
-        "static void fx_sweep_{sweep_no}(const fx_tape_dot_t *d, double a, double *adj, int64_t mark)"
+        "static void fx_sweep_{sweep_no}(const fx_tape_dot_t *d, double a, double *adj, int64_t mark, int pre)"
     );
     let _ = writeln!(e.loop_sweeps.1, "{proto};");
-    let call = format!("fn_{c}{APPLY_SUFFIX}(f, {args}, a, adj, mark);");
-    let body = if per_element {
-        format!(
-            "int64_t first = d->id - d->n + 1; (void)a; for (int64_t i = d->n - 1; i >= 0; i--) {{ double a = adj[first + i - mark]; if (a != 0.0) {call} }}"
-        )
+    // The loop twice, `pre` a constant in each (the apply variant inlined): the other
+    // sweeps' inner loops keep no test of it.
+    let body = [1, 0]
+        .map(|pre| {
+            let call = format!("fn_{c}{APPLY_SUFFIX}(f, {args}, a, adj, mark, {pre});");
+            if per_element {
+                format!(
+                    "for (int64_t i = d->n - 1; i >= 0; i--) {{ double a = adj[first + i - mark]; if (a != 0.0) {call} }}"
+                )
+            } else {
+                format!("for (int64_t i = d->n - 1; i >= 0; i--) {call}")
+            }
+        })
+        .join(" } else { ");
+    let first = if per_element {
+        "int64_t first = d->id - d->n + 1; (void)a; "
     } else {
-        format!("for (int64_t i = d->n - 1; i >= 0; i--) {call}")
+        ""
     };
+    let body = format!("{first}if (pre) {{ {body} }}");
     let _ = writeln!(
         e.loop_sweeps.0,
         "{proto} {{\n  fx_clo *f = d->loop->clo;\n  {body}\n}}\n"

@@ -105,14 +105,19 @@ pub fn emit_module(m: &Module, entry: CodeId) -> Result<String, Unsupported> {
         functions.push_str(&e.function_named(c, TERMS_SUFFIX)?);
     }
     e.terms_of = None;
-    // A loop node's element function's primal and apply variants (straight-line: they
-    // ask for nothing in turn), then the nodes' sweeps, which call the latter.
-    for c in std::mem::take(&mut e.loop_variants) {
+    // A loop node's element function's primal and apply variants (they ask for their
+    // inner sums' element functions' in turn), then the nodes' sweeps, which call the
+    // latter.
+    let mut done = 0;
+    while done < e.loop_variants.len() {
+        let c = e.loop_variants[done];
+        done += 1;
         for suffix in [PRIMAL_SUFFIX, APPLY_SUFFIX] {
             let _ = writeln!(protos, "{};", e.signature_named(c, suffix));
             functions.push_str(&e.function_named(c, suffix)?);
         }
     }
+    e.loop_variants.clear();
     e.loop_variant = None;
     let (sweeps, sweep_protos) = std::mem::take(&mut e.loop_sweeps);
     protos.push_str(&sweep_protos);

@@ -72,9 +72,17 @@ pub(crate) const TERMS_SUFFIX: &str = "_t";
 pub(crate) const PRIMAL_SUFFIX: &str = "_p";
 pub(crate) const APPLY_SUFFIX: &str = "_a";
 
-/// An element's `%delta`s, in order: each one's variable and its terms (the
-/// coefficient as C, the id as an atom).
-pub(crate) type Deltas = Vec<(VarId, Vec<(String, Atom)>)>;
+/// An element's `%delta`s and inner sums, in order: each one's variable and how its
+/// local adjoint is swept.
+pub(crate) type Deltas = Vec<(VarId, LocalDelta)>;
+
+/// How an element's apply variant sweeps one of its local adjoints (`delta_loop.rs`).
+pub(crate) enum LocalDelta {
+    /// A `%delta`'s terms: the coefficient as C, the id as an atom.
+    Terms(Vec<(String, Atom)>),
+    /// An inner sum's elements: C sweeping them from the adjoint named `A`.
+    Loop(String),
+}
 
 /// Which variant of a loop node's element function is being emitted (`delta_loop.rs`).
 pub(crate) enum LoopVariant {
@@ -184,14 +192,22 @@ impl<'m> Emitter<'m> {
         // Not for a code that refers to itself (GCC would unroll the recursion).
         let mut recursive = false;
         fluxion_core::visit::for_each_code_ref(&code.body, &mut |d| recursive |= d == c);
-        let inline = if recursive { "" } else { "inline " };
+        // An apply variant is always inlined into its loop node's sweep, which calls it
+        // with a constant `pre_` (two loops: the preaccumulating one and the other).
+        let inline = if recursive {
+            ""
+        } else if suffix == APPLY_SUFFIX {
+            "inline __attribute__((always_inline)) "
+        } else {
+            "inline "
+        };
         let mut s = format!("static {inline}{ret} fn_{}{suffix}(fx_clo *self_", c.0);
         for p in &code.params {
             let t = self.types.c(self.m.var_ty(*p));
             let _ = write!(s, ", {t} {}", var(*p));
         }
         if suffix == APPLY_SUFFIX {
-            s.push_str(", double A_, double *adj_, int64_t mark_");
+            s.push_str(", double A_, double *adj_, int64_t mark_, int pre_");
         }
         s.push(')');
         s

@@ -730,7 +730,8 @@ struct fx_tape_dot;
  * closure it owns (a copy, allocated with this), the bytes of the nodes it stands for,
  * and the arrays it holds (its operands and its closure's), to count each once. */
 typedef struct {
-  void (*sweep)(const struct fx_tape_dot *d, double a, double *adj, int64_t mark);
+  /* `pre` as fx_sweep_impl's: 1 routes the terms below `mark` into FX_PRE_ADD. */
+  void (*sweep)(const struct fx_tape_dot *d, double a, double *adj, int64_t mark, int pre);
   fx_clo *clo;
   uint64_t terms;
   int ids;
@@ -1032,15 +1033,13 @@ static inline __attribute__((always_inline)) void fx_sweep_impl(int pre) {
   for (int64_t id = fx_tape.len - 1; id >= mark; id--) {
     double a = adj[id - mark];
     if (id == next_dot) {
-      /* No loop node is made while a sum preaccumulates (fx_tape_loop_pays), so an
-       * element's sweep meets dot nodes only. */
       const fx_tape_dot_t *d = &fx_tape.dots[r];
       if (d->loop && d->loop->ids) {
         /* A map loop node: its elements' ids, each with its own adjoint. */
-        d->loop->sweep(d, 0.0, adj, mark);
+        d->loop->sweep(d, 0.0, adj, mark, pre);
         id -= d->n - 1;
       } else if (a != 0.0) {
-        if (d->loop) d->loop->sweep(d, a, adj, mark);
+        if (d->loop) d->loop->sweep(d, a, adj, mark, pre);
         else fx_sweep_dot_impl(pre, d, a, adj, mark);
       }
       r--;
@@ -1140,12 +1139,20 @@ static uint64_t fx_tape_dot_held(const fx_arr *a, const fx_arr *b) {
 static inline int fx_tape_held_pays(uint64_t held, uint64_t terms) {
   return fx_tape.dot_held + held <= 2 * (fx_tape.dot_terms + terms) + fx_memory_limit / 16;
 }
-/* Not while a sum preaccumulates: an element's sweep (fx_pre_sweep) routes the terms
- * below its mark, which a loop node's generated sweep does not. */
+/* Not on a plain tape (a Jacobian's, which may be swept forward). Inside a
+ * preaccumulating sum's element the node is swept at once by fx_pre_sweep, whose `pre`
+ * its generated sweep takes. */
 static inline int fx_tape_loop_pays(uint64_t held, uint64_t terms) {
-  return !fx_pre.active && !fx_tape_is_plain() && fx_tape_held_pays(held, terms);
+  return !fx_tape_is_plain() && fx_tape_held_pays(held, terms);
 }
 static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_held_pays(held, 24 * (uint64_t)n); }
+/* The bytes array of arrays `a` holds, its rows' elements `size` bytes each: what a
+ * loop node holding it counts (an element reading a row, delta_loop.rs). */
+static uint64_t fx_rows_bytes(const fx_arr *a, uint64_t size) {
+  uint64_t bytes = (uint64_t)FX_LEN(a) * sizeof(fx_arr *);
+  for (int64_t i = 0; i < FX_LEN(a); i++) bytes += (uint64_t)FX_LEN(FX_DATA(a, fx_arr *)[i]) * size;
+  return bytes;
+}
 /* The bytes a loop node holding arrays `arrs` (`bytes` each; NULL for none) would count
  * as held: each once, and none the node before holds. */
 static uint64_t fx_tape_loop_held(fx_arr *const *arrs, const uint64_t *bytes, int k) {

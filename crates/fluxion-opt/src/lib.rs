@@ -259,7 +259,10 @@ impl Context<'_> {
             return false;
         }
         let source = self.m.code(code);
-        source.span.source == at.source
+        // The user's code into the same file's code, also where that is a prelude
+        // function's copy at the user's call (`dot(r, r)` of a user's `build`): the
+        // copied bindings keep their spans, so a fault is reported where it was.
+        source.span.source == self.m.user_source(at)
             // A prelude function or a copy of one (not generated code: its faults are
             // its operator's), into the user's code.
             || ((source.span.is_prelude() || source.span.is_inline_site())
