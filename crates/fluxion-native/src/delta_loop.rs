@@ -462,7 +462,7 @@ pub(crate) fn local_sweep(m: &Module, c: CodeId, deltas: &[(VarId, LocalDelta)])
                 _ => {
                     let _ = write!(
                         s,
-                        " {{ double c_ = {coef}; int64_t p_ = {}; if (fin_ || c_ != 0.0) {{ if (p_ >= mark_) adj_[p_ - mark_] += c_ * l{k}; else if (pre_) FX_PRE_ADD(p_, c_ * l{k}); }} }}",
+                        " {{ double c_ = {coef}; int64_t p_ = {}; if (p_ >= mark_ && (fin_ || c_ != 0.0)) adj_[p_ - mark_] += c_ * l{k}; else if (pre_ && p_ < mark_ && (fin_ || c_ != 0.0)) FX_PRE_ADD(p_, c_ * l{k}); }}",
                         atom(id)
                     );
                 }
