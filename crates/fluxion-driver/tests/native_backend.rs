@@ -1717,9 +1717,17 @@ fn generated_programs_agree_with_the_interpreter() {
     let tc = test_toolchain("generated");
     let (start, cases) = generated_seeds(40);
     let mut native = 0;
+    let mut loop_nodes = 0;
     for seed in start..start + cases {
         let g = generator::generate_without_operators(seed, generator::Config::DEFAULT);
         let x = real_array(g.x.iter().copied());
+        // Whether the gradient's C makes a loop node (`delta_loop.rs`): the generator's
+        // long `sumbuild`s must reach them.
+        let main = format!("{}\nfn main() -> [Real] {{ grad(f, {x}) }}", g.source);
+        let c = compile("prog.flx", &main)
+            .ok()
+            .and_then(|p| p.show_with("c", Some("main"), AdMode::Delta).ok());
+        loop_nodes += c.is_some_and(|c| c.contains("fx_tape_loop(x_")) as usize;
         let far = real_array(g.x.iter().map(|v| v * 1e155));
         // `jvp` of `grad`: forward-over-reverse, pushed through the forward layer.
         let expr = format!(
@@ -1771,6 +1779,7 @@ fn generated_programs_agree_with_the_interpreter() {
         native * 10 >= cases * 2 * 8,
         "only {native} of {cases} compiled"
     );
+    assert!(loop_nodes > 0, "no generated gradient made a loop node");
 }
 
 /// A Jacobian with more outputs than inputs is made by forward sweeps of its tape, one

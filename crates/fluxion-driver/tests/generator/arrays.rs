@@ -59,7 +59,14 @@ impl Gen {
                 self.limit(format!("sum({a})"), B::real(b.m * n, b.g * n), &Real)
             }
             P::SumBuild => {
-                let n = self.rng.range(1, 4);
+                // Now and then at least 8 elements: natively a loop node (and, for a
+                // sum inside one, an inner sum: `delta_loop.rs`), whose bits the
+                // interpreter's must be.
+                let n = if self.rng.below(6) == 0 {
+                    self.rng.range(8, 10)
+                } else {
+                    self.rng.range(1, 4)
+                };
                 let (l, b) = self.lambda(&func(vec![Int], Real), env, d + 1, false, Some(n));
                 let nf = n as f64;
                 self.limit(
