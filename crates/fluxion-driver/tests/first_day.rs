@@ -150,6 +150,44 @@ fn faults_in_prelude_functions_are_reported_at_the_users_call() {
     }
 }
 
+/// The other way round: a user's closure copied into a prelude function's copy at the
+/// user's call (`dot(r, r)` of the user's `build`: the fused loop's body is the user's
+/// lambda, `fluxion-opt`'s `may_copy`) keeps its spans, so a fault inside is reported
+/// where the user wrote it, naming no prelude function — in the primal and under
+/// reverse mode.
+#[test]
+fn a_fault_in_a_users_closure_copied_into_a_prelude_copy_is_reported_where_written() {
+    let src = "fn g(xs: [Real], n: Int) -> Real {\n    \
+               let r = build(n, |i| { let row = xs[i]; row * 2.0 + sumbuild(i, |j| xs[j]) });\n    \
+               dot(r, r)\n}\n\
+               fn main() -> Real { g([1.0, 2.0], 3) }\n\
+               fn h() -> [Real] { grad(|x: [Real]| g(x, 3), [1.0, 2.0]) }\n";
+    let opt = with_big_stack(move || {
+        compile("user.flx", src)
+            .ok()
+            .expect("compiles")
+            .show("opt", Some("g"))
+            .expect("prints")
+    });
+    // The fused loop's lambda holds the user's body, not a call of the user's lambda.
+    assert!(
+        opt.contains("fused") && !opt.contains("dot(") && !opt.contains(": Real = lam_"),
+        "not copied:\n{opt}"
+    );
+    for entry in ["main", "h"] {
+        let err = with_big_stack(move || {
+            let program = compile("user.flx", src).map_err(|f| f.render())?;
+            program.run(entry, None).map(|_| ()).map_err(|f| f.render())
+        })
+        .expect_err(entry);
+        assert!(
+            err.starts_with("user.flx:2:38: runtime error: index 2 out of range"),
+            "{entry}: {err}"
+        );
+        assert!(!err.contains("prelude function"), "{entry}: {err}");
+    }
+}
+
 /// Prelude functions are inlined into the user's code before differentiating (issue
 /// 32: flat code differentiates into flat code), and a fault inside the copy is still
 /// the user's mistake at the call, naming the function — in the primal, under
