@@ -2279,6 +2279,16 @@ fn nested_loop_nodes_give_the_interpreters_bits() {
             "no nested loop node:\n{src}"
         );
         assert!(c.contains("fx_pre_open"), "no preaccumulating sum:\n{src}");
+        // The inner count is checked where the elements first run, not again in the
+        // sweep (against the budget as the tape holds it by then: a failure mid-sweep
+        // that the forward run did not meet).
+        for f in c.split("_a(fx_clo *self_").skip(1) {
+            let f = f.split("\n}\n").next().unwrap_or("");
+            assert!(
+                !f.contains("fx_arr_check(n_v"),
+                "a check in the sweep:\n{f}"
+            );
+        }
     }
     let own_delta = "fn main() -> [Real] {
         grad(|x: [Real]| sumbuild(9, |i| { let s = x[i] * x[i]; s * sumbuild(9, |j| s * x[j]) }), build(9, |k| 0.1 * to_real(k) - 0.3))

@@ -519,9 +519,18 @@ pub(crate) fn emit_inner_sum(
     let forward = reads(e, "i");
     let backward = reads(e, "i_");
     let c = code.0;
+    // The count's checks where the elements first run (the primal variant, as the loop
+    // written would check its array); the sweep's run of the element has passed them,
+    // and must not check the budget again against what the tape holds by then.
+    let check = match e.loop_variant {
+        Some(crate::emitter::LoopVariant::Primal) => {
+            format!(" fx_arr_check({n}, {pair}, \"{what}\", {lsp});")
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         s,
-        "{pad}{ct} {name}; int64_t {n} = {len}; fx_arr_check({n}, {pair}, \"{what}\", {lsp}); {{ double t = 0.0; for (int64_t i = 0; i < {n}; i++) t += fn_{c}{PRIMAL_SUFFIX}({fv}, {forward}).f0; {name}.f0 = t; {name}.f1 = 0; }}"
+        "{pad}{ct} {name}; int64_t {n} = {len};{check} {{ double t = 0.0; for (int64_t i = 0; i < {n}; i++) t += fn_{c}{PRIMAL_SUFFIX}({fv}, {forward}).f0; {name}.f0 = t; {name}.f1 = 0; }}"
     );
     if !e.loop_variants.contains(&code) {
         e.loop_variants.push(code);

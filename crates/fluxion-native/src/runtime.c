@@ -1151,7 +1151,7 @@ static inline int fx_tape_dot_pays(uint64_t held, int64_t n) { return fx_tape_he
 static uint64_t fx_rows_bytes(const fx_arr *a, uint64_t size) {
   uint64_t bytes = (uint64_t)FX_LEN(a) * sizeof(fx_arr *);
   /* A lazy array's rows are not there to count (made as they are read). */
-  if (a->kind != FX_DENSE) return bytes;
+  if (!a || a->kind != FX_DENSE) return bytes;
   for (int64_t i = 0; i < FX_LEN(a); i++) bytes += (uint64_t)FX_LEN(FX_DATA(a, fx_arr *)[i]) * size;
   return bytes;
 }
