@@ -2270,6 +2270,15 @@ fn nested_loop_nodes_give_the_interpreters_bits() {
              let ls = build(3, |c| build(9, |i| build(i, |j| 0.03 * to_real((c + i * 2 + j) % 5) - 0.05)));
              grad(|p: ([[Real]], [[Real]], [[[Real]]])| loss(xs, p.0, p.1, p.2), (mu, qs, ls))
          }",
+        // The inner closure captures reals the element computed (copied into it).
+        "fn main() -> ([Real], [Real]) {
+             let a0 = build(10, |k| 0.3 + 0.05 * to_real(k));
+             let b0 = build(10, |k| 1.0 - 0.15 * to_real(k));
+             grad(|p: ([Real], [Real])| {
+                 let (xs, ys) = p;
+                 sum(map2(|a, b| { let s = sumbuild(length(ys), |j| ys[j] * a - xs[j] * b); s * s + a * b }, xs, ys))
+             }, (a0, b0))
+         }",
     ];
     for src in nested {
         let _ = natively_as_interpreted(src, AdMode::Delta);

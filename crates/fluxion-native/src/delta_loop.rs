@@ -391,9 +391,10 @@ fn inner_sum(
         }
     }
     // The loop's operands and the closure's captures outlive the element's body (its
-    // apply variant sweeps the inner elements after it): none made in the element.
-    outer.extend(operands.iter().copied());
-    outer.extend(caps.iter().copied());
+    // apply variant sweeps the inner elements after it): none an array made in the
+    // element. A real or a flag the element computed is copied into the closure.
+    let copied = |a: &Atom| matches!(m.atom_ty(a), Type::Real | Type::Bool);
+    outer.extend(operands.iter().chain(caps).filter(|a| !copied(a)).copied());
     for a in &outer {
         sources(code, defs, a, 0, &mut Vec::new())?;
     }
