@@ -150,6 +150,26 @@ fn faults_in_prelude_functions_are_reported_at_the_users_call() {
     }
 }
 
+/// `entry` of `src` (as `user.flx`) after the optimiser, printed.
+fn optimised(src: &'static str, entry: &'static str) -> String {
+    with_big_stack(move || {
+        compile("user.flx", src)
+            .ok()
+            .expect("compiles")
+            .show("opt", Some(entry))
+            .expect("prints")
+    })
+}
+
+/// The rendered fault of running `entry` of `src` (as `user.flx`), which must fail.
+fn fault_of(src: &'static str, entry: &'static str) -> String {
+    with_big_stack(move || {
+        let program = compile("user.flx", src).map_err(|f| f.render())?;
+        program.run(entry, None).map(|_| ()).map_err(|f| f.render())
+    })
+    .expect_err(entry)
+}
+
 /// The other way round: a user's closure copied into a prelude function's copy at the
 /// user's call (`dot(r, r)` of the user's `build`: the fused loop's body is the user's
 /// lambda, `fluxion-opt`'s `may_copy`) keeps its spans, so a fault inside is reported
@@ -162,24 +182,14 @@ fn a_fault_in_a_users_closure_copied_into_a_prelude_copy_is_reported_where_writt
                dot(r, r)\n}\n\
                fn main() -> Real { g([1.0, 2.0], 3) }\n\
                fn h() -> [Real] { grad(|x: [Real]| g(x, 3), [1.0, 2.0]) }\n";
-    let opt = with_big_stack(move || {
-        compile("user.flx", src)
-            .ok()
-            .expect("compiles")
-            .show("opt", Some("g"))
-            .expect("prints")
-    });
+    let opt = optimised(src, "g");
     // The fused loop's lambda holds the user's body, not a call of the user's lambda.
     assert!(
         opt.contains("fused") && !opt.contains("dot(") && !opt.contains(": Real = lam_"),
         "not copied:\n{opt}"
     );
     for entry in ["main", "h"] {
-        let err = with_big_stack(move || {
-            let program = compile("user.flx", src).map_err(|f| f.render())?;
-            program.run(entry, None).map(|_| ()).map_err(|f| f.render())
-        })
-        .expect_err(entry);
+        let err = fault_of(src, entry);
         assert!(
             err.starts_with("user.flx:2:38: runtime error: index 2 out of range"),
             "{entry}: {err}"
@@ -198,23 +208,13 @@ fn a_fault_in_an_inlined_prelude_function_is_reported_at_the_users_call() {
                fn main() -> Real { f([1.0, 2.0]) }\n\
                fn g() -> [Real] { grad(f, [1.0, 2.0]) }\n\
                fn h() -> Real { diff(|t: Real| f([t, t]), 1.0) }\n";
-    let opt = with_big_stack(move || {
-        compile("user.flx", src)
-            .ok()
-            .expect("compiles")
-            .show("opt", Some("f"))
-            .expect("prints")
-    });
+    let opt = optimised(src, "f");
     assert!(
         !opt.contains("vsub(") && !opt.contains("dot("),
         "not inlined:\n{opt}"
     );
     for entry in ["main", "g", "h"] {
-        let err = with_big_stack(move || {
-            let program = compile("user.flx", src).map_err(|f| f.render())?;
-            program.run(entry, None).map(|_| ()).map_err(|f| f.render())
-        })
-        .expect_err(entry);
+        let err = fault_of(src, entry);
         assert!(
             err.starts_with("user.flx:2:13: runtime error: map2: arrays of different lengths"),
             "{entry}: {err}"

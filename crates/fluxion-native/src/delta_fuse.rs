@@ -52,10 +52,7 @@ pub(crate) fn fusable(
     k: usize,
 ) -> Option<Fusion> {
     let (loop_, sum) = (bindings.get(k)?, bindings.get(k + 1)?);
-    let Rhs::Prim(Prim::DeltaSum, sum_args) = &sum.rhs else {
-        return None;
-    };
-    if sum_args.as_slice() != [Atom::Var(loop_.var)] {
+    if !crate::delta_loop::sums_array(&sum.rhs, loop_.var) {
         return None;
     }
     let (p, _, f) = crate::delta_loop::element_fn(&loop_.rhs)?;
@@ -178,7 +175,6 @@ fn fused_loop(
     code: CodeId,
     k: usize,
 ) -> String {
-    let m = e.module();
     let ssp = span_args(sum.span);
     let name = var(sum.var);
     let Some((p, args, f)) = crate::delta_loop::element_fn(&loop_.rhs) else {
@@ -191,18 +187,8 @@ fn fused_loop(
         _ => None,
     };
     let f = e.atom(f);
-    let a: Vec<String> = args.iter().map(|x| e.atom(x)).collect();
-    let read = |e: &mut Emitter<'_>, x: &Atom, arr: &str| match m.atom_ty(x) {
-        Type::Array(t) => e.types().get(&t, arr, "i"),
-        _ => "0".into(),
-    };
+    let call_args = crate::delta_loop::element_reads(e, p, args, "i").join(", ");
     let variant = e.terms_variant(code);
-    let call_args = match p {
-        Prim::Build => vec!["i".to_string()],
-        Prim::Map => vec![read(e, &args[1], &a[1])],
-        _ => vec![read(e, &args[1], &a[1]), read(e, &args[2], &a[2])],
-    };
-    let call_args = call_args.join(", ");
     let body = |assume: &str| {
         format!(
             "for (int64_t i = 0; i < n; i++) {{ {assume}t += {variant}({f}, {call_args}).f0; }}"

@@ -326,7 +326,6 @@ fn recomputable_in(m: &Module, p: Prim, c: CodeId, nest: bool) -> Option<Recompu
             Rhs::Tuple(_) => Atom::Var(b.var) == result && k == 1,
             _ => false,
         };
-        let sum_of = |v: &VarId| matches!(&b.rhs, Rhs::Prim(Prim::DeltaSum, xs) if xs.as_slice() == [Atom::Var(*v)]);
         let loop_of = |v: &VarId| {
             element_fn(&b.rhs).is_some_and(|(_, _, f)| *f == Atom::Var(*v))
                 && inner_arrays.contains(&b.var)
@@ -336,7 +335,7 @@ fn recomputable_in(m: &Module, p: Prim, c: CodeId, nest: bool) -> Option<Recompu
             let misused = (deltas.contains(v) && !id_operand(k))
                 || *a == result
                 || (sums.contains(v) && !matches!(b.rhs, Rhs::Proj(..)))
-                || (inner_arrays.contains(v) && !sum_of(v))
+                || (inner_arrays.contains(v) && !sums_array(&b.rhs, *v))
                 || (matches!(defs.get(v), Some(Rhs::Closure(..))) && !loop_of(v));
             if misused {
                 return None;
@@ -367,7 +366,7 @@ fn inner_sum(
 ) -> Option<usize> {
     let (loop_, sum) = (bindings.get(k)?, bindings.get(k + 1)?);
     let (p, args, f) = element_fn(&loop_.rhs)?;
-    if !matches!(&sum.rhs, Rhs::Prim(Prim::DeltaSum, xs) if xs.as_slice() == [Atom::Var(loop_.var)])
+    if !sums_array(&sum.rhs, loop_.var)
         || !matches!(m.var_ty(loop_.var), Type::Array(t) if is_pair(t))
     {
         return None;
@@ -500,25 +499,8 @@ pub(crate) fn emit_inner_sum(
         .elem_size(&Type::Tuple(vec![Type::Real, Type::Int]));
     let n = format!("n_{name}");
     let fv = e.atom(f);
-    let reads = |e: &mut Emitter<'_>, i: &str| -> String {
-        match p {
-            Prim::Build => i.to_string(),
-            _ => args
-                .iter()
-                .skip(1)
-                .map(|x| match m.atom_ty(x) {
-                    Type::Array(t) => {
-                        let arr = e.atom(x);
-                        e.types().get(&t, &arr, i)
-                    }
-                    _ => "0".into(),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-        }
-    };
-    let forward = reads(e, "i");
-    let backward = reads(e, "i_");
+    let forward = element_reads(e, p, args, "i").join(", ");
+    let backward = element_reads(e, p, args, "i_").join(", ");
     let c = code.0;
     // The count's checks where the elements first run (the primal variant, as the loop
     // written would check its array); the sweep's run of the element has passed them,
@@ -581,19 +563,15 @@ fn held(
     }
     for (i, x) in m.code(code).captures.iter().enumerate() {
         let a = format!("{env}->c{i}");
-        match m.var_ty(*x) {
+        let Type::Array(t) = m.var_ty(*x) else {
+            continue;
+        };
+        let bytes = match &**t {
             // Rows an element reads ([`inner_sum`]'s operands): each row's bytes too.
-            Type::Array(t) if matches!(&**t, Type::Array(_)) => {
-                let Type::Array(row) = &**t else { continue };
-                let size = e.types().elem_size(row);
-                held.push((a.clone(), format!("fx_rows_bytes({a}, {size})")));
-            }
-            Type::Array(t) => {
-                let size = e.types().elem_size(t);
-                held.push((a.clone(), format!("(uint64_t)FX_LEN({a}) * {size}")));
-            }
-            _ => {}
-        }
+            Type::Array(row) => format!("fx_rows_bytes({a}, {})", e.types().elem_size(row)),
+            t => format!("(uint64_t)FX_LEN({a}) * {}", e.types().elem_size(t)),
+        };
+        held.push((a, bytes));
     }
     let k = held.len();
     let (arrs, bytes) = if k == 0 {
@@ -900,24 +878,10 @@ pub(crate) fn unfused(
     (p, args, f): (Prim, &[Atom], &Atom),
     code: CodeId,
 ) -> String {
-    let m = e.module();
     let (lsp, ssp, name) = (span_args(loop_.span), span_args(sum.span), var(sum.var));
     let pair = Type::Tuple(vec![Type::Real, Type::Int]);
     let pc = e.types().c(&pair);
-    let reads: Vec<String> = match p {
-        Prim::Build => vec!["i".into()],
-        _ => args
-            .iter()
-            .skip(1)
-            .map(|x| match m.atom_ty(x) {
-                Type::Array(t) => {
-                    let arr = e.atom(x);
-                    e.types().get(&t, &arr, "i")
-                }
-                _ => "0".into(),
-            })
-            .collect(),
-    };
+    let reads = element_reads(e, p, args, "i");
     let fv = e.atom(f);
     let set = e.types().set(&pair, "u_", "i", "r_");
     let get = e.types().get(&pair, "u_", "i");
@@ -926,6 +890,31 @@ pub(crate) fn unfused(
         code.0,
         reads.join(", ")
     )
+}
+
+/// Element `i`'s arguments to loop `p`'s function (`build`, `map`, `map2` with
+/// arguments `args`) as C: the index for `build`, else each operand array's element.
+pub(crate) fn element_reads(e: &mut Emitter<'_>, p: Prim, args: &[Atom], i: &str) -> Vec<String> {
+    let m = e.module();
+    match p {
+        Prim::Build => vec![i.to_string()],
+        _ => args
+            .iter()
+            .skip(1)
+            .map(|x| match m.atom_ty(x) {
+                Type::Array(t) => {
+                    let arr = e.atom(x);
+                    e.types().get(&t, &arr, i)
+                }
+                _ => "0".into(),
+            })
+            .collect(),
+    }
+}
+
+/// Whether `rhs` is `%delta_sum(v)`: the sum of loop array `v`.
+pub(crate) fn sums_array(rhs: &Rhs, v: VarId) -> bool {
+    matches!(rhs, Rhs::Prim(Prim::DeltaSum, xs) if xs.as_slice() == [Atom::Var(v)])
 }
 
 /// The count of loop `p` (`build`, `map` or `map2`, arguments `args`) as C and the
